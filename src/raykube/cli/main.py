@@ -1,0 +1,34 @@
+"""Entry point of the ``raykube`` command."""
+
+from __future__ import annotations
+
+import typer
+
+from raykube import __version__
+from raykube.cli import demo, sandbox
+
+app = typer.Typer(
+    name="raykube",
+    no_args_is_help=True,
+    help="raykube: a drop-in KubeRay operator in Python, `raykube doctor`, and a Docker-free local Kubernetes.",
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+app.add_typer(sandbox.app, name="sandbox")
+app.command(name="demo")(demo.demo)
+
+
+@app.command()
+def version() -> None:
+    """Print raykube's version and the pinned versions of what the sandbox builds."""
+    from raykube.sandbox import versions  # noqa: PLC0415 - only this command needs them
+
+    typer.echo(f"raykube {__version__}")
+    typer.echo(
+        f"sandbox: kubernetes v{versions.KUBERNETES_VERSION}, etcd v{versions.ETCD_VERSION}, "
+        f"kwok v{versions.KWOK_VERSION}, helm v{versions.HELM_VERSION}"
+    )
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,196 @@
+"""``raykube sandbox build|up|down|status|env``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from raykube.cli.output import err, fail, out, progress, success
+from raykube.sandbox import NodePool, Ports, Sandbox, SandboxConfig, SandboxError, build_all, versions
+from raykube.sandbox.build import missing_artifacts
+from raykube.sandbox.components import COMPONENTS
+from raykube.sandbox.ports import DEFAULT_PORT_BASE
+
+app = typer.Typer(no_args_is_help=True, help="A local Kubernetes control plane with kwok fake nodes, no Docker.")
+
+NameOption = Annotated[str, typer.Option("--name", help="Which sandbox instance.", show_default=True)]
+
+
+def _sandbox(name: str) -> Sandbox:
+    try:
+        return Sandbox.named(name)
+    except ValueError as exc:
+        fail(str(exc), code=2)
+
+
+def ensure_built() -> None:
+    """Build whatever is missing from the cache, with progress; say so when there is nothing to do."""
+    if not missing_artifacts():
+        progress(f"sandbox binaries are built (cache: {versions.cache_root() / 'bin'}); nothing to do")
+        return
+    progress("building the local control plane from the Go module proxy (about 6 minutes the first time)")
+    try:
+        results = build_all(progress)
+    except SandboxError as exc:
+        fail(str(exc))
+    built = [r for r in results if r.built]
+    success(f"built {', '.join(r.artifact.name for r in built)} into {versions.cache_root() / 'bin'}")
+
+
+@app.command()
+def build() -> None:
+    """Build etcd, the Kubernetes control plane, kubectl, kwok and helm (pinned versions) into ~/.cache/raykube."""
+    ensure_built()
+
+
+def parse_extra_args(values: list[str]) -> dict[str, tuple[str, ...]]:
+    extra: dict[str, list[str]] = {}
+    for value in values:
+        component, sep, flag = value.partition("=")
+        if not sep or not flag.startswith("-"):
+            raise ValueError(f"--extra-arg must look like COMPONENT=--flag[=value], got {value!r}")
+        extra.setdefault(component, []).append(flag)
+    return {k: tuple(v) for k, v in extra.items()}
+
+
+@app.command()
+def up(
+    name: NameOption = "default",
+    nodes: Annotated[int, typer.Option(help="Number of kwok fake nodes.")] = 2,
+    node_cpu: Annotated[str, typer.Option(help="CPU capacity of each node (a Kubernetes quantity).")] = "8",
+    node_memory: Annotated[str, typer.Option(help="Memory capacity of each node.")] = "32Gi",
+    node_pods: Annotated[int, typer.Option(help="Pod capacity of each node.")] = 110,
+    port_base: Annotated[
+        int, typer.Option(help="First of seven consecutive 127.0.0.1 ports (API server on base+3).")
+    ] = DEFAULT_PORT_BASE,
+    extra_arg: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Extra flag for one component, e.g. kube-apiserver=--v=4 (repeatable).",
+            metavar="COMPONENT=FLAG",
+        ),
+    ] = None,
+) -> None:
+    """Start the control plane (building it first if needed) and print the kubeconfig path."""
+    sandbox = _sandbox(name)
+    try:
+        config = SandboxConfig(
+            name=name,
+            ports=Ports.from_base(port_base),
+            nodes=NodePool(count=nodes, cpu=node_cpu, memory=node_memory, pods=node_pods),
+            extra_args=parse_extra_args(extra_arg or []),
+        )
+    except ValueError as exc:
+        fail(str(exc), code=2)
+    ensure_built()
+    try:
+        result = asyncio.run(sandbox.up(config, progress))
+    except SandboxError as exc:
+        fail(str(exc))
+    if result.already_running:
+        success(
+            f"sandbox {name!r} is already up; nothing changed (API server {result.config.server}, "
+            f"{result.config.nodes.count} node(s))"
+        )
+        if result.config != config and config != SandboxConfig(name=name):
+            err.print(
+                "  [yellow]note:[/yellow] it runs with the options it was started with; "
+                f"`raykube sandbox down --name {name}` first to change them"
+            )
+    else:
+        success(
+            f"sandbox {name!r} is up in {result.seconds:.1f}s: API server {config.server}, "
+            f"{config.nodes.count} kwok node(s); logs in {sandbox.layout.logs}"
+        )
+    out.print(str(result.kubeconfig))
+
+
+@app.command()
+def down(
+    name: NameOption = "default",
+    keep_logs: Annotated[bool, typer.Option(help="Keep the component logs after stopping.")] = False,
+) -> None:
+    """Stop the processes this sandbox started (and only those) and remove its files."""
+    sandbox = _sandbox(name)
+    try:
+        stopped = asyncio.run(sandbox.down(progress, keep_logs=keep_logs))
+    except SandboxError as exc:
+        fail(str(exc))
+    if stopped:
+        success(f"sandbox {name!r} is down ({len(stopped)} process(es) stopped)")
+    else:
+        success(f"sandbox {name!r} was not running; nothing to stop")
+
+
+@app.command()
+def status(
+    name: NameOption = "default",
+    output: Annotated[str, typer.Option("--output", "-o", help="text or json")] = "text",
+) -> None:
+    """Say what runs, under which PID, and where it listens."""
+    sandbox = _sandbox(name)
+    try:
+        st = sandbox.status()
+    except SandboxError as exc:
+        fail(str(exc))
+    if output == "json":
+        out.print_json(
+            json.dumps(
+                {
+                    "name": st.name,
+                    "directory": str(st.directory),
+                    "up": st.up,
+                    "kubeconfig": str(st.kubeconfig) if st.state else None,
+                    "config": st.state.config.to_json() if st.state else None,
+                    "components": [
+                        {
+                            "component": c.component,
+                            "pid": c.pid,
+                            "running": c.running,
+                            "listeners": [f"{a}:{p}" for a, p in c.listeners],
+                        }
+                        for c in st.components
+                    ],
+                }
+            )
+        )
+        raise typer.Exit(0 if st.up else 3)
+    if output != "text":
+        fail(f"--output must be text or json, got {output!r}", code=2)
+    if st.state is None:
+        out.print(f"sandbox {name!r} is not running (no state in {st.directory})")
+        raise typer.Exit(3)
+    table = Table(title=f"sandbox {name!r}: {'up' if st.up else 'NOT fully up'}", title_justify="left")
+    for column in ("component", "pid", "state", "listening on"):
+        table.add_column(column)
+    for c in st.components:
+        table.add_row(
+            c.component,
+            str(c.pid),
+            "[green]running[/green]" if c.running else "[red]stopped[/red]",
+            ", ".join(f"{a}:{p}" for a, p in c.listeners) or "-",
+        )
+    for missing in (c for c in COMPONENTS if c not in {s.component for s in st.components}):
+        table.add_row(missing, "-", "[red]not started[/red]", "-")
+    out.print(table)
+    cfg = st.state.config
+    out.print(f"API server:  {cfg.server}")
+    out.print(
+        f"nodes:       {cfg.nodes.count} x (cpu {cfg.nodes.cpu}, memory {cfg.nodes.memory}, pods {cfg.nodes.pods})"
+    )
+    out.print(f"kubeconfig:  {st.kubeconfig}")
+    out.print(f"logs:        {sandbox.layout.logs}/<component>.log")
+    raise typer.Exit(0 if st.up else 3)
+
+
+@app.command()
+def env(name: NameOption = "default") -> None:
+    """Print `export KUBECONFIG=...` and put the sandbox's kubectl first on PATH: eval "$(raykube sandbox env)"."""
+    sandbox = _sandbox(name)
+    if sandbox.load_state() is None:
+        err.print(f"[yellow]note:[/yellow] sandbox {name!r} is not running; `raykube sandbox up --name {name}`")
+    out.print(sandbox.shell_env(), end="")

@@ -1,0 +1,1 @@
+"""``raykube doctor``: walks the objects behind a Ray custom resource and names the root cause first (issue 8)."""

@@ -1,0 +1,416 @@
+"""One sandbox instance: bring the control plane up, report its status, and take it down again.
+
+An instance lives in one directory (``<state root>/sandboxes/<name>``, see :func:`state_root`): its PKI, kubeconfigs,
+etcd data, volumes, per-component logs, and ``sandbox.json`` recording its configuration and the processes it
+started. ``up`` starts etcd, then kube-apiserver, then the controller manager, scheduler, kwok and the volume
+provisioner together, creates the fake Nodes and the default StorageClass, and returns once Nodes are Ready and
+untainted, the ``default`` ServiceAccount exists and the provisioner holds its Lease: the point at which a
+Deployment's Pods schedule and a PVC binds. ``down`` stops exactly the processes in ``sandbox.json`` that still run
+the command line recorded there, and removes the directory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import ssl
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+import httpx2
+import yaml
+from lightkube import ApiError, AsyncClient, KubeConfig
+from lightkube.resources.coordination_v1 import Lease
+from lightkube.resources.core_v1 import Node, ServiceAccount
+from lightkube.resources.storage_v1 import StorageClass
+from lightkube.types import PatchType
+
+from raykube.sandbox import kwok, pki, ports, process, versions
+from raykube.sandbox.build import require_built, tail
+from raykube.sandbox.components import COMPONENTS, Binaries, Layout, SandboxConfig, argv, scheduler_config
+from raykube.sandbox.errors import ComponentFailed, SandboxError
+from raykube.sandbox.process import ProcessRecord
+from raykube.sandbox.provisioner import LEASE_NAME, LEASE_NAMESPACE, holder_identity
+from raykube.waiting import NotYet, WaitTimeout, wait_for
+
+Report = Callable[[str], None]
+
+STARTUP_TIMEOUT = {  # generous: these bound a failure, they are not speed targets (see `make bench`)
+    "etcd": 30.0,
+    "kube-apiserver": 120.0,
+    "kube-controller-manager": 60.0,
+    "kube-scheduler": 60.0,
+    "kwok": 60.0,
+    "provisioner": 60.0,
+}
+CLUSTER_READY_TIMEOUT = 90.0
+STOP_ORDER = tuple(reversed(COMPONENTS))
+
+
+def state_root() -> Path:
+    """``$RAYKUBE_STATE_DIR``, else ``$XDG_STATE_HOME/raykube``, else ``~/.local/state/raykube``."""
+    if explicit := os.environ.get("RAYKUBE_STATE_DIR"):
+        return Path(explicit).expanduser()
+    xdg = os.environ.get("XDG_STATE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".local" / "state") / "raykube"
+
+
+@dataclass(frozen=True)
+class State:
+    """What ``sandbox.json`` records."""
+
+    config: SandboxConfig
+    processes: tuple[ProcessRecord, ...]
+    started_at: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "config": self.config.to_json(),
+            "processes": [p.to_json() for p in self.processes],
+            "startedAt": self.started_at,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> State:
+        return cls(
+            SandboxConfig.from_json(data["config"]),
+            tuple(ProcessRecord.from_json(p) for p in data["processes"]),
+            float(data["startedAt"]),
+        )
+
+
+@dataclass(frozen=True)
+class ComponentStatus:
+    component: str
+    pid: int
+    running: bool
+    listeners: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True)
+class Status:
+    name: str
+    directory: Path
+    kubeconfig: Path
+    state: State | None
+    components: tuple[ComponentStatus, ...]
+
+    @property
+    def running(self) -> tuple[str, ...]:
+        return tuple(c.component for c in self.components if c.running)
+
+    @property
+    def stopped(self) -> tuple[str, ...]:
+        return tuple(c.component for c in self.components if not c.running)
+
+    @property
+    def up(self) -> bool:
+        return self.state is not None and set(self.running) == set(COMPONENTS)
+
+
+@dataclass(frozen=True)
+class UpResult:
+    kubeconfig: Path
+    already_running: bool
+    seconds: float
+    config: SandboxConfig
+
+
+def _ssl_context(layout: Layout, client: str | None) -> ssl.SSLContext:
+    context = ssl.create_default_context(cafile=str(layout.pki / "ca.crt"))
+    if client:
+        context.load_cert_chain(layout.pki / f"{client}.crt", layout.pki / f"{client}.key")
+    return context
+
+
+class Sandbox:
+    """A named local control plane. Construct with :meth:`named` or :meth:`at`; nothing starts until :meth:`up`."""
+
+    def __init__(self, layout: Layout, name: str) -> None:
+        self.layout = layout
+        self.name = name
+
+    @classmethod
+    def named(cls, name: str = "default", root: Path | None = None) -> Sandbox:
+        SandboxConfig(name=name)  # validates the name before it becomes a path
+        return cls(Layout((root or state_root()) / "sandboxes" / name), name)
+
+    @classmethod
+    def at(cls, directory: Path) -> Sandbox:
+        """The sandbox whose files are in ``directory`` (for tests that reuse a running one)."""
+        state = Sandbox(Layout(directory), directory.name).load_state()
+        return cls(Layout(directory), state.config.name if state else directory.name)
+
+    # ----------------------------------------------------------------------------------------------- state
+    def load_state(self) -> State | None:
+        try:
+            return State.from_json(json.loads(self.layout.state_file.read_text()))
+        except FileNotFoundError:
+            return None
+        except (ValueError, KeyError, TypeError) as exc:
+            raise SandboxError(
+                f"{self.layout.state_file} is not a sandbox state file ({exc})",
+                hint=f"stop any processes it started by hand, then remove {self.layout.root}",
+            ) from exc
+
+    def _save_state(self, state: State) -> None:
+        self.layout.root.mkdir(parents=True, exist_ok=True)
+        tmp = self.layout.state_file.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(state.to_json(), indent=2) + "\n")
+        tmp.replace(self.layout.state_file)
+
+    def status(self) -> Status:
+        state = self.load_state()
+        components = tuple(
+            ComponentStatus(
+                p.component,
+                p.pid,
+                running := process.is_running(p),
+                tuple(ports.listeners(p.pid)) if running else (),
+            )
+            for p in (state.processes if state else ())
+        )
+        return Status(self.name, self.layout.root, self.layout.kubeconfig, state, components)
+
+    # ----------------------------------------------------------------------------------------------- up
+    async def up(self, config: SandboxConfig, report: Report = lambda _: None, cache: Path | None = None) -> UpResult:
+        """Start the control plane, or report that it already runs (and change nothing)."""
+        started = time.monotonic()
+        current = self.status()
+        if current.state is not None and current.running:
+            if current.up:
+                return UpResult(self.layout.kubeconfig, True, 0.0, current.state.config)
+            raise SandboxError(
+                f"sandbox {self.name!r} is only partly running: {', '.join(current.running)} up, "
+                f"{', '.join(current.stopped) or 'nothing'} down",
+                hint=f"run `raykube sandbox down --name {self.name}` first, then `up` again (logs: {self.layout.logs})",
+            )
+        if config.name != self.name:
+            raise ValueError(f"config is for sandbox {config.name!r}, not {self.name!r}")
+        require_built((versions.KUBERNETES, versions.ETCD, versions.KWOK), cache)
+        ports.check_free(config.ports)
+        bins = Binaries.from_cache(cache)
+        self._prepare_files(config, bins)
+        records: list[ProcessRecord] = []
+        state_started = time.time()
+
+        async def start(component: str) -> ProcessRecord:
+            record = await process.spawn(
+                component,
+                argv(component, config, self.layout, bins),
+                self.layout.log(component),
+                self.layout.root,
+            )
+            records.append(record)
+            self._save_state(State(config, tuple(records), state_started))
+            return record
+
+        try:
+            report("starting etcd")
+            await self._wait_healthy(await start("etcd"), self._etcd_ready(config))
+            report("starting kube-apiserver")
+            await self._wait_healthy(await start("kube-apiserver"), self._apiserver_ready(config))
+            async with self._client() as client:
+                report("starting kube-controller-manager, kube-scheduler, kwok and the volume provisioner")
+                rest = [await start(c) for c in ("kube-controller-manager", "kube-scheduler", "kwok", "provisioner")]
+                checks = {
+                    "kube-controller-manager": self._https_healthy(config.ports.kube_controller_manager),
+                    "kube-scheduler": self._https_healthy(config.ports.kube_scheduler),
+                    "kwok": self._http_healthy(config.ports.kwok),
+                    "provisioner": self._provisioner_ready(client, rest[-1]),
+                }
+                await asyncio.gather(*(self._wait_healthy(r, checks[r.component]) for r in rest))
+                report(f"creating {config.nodes.count} kwok node(s) and the default StorageClass")
+                await self._create_cluster_objects(client, config)
+                await self._wait_cluster_ready(client, config, records)
+            self._check_loopback_only(records)
+        except BaseException:
+            for record in reversed(records):
+                await process.terminate(record, grace=5)
+            raise
+        return UpResult(self.layout.kubeconfig, False, time.monotonic() - started, config)
+
+    def _prepare_files(self, config: SandboxConfig, bins: Binaries) -> None:
+        layout = self.layout
+        shutil.rmtree(layout.etcd_data, ignore_errors=True)  # every `up` starts from an empty cluster
+        shutil.rmtree(layout.volumes, ignore_errors=True)
+        for directory in (layout.root, layout.logs, layout.volumes, layout.component_kubeconfig("x").parent):
+            directory.mkdir(parents=True, exist_ok=True)
+        layout.root.chmod(0o700)
+        authority = pki.ensure_pki(layout.pki, config.service_ip)
+        pki.write_kubeconfig(
+            layout.kubeconfig, pki.kubeconfig(authority, config.server, "admin", f"raykube-{config.name}")
+        )
+        for component in ("kube-controller-manager", "kube-scheduler", "kwok", "provisioner"):
+            pki.write_kubeconfig(
+                layout.component_kubeconfig(component),
+                pki.kubeconfig(authority, config.server, component, f"raykube-{config.name}"),
+            )
+        layout.scheduler_config.write_text(yaml.safe_dump(scheduler_config(layout), sort_keys=False))
+        layout.kwok_config.write_text(kwok.kwok_config(bins))
+
+    # ----------------------------------------------------------------------------------------------- health
+    async def _wait_healthy(self, record: ProcessRecord, check: Callable[[], Awaitable[bool | NotYet]]) -> None:
+        log = self.layout.log(record.component)
+
+        async def healthy() -> bool | NotYet:
+            if not process.is_running(record):
+                raise ComponentFailed(
+                    f"{record.component} exited while the sandbox was starting; the end of {log}:",
+                    detail=tail(log, 25),
+                    hint=f"full log: {log}",
+                )
+            return await check()
+
+        try:
+            await wait_for(healthy, STARTUP_TIMEOUT[record.component], what=f"{record.component} to become healthy")
+        except WaitTimeout as exc:
+            raise ComponentFailed(
+                f"{record.component} did not become healthy in {exc.timeout:g}s ({exc.last!r}); the end of {log}:",
+                detail=tail(log, 25),
+                hint=f"full log: {log}",
+            ) from exc
+
+    @staticmethod
+    async def _get(url: str, context: ssl.SSLContext | None = None) -> bool | NotYet:
+        try:
+            async with httpx2.AsyncClient(verify=context or False, trust_env=False, timeout=5) as http:
+                response = await http.get(url)
+        except httpx2.HTTPError as exc:
+            return NotYet(f"GET {url}: {exc.__class__.__name__}")
+        return True if response.status_code == 200 else NotYet(f"GET {url}: HTTP {response.status_code}")
+
+    def _etcd_ready(self, config: SandboxConfig) -> Callable[[], Awaitable[bool | NotYet]]:
+        return lambda: self._get(f"http://{ports.HOST}:{config.ports.etcd}/readyz")
+
+    def _apiserver_ready(self, config: SandboxConfig) -> Callable[[], Awaitable[bool | NotYet]]:
+        context = _ssl_context(self.layout, "admin")
+        return lambda: self._get(f"{config.server}/readyz", context)
+
+    def _https_healthy(self, port: int) -> Callable[[], Awaitable[bool | NotYet]]:
+        context = _ssl_context(self.layout, None)
+        return lambda: self._get(f"https://{ports.HOST}:{port}/healthz", context)
+
+    def _http_healthy(self, port: int) -> Callable[[], Awaitable[bool | NotYet]]:
+        return lambda: self._get(f"http://{ports.HOST}:{port}/healthz")
+
+    @staticmethod
+    def _provisioner_ready(client: AsyncClient, record: ProcessRecord) -> Callable[[], Awaitable[bool | NotYet]]:
+        async def check() -> bool | NotYet:
+            try:
+                lease = await client.get(Lease, LEASE_NAME, namespace=LEASE_NAMESPACE)
+            except ApiError as exc:
+                return NotYet(f"lease {LEASE_NAMESPACE}/{LEASE_NAME}: {exc.status.reason}")
+            holder = lease.spec.holderIdentity if lease.spec else None
+            return True if holder == holder_identity(record.pid) else NotYet(f"lease held by {holder!r}")
+
+        return check
+
+    @contextlib.asynccontextmanager
+    async def _client(self) -> Any:
+        client = AsyncClient(
+            KubeConfig.from_file(self.layout.kubeconfig), trust_env=False, field_manager="raykube-sandbox"
+        )
+        try:
+            yield client
+        finally:
+            await client.close()
+
+    # ----------------------------------------------------------------------------------------------- objects
+    @staticmethod
+    async def _create_cluster_objects(client: AsyncClient, config: SandboxConfig) -> None:
+        async def create_node(index: int) -> None:
+            body = kwok.fake_node(index, config.nodes)
+            await client.create(cast(Node, Node.from_dict(body)))
+            # Whether create keeps .status of a Node is not a contract; the status subresource is.
+            await client.patch(
+                Node.Status, body["metadata"]["name"], {"status": body["status"]}, patch_type=PatchType.MERGE
+            )
+
+        await asyncio.gather(*(create_node(i) for i in range(config.nodes.count)))
+        await client.create(cast(StorageClass, StorageClass.from_dict(kwok.default_storage_class())))
+
+    async def _wait_cluster_ready(
+        self, client: AsyncClient, config: SandboxConfig, records: list[ProcessRecord]
+    ) -> None:
+        async def nodes_ready() -> bool | NotYet:
+            for record in records:
+                if not process.is_running(record):
+                    log = self.layout.log(record.component)
+                    raise ComponentFailed(
+                        f"{record.component} exited while the sandbox was starting; the end of {log}:",
+                        detail=tail(log, 25),
+                    )
+            waiting = []
+            async for node in client.list(Node):
+                conditions = {c.type: c.status for c in (node.status.conditions if node.status else None) or []}
+                taints = [t.key for t in (node.spec.taints if node.spec else None) or []]
+                if conditions.get("Ready") != "True" or any(t.startswith("node.kubernetes.io/") for t in taints):
+                    waiting.append(
+                        f"{node.metadata.name if node.metadata else '?'} (Ready={conditions.get('Ready')},"
+                        f" taints={taints})"
+                    )
+            return True if not waiting else NotYet("nodes not ready: " + ", ".join(waiting))
+
+        async def default_service_account() -> bool | NotYet:
+            try:
+                await client.get(ServiceAccount, "default", namespace="default")
+            except ApiError:
+                return NotYet("ServiceAccount default/default does not exist yet (kube-controller-manager)")
+            return True
+
+        try:
+            await wait_for(nodes_ready, CLUSTER_READY_TIMEOUT, what="kwok nodes to be Ready and untainted")
+            await wait_for(default_service_account, CLUSTER_READY_TIMEOUT, what="the default ServiceAccount")
+        except WaitTimeout as exc:
+            raise ComponentFailed(
+                f"the control plane started but the cluster is not usable: {exc}",
+                hint=f"look at {self.layout.logs}/kwok.log and kube-controller-manager.log",
+            ) from exc
+
+    @staticmethod
+    def _check_loopback_only(records: list[ProcessRecord]) -> None:
+        for record in records:
+            outside = [f"{a}:{p}" for a, p in ports.listeners(record.pid) if a != ports.HOST]
+            if outside:
+                raise SandboxError(
+                    f"{record.component} listens outside 127.0.0.1 on {', '.join(outside)}; "
+                    "the sandbox refuses to run like that"
+                )
+
+    # ----------------------------------------------------------------------------------------------- down
+    async def down(self, report: Report = lambda _: None, *, keep_logs: bool = False) -> list[str]:
+        """Stop the processes this sandbox started and remove its directory. Returns the components stopped."""
+        state = self.load_state()
+        if state is None:
+            if self.layout.root.exists() and not keep_logs:
+                shutil.rmtree(self.layout.root)
+            return []
+        stopped = []
+        by_component = {p.component: p for p in state.processes}
+        for component in STOP_ORDER:
+            record = by_component.get(component)
+            if record is None:
+                continue
+            if await process.terminate(record):
+                stopped.append(component)
+                report(f"stopped {component} (pid {record.pid})")
+            elif Path(f"/proc/{record.pid}").exists():
+                report(f"pid {record.pid} no longer runs {component}; left it alone")
+        if keep_logs:
+            for entry in self.layout.root.iterdir():
+                if entry != self.layout.logs:
+                    shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+        else:
+            shutil.rmtree(self.layout.root, ignore_errors=True)
+        return stopped
+
+    def shell_env(self, cache: Path | None = None) -> str:
+        """Shell lines that point kubectl (the sandbox's own build, first on PATH) at this sandbox."""
+        return f"export KUBECONFIG={self.layout.kubeconfig}\nexport PATH={Binaries.from_cache(cache).path_dir}:$PATH\n"

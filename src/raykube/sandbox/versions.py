@@ -1,0 +1,75 @@
+"""Pinned versions of everything the sandbox builds, and where the builds are cached.
+
+Kubernetes v1.36.3, etcd v3.6.16 and kwok v0.8.0 are the combination verified on this project's machines
+(``shared/research/control-plane.md``); kwokctl pairs Kubernetes 1.34-1.36 with etcd 3.6. Helm is built for the chart
+tests. Bump a version here and the next ``raykube sandbox build`` builds into a new cache directory; the old one stays
+until removed by hand.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+KUBERNETES_VERSION = "1.36.3"
+ETCD_VERSION = "3.6.16"
+KWOK_VERSION = "0.8.0"
+HELM_VERSION = "4.3.2"
+
+# The oldest Go that builds all of the above: k8s.io/kubernetes v1.36.3 and kwok v0.8.0 both declare `go 1.26.0`.
+MIN_GO_VERSION = (1, 26, 0)
+
+# Bumped when the way we build changes (flags, ldflags, extra files) so that stale caches are not reused.
+RECIPE_REVISION = 1
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """One cached build output: a directory named after the component, its version and the recipe revision."""
+
+    name: str
+    version: str
+    files: tuple[str, ...]
+
+    @property
+    def dirname(self) -> str:
+        return f"{self.name}-v{self.version}-r{RECIPE_REVISION}"
+
+
+KUBERNETES = Artifact(
+    "kubernetes",
+    KUBERNETES_VERSION,
+    ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl"),
+)
+ETCD = Artifact("etcd", ETCD_VERSION, ("etcd",))
+KWOK = Artifact(
+    "kwok",
+    KWOK_VERSION,
+    (
+        "kwok",
+        "stages/node-initialize.yaml",
+        "stages/node-heartbeat-with-lease.yaml",
+        "stages/pod-ready.yaml",
+        "stages/pod-delete.yaml",
+    ),
+)
+HELM = Artifact("helm", HELM_VERSION, ("helm",))
+
+ARTIFACTS = (KUBERNETES, ETCD, KWOK, HELM)
+
+
+def cache_root() -> Path:
+    """``$RAYKUBE_CACHE_DIR``, else ``$XDG_CACHE_HOME/raykube``, else ``~/.cache/raykube``."""
+    if explicit := os.environ.get("RAYKUBE_CACHE_DIR"):
+        return Path(explicit).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "raykube"
+
+
+def artifact_dir(artifact: Artifact, root: Path | None = None) -> Path:
+    return (root or cache_root()) / "bin" / artifact.dirname
+
+
+def binary(artifact: Artifact, name: str | None = None, root: Path | None = None) -> Path:
+    return artifact_dir(artifact, root) / (name or artifact.files[0])

@@ -1,0 +1,95 @@
+"""The test harness: markers by directory, one sandbox per run, a lightkube client, a namespace per test.
+
+* ``tests/unit`` is marked ``unit``, ``tests/integration`` ``integration``, ``tests/e2e`` ``e2e``.
+* The ``sandbox`` fixture brings up a private local control plane once per run (free ports, its own state directory
+  under pytest's temporary directory) and takes it down at the end. Set ``RAYKUBE_TEST_SANDBOX`` to the directory
+  of a running sandbox (``raykube sandbox status`` shows it) to reuse that one instead; it is then left running.
+* ``kube`` is a lightkube ``AsyncClient`` for it; ``namespace`` is a fresh namespace, deleted after the test.
+* Wait with :func:`raykube.waiting.wait_for`, never with sleeps.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from lightkube import ApiError, AsyncClient, KubeConfig
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.core_v1 import Namespace, ServiceAccount
+
+from raykube.sandbox import NodePool, Ports, Sandbox, SandboxConfig
+from raykube.waiting import NotYet, wait_for
+from tests.support import RunningSandbox
+
+_MARKERS = {"unit": "unit", "integration": "integration", "e2e": "e2e"}
+TEST_SANDBOX_NAME = "pytest"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        parts = Path(str(item.path)).parts
+        for directory, marker in _MARKERS.items():
+            if directory in parts:
+                item.add_marker(getattr(pytest.mark, marker))
+
+
+@pytest.fixture(scope="session")
+async def sandbox(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[RunningSandbox]:
+    reuse = os.environ.get("RAYKUBE_TEST_SANDBOX")
+    if reuse:
+        existing = Sandbox.at(Path(reuse))
+        status = existing.status()
+        if not status.up:
+            pytest.fail(f"RAYKUBE_TEST_SANDBOX={reuse} is not a running sandbox ({status.stopped} stopped)")
+        yield RunningSandbox(existing, status.kubeconfig, owned=False, state_root=Path(reuse).parent.parent)
+        return
+    root = tmp_path_factory.mktemp("raykube-state")
+    running = Sandbox.named(TEST_SANDBOX_NAME, root)
+    config = SandboxConfig(name=TEST_SANDBOX_NAME, ports=Ports.free(), nodes=NodePool(count=3, cpu="8", memory="32Gi"))
+    result = await running.up(config)
+    try:
+        yield RunningSandbox(running, result.kubeconfig, owned=True, state_root=root)
+    finally:
+        await running.down(keep_logs=True)
+
+
+@pytest.fixture(scope="session")
+def kubeconfig(sandbox: RunningSandbox) -> Path:
+    return sandbox.kubeconfig
+
+
+@pytest.fixture(scope="session")
+async def kube(kubeconfig: Path) -> AsyncIterator[AsyncClient]:
+    client = AsyncClient(KubeConfig.from_file(kubeconfig), trust_env=False, field_manager="raykube-tests")
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
+@pytest.fixture
+async def namespace(kube: AsyncClient, request: pytest.FixtureRequest) -> AsyncIterator[str]:
+    """A fresh namespace, ready for Pods (its ``default`` ServiceAccount exists); deleted after the test."""
+    name = f"t-{re.sub(r'[^a-z0-9]+', '-', request.node.name.lower())[:40].strip('-')}-{uuid.uuid4().hex[:6]}"
+    await kube.create(Namespace(metadata=ObjectMeta(name=name, labels={"raykube.io/test": "true"})))
+
+    async def service_account() -> bool | NotYet:
+        try:
+            await kube.get(ServiceAccount, "default", namespace=name)
+        except ApiError:
+            return NotYet(f"no default ServiceAccount in {name} yet")
+        return True
+
+    await wait_for(service_account, 30, what=f"namespace {name} to be ready for Pods")
+    try:
+        yield name
+    finally:
+        try:
+            await kube.delete(Namespace, name)
+        except ApiError as exc:
+            if exc.status.code != 404:
+                raise

@@ -1,0 +1,121 @@
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from raykube.sandbox import ToolchainError, versions
+from raykube.sandbox.build import (
+    find_go,
+    is_built,
+    kube_ldflags,
+    missing_artifacts,
+    parse_go_version,
+    require_built,
+    staging_modules,
+    wrapper_go_mod,
+)
+from raykube.sandbox.errors import BuildError, NotBuiltError
+
+UPSTREAM_GO_MOD = """\
+module k8s.io/kubernetes
+
+go 1.26.0
+
+godebug default=go1.26
+
+require (
+\tgithub.com/spf13/cobra v1.10.2
+\tk8s.io/api v0.0.0
+\tk8s.io/streaming v0.0.0
+)
+
+replace (
+\tk8s.io/api => ./staging/src/k8s.io/api
+\tk8s.io/cri-streaming => ./staging/src/k8s.io/cri-streaming
+\tk8s.io/streaming => ./staging/src/k8s.io/streaming
+)
+"""
+
+
+def test_staging_modules_are_read_from_upstream_replaces() -> None:
+    assert staging_modules(UPSTREAM_GO_MOD) == ["k8s.io/api", "k8s.io/cri-streaming", "k8s.io/streaming"]
+
+
+def test_wrapper_go_mod_pins_every_staging_module_to_the_release_tag() -> None:
+    text = wrapper_go_mod(UPSTREAM_GO_MOD, "1.36.3")
+    assert "go 1.26.0" in text
+    assert "godebug default=go1.26" in text
+    assert "require k8s.io/kubernetes v1.36.3" in text
+    for module in ("k8s.io/api", "k8s.io/cri-streaming", "k8s.io/streaming"):
+        assert f"\t{module} => {module} v0.36.3" in text
+    assert "./staging" not in text
+
+
+def test_wrapper_go_mod_refuses_a_go_mod_without_staging_replaces() -> None:
+    with pytest.raises(BuildError, match="staging"):
+        wrapper_go_mod("module k8s.io/kubernetes\n\ngo 1.26.0\n", "1.36.3")
+
+
+def test_ldflags_stamp_the_version_in_both_version_packages() -> None:
+    flags = kube_ldflags("1.36.3", "abc123", "2026-12-02T00:00:00Z")
+    for pkg in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
+        assert f"-X {pkg}.gitVersion=v1.36.3" in flags
+        assert f"-X {pkg}.gitMinor=36" in flags
+        assert f"-X {pkg}.gitCommit=abc123" in flags
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("go1.26.8", (1, 26, 8)),
+        ("go version go1.26.8 linux/amd64", (1, 26, 8)),
+        ("go1.27rc1", (1, 27, 0)),
+        ("devel", None),
+    ],
+)
+def test_parse_go_version(text: str, expected: tuple[int, int, int] | None) -> None:
+    assert parse_go_version(text) == expected
+
+
+def test_a_missing_go_says_what_to_install(tmp_path: Path) -> None:
+    with pytest.raises(ToolchainError) as caught:
+        find_go({"PATH": str(tmp_path)})
+    message = str(caught.value)
+    assert "`go`" in message
+    assert "is not on PATH" in message
+    assert "install Go 1.26.0 or newer" in message
+
+
+def test_an_old_go_is_refused_with_the_version_it_needs(tmp_path: Path) -> None:
+    fake = tmp_path / "go"
+    fake.write_text("#!/bin/sh\necho go1.22.4\n")
+    fake.chmod(0o755)
+    with pytest.raises(ToolchainError, match=r"go1\.22\.4, older than the go1\.26\.0"):
+        find_go({"PATH": str(tmp_path), "HOME": os.environ.get("HOME", "/")})
+
+
+def test_cache_directories_carry_version_and_recipe(tmp_path: Path) -> None:
+    directory = versions.artifact_dir(versions.KUBERNETES, tmp_path)
+    assert directory == tmp_path / "bin" / f"kubernetes-v{versions.KUBERNETES_VERSION}-r{versions.RECIPE_REVISION}"
+
+
+def test_an_artifact_counts_as_built_only_when_marked_complete(tmp_path: Path) -> None:
+    directory = versions.artifact_dir(versions.ETCD, tmp_path)
+    directory.mkdir(parents=True)
+    (directory / "etcd").write_text("")
+    assert not is_built(versions.ETCD, tmp_path)
+    (directory / ".complete").write_text("{}")
+    assert is_built(versions.ETCD, tmp_path)
+    assert versions.ETCD not in missing_artifacts(tmp_path)
+    with pytest.raises(NotBuiltError, match="raykube sandbox build"):
+        require_built([versions.ETCD, versions.KWOK], tmp_path)
+
+
+def test_cache_root_follows_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("RAYKUBE_CACHE_DIR", str(tmp_path / "c"))
+    assert versions.cache_root() == tmp_path / "c"
+    monkeypatch.delenv("RAYKUBE_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
+    assert versions.cache_root() == tmp_path / "x" / "raykube"
