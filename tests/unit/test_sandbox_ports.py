@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from raykube.sandbox import PortInUseError, Ports
-from raykube.sandbox.ports import check_free, listeners, port_holder, port_is_free
+from raykube.sandbox.ports import check_free, ephemeral_port_range, listeners, port_holder, port_is_free
 
 
 @pytest.fixture
@@ -40,8 +40,10 @@ def test_listeners_of_this_process_include_the_socket(listening: int) -> None:
     assert ("127.0.0.1", listening) in listeners(os.getpid())
 
 
-def test_free_ports_are_distinct_and_free() -> None:
+def test_free_ports_are_distinct_free_and_never_ephemeral() -> None:
     ports = Ports.free()
     numbers = list(ports.by_component().values())
     assert len(set(numbers)) == len(numbers)
     assert all(port_is_free(p) for p in numbers)
+    low, high = ephemeral_port_range()
+    assert not any(low <= p <= high for p in numbers)

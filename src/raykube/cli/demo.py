@@ -6,27 +6,28 @@ first time, and shows its nodes with the sandbox's own kubectl, as the README pr
 
 from __future__ import annotations
 
-import asyncio
 import os
 import subprocess
+from typing import Annotated
 
-from raykube.cli.output import err, fail, out, progress, success
-from raykube.cli.sandbox import ensure_built
-from raykube.sandbox import Binaries, Sandbox, SandboxConfig, SandboxError
+import typer
+
+from raykube.cli.output import err, fail, out
+from raykube.cli.sandbox import NameOption, bring_up
+from raykube.sandbox import Binaries, Ports, SandboxConfig
+from raykube.sandbox.ports import DEFAULT_PORT_BASE
 
 
-def demo() -> None:
+def demo(
+    name: NameOption = "default",
+    port_base: Annotated[int, typer.Option(help="First of the sandbox's seven 127.0.0.1 ports.")] = DEFAULT_PORT_BASE,
+) -> None:
     """Bring the local Kubernetes up (building it the first time) and show `kubectl get nodes`."""
-    ensure_built()
-    sandbox = Sandbox.named("default")
     try:
-        result = asyncio.run(sandbox.up(SandboxConfig(name="default"), progress))
-    except SandboxError as exc:
-        fail(str(exc))
-    if result.already_running:
-        success("the sandbox was already up; reusing it")
-    else:
-        success(f"the sandbox is up in {result.seconds:.1f}s")
+        config = SandboxConfig(name=name, ports=Ports.from_base(port_base))
+    except ValueError as exc:
+        fail(str(exc), code=2)
+    result = bring_up(config)
     kubectl = Binaries.from_cache().kubectl
     command = [str(kubectl), "get", "nodes", "-o", "wide"]
     err.print("\n[bold]$ kubectl get nodes -o wide[/bold]")
@@ -35,6 +36,7 @@ def demo() -> None:
         fail(f"kubectl get nodes failed (exit {completed.returncode})")
     out.print()
     out.print("Use it yourself:")
-    out.print('  eval "$(uv run raykube sandbox env)"   # KUBECONFIG and the sandbox\'s kubectl')
+    flag = "" if name == "default" else f" --name {name}"
+    out.print(f'  eval "$(uv run raykube sandbox env{flag})"   # KUBECONFIG and the sandbox\'s kubectl')
     out.print("  kubectl get nodes")
-    out.print("Stop it with `make demo-down` (or `uv run raykube sandbox down`).")
+    out.print(f"Stop it with `make demo-down` (or `uv run raykube sandbox down{flag}`).")

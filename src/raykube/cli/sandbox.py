@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from raykube.cli.output import err, fail, out, progress, success
-from raykube.sandbox import NodePool, Ports, Sandbox, SandboxConfig, SandboxError, build_all, versions
+from raykube.sandbox import NodePool, Ports, Sandbox, SandboxConfig, SandboxError, UpResult, build_all, versions
 from raykube.sandbox.build import missing_artifacts
 from raykube.sandbox.components import COMPONENTS
 from raykube.sandbox.ports import DEFAULT_PORT_BASE
@@ -32,7 +32,7 @@ def ensure_built() -> None:
     if not missing_artifacts():
         progress(f"sandbox binaries are built (cache: {versions.cache_root() / 'bin'}); nothing to do")
         return
-    progress("building the local control plane from the Go module proxy (about 6 minutes the first time)")
+    progress("building the local control plane from the Go module proxy (about 15 minutes the first time)")
     try:
         results = build_all(progress)
     except SandboxError as exc:
@@ -76,7 +76,6 @@ def up(
     ] = None,
 ) -> None:
     """Start the control plane (building it first if needed) and print the kubeconfig path."""
-    sandbox = _sandbox(name)
     try:
         config = SandboxConfig(
             name=name,
@@ -86,27 +85,35 @@ def up(
         )
     except ValueError as exc:
         fail(str(exc), code=2)
+    result = bring_up(config)
+    out.print(str(result.kubeconfig))
+
+
+def bring_up(config: SandboxConfig) -> UpResult:
+    """Build if needed, start the sandbox ``config`` names (or find it running), and say which it was."""
+    sandbox = _sandbox(config.name)
     ensure_built()
     try:
         result = asyncio.run(sandbox.up(config, progress))
     except SandboxError as exc:
         fail(str(exc))
+    running = result.config
     if result.already_running:
         success(
-            f"sandbox {name!r} is already up; nothing changed (API server {result.config.server}, "
-            f"{result.config.nodes.count} node(s))"
+            f"sandbox {config.name!r} is already up; nothing changed (API server {running.server}, "
+            f"{running.nodes.count} node(s))"
         )
-        if result.config != config and config != SandboxConfig(name=name):
+        if running != config and config != SandboxConfig(name=config.name):
             err.print(
                 "  [yellow]note:[/yellow] it runs with the options it was started with; "
-                f"`raykube sandbox down --name {name}` first to change them"
+                f"`raykube sandbox down --name {config.name}` first to change them"
             )
     else:
         success(
-            f"sandbox {name!r} is up in {result.seconds:.1f}s: API server {config.server}, "
-            f"{config.nodes.count} kwok node(s); logs in {sandbox.layout.logs}"
+            f"sandbox {config.name!r} is up in {result.seconds:.1f}s: API server {running.server}, "
+            f"{running.nodes.count} kwok node(s); logs in {sandbox.layout.logs}"
         )
-    out.print(str(result.kubeconfig))
+    return result
 
 
 @app.command()

@@ -195,7 +195,7 @@ def require_built(artifacts: Sequence[Artifact], root: Path | None = None) -> No
         names = ", ".join(f"{a.name} v{a.version}" for a in missing)
         raise NotBuiltError(
             f"the sandbox binaries are not built yet ({names} missing under {versions.cache_root()}/bin)",
-            hint="run `raykube sandbox build` (about 6 minutes the first time)",
+            hint="run `raykube sandbox build` (about 15 minutes the first time)",
         )
 
 

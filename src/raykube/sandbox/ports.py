@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import random
 import socket
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -35,16 +36,29 @@ class Ports:
 
     @classmethod
     def free(cls) -> Ports:
-        """Ports the kernel says are free right now (for test sandboxes that must not collide with anything)."""
-        with contextlib.ExitStack() as stack:
-            sockets = [stack.enter_context(socket.socket()) for _ in range(6)]
-            for sock in sockets:
-                sock.bind((HOST, 0))
-            numbers = [sock.getsockname()[1] for sock in sockets]
-        return cls(*numbers)
+        """Seven consecutive free ports outside the kernel's ephemeral range (for sandboxes that must not collide
+        with anything, such as the tests'). Outside that range no outgoing connection can take one of them between
+        this check and the moment the components bind them."""
+        low, high = ephemeral_port_range()
+        span = (10000, low - 8) if low > 11000 else (high + 1, 65535 - 8)
+        chooser = random.SystemRandom()
+        for _ in range(500):
+            base = chooser.randrange(*span)
+            if all(port_is_free(base + offset) for offset in range(7)):
+                return cls.from_base(base)
+        raise RuntimeError(f"found no seven consecutive free ports in {span[0]}-{span[1]}")
 
     def by_component(self) -> dict[str, int]:
         return {name.replace("_", "-"): port for name, port in asdict(self).items()}
+
+
+def ephemeral_port_range() -> tuple[int, int]:
+    """The range the kernel picks local ports of outgoing connections from (Linux default 32768-60999)."""
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
 
 
 def port_is_free(port: int, host: str = HOST) -> bool:
