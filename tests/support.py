@@ -29,3 +29,14 @@ def raykube(*args: str, state_root: Path) -> subprocess.CompletedProcess[str]:
         timeout=300,
         check=False,
     )
+
+
+def shared_dir() -> Path:
+    """The project's shared material (``../shared`` next to the checkout, or ``$RAYKUBE_SHARED``)."""
+    path = Path(os.environ.get("RAYKUBE_SHARED", Path(__file__).resolve().parents[2] / "shared"))
+    if not path.is_dir():
+        raise FileNotFoundError(f"{path} is missing: tests read KubeRay's CRDs and samples from it")
+    return path
+
+
+KUBERAY_V161 = shared_dir() / "kuberay" / "v1.6.1"
