@@ -17,7 +17,7 @@ export UV_PYTHON := $(PYTHON)
 export UV_PYTHON_DOWNLOADS := never
 RUN := $(UV) run --no-sync
 
-.PHONY: help demo demo-down test lint typecheck imports pytest unit sandbox-build bench lock clean
+.PHONY: crds help demo demo-down test lint typecheck imports pytest unit sandbox-build bench lock clean
 
 help:
 	@sed -n 's/^#   //p' $(MAKEFILE_LIST)
@@ -45,6 +45,9 @@ demo-down: .venv/.synced
 lint: .venv/.synced
 	$(RUN) ruff check src tests benchmarks
 	$(RUN) ruff format --check src tests benchmarks
+
+crds: .venv/.synced
+	$(RUN) raykube crd generate
 
 typecheck: .venv/.synced
 	$(RUN) mypy

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from raykube import __version__
-from raykube.cli import demo, sandbox
+from raykube.cli import crd, demo, sandbox
 
 app = typer.Typer(
     name="raykube",
@@ -15,6 +15,7 @@ app = typer.Typer(
     add_completion=False,
 )
 app.add_typer(sandbox.app, name="sandbox")
+app.add_typer(crd.app, name="crd")
 app.command(name="demo")(demo.demo)
 
 

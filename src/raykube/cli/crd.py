@@ -1,0 +1,69 @@
+"""``raykube crd generate|print|install``: the ray.io CRDs, generated from raykube's own models."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from lightkube import AsyncClient, KubeConfig
+
+from raykube.api import crd as crd_generation
+from raykube.cli.output import fail, progress, success
+from raykube.runtime.crds import install_crds
+
+app = typer.Typer(no_args_is_help=True, help="The ray.io CustomResourceDefinitions (RayCluster, RayJob, ...).")
+
+KubeconfigOption = Annotated[
+    Path | None, typer.Option(help="Kubeconfig to use (default: $KUBECONFIG, then ~/.kube/config).")
+]
+
+
+@app.command()
+def generate(
+    output_dir: Annotated[Path, typer.Option(help="Where to write the CRDs.")] = Path("config/crd"),
+) -> None:
+    """Regenerate the CRDs from raykube.api and the pinned Kubernetes OpenAPI (needs Go's module cache)."""
+    from raykube.api import k8s_openapi  # noqa: PLC0415 - only generation needs the OpenAPI loader
+
+    try:
+        definitions = k8s_openapi.definitions()
+    except k8s_openapi.OpenAPIUnavailable as exc:
+        fail(str(exc))
+    output_dir.mkdir(parents=True, exist_ok=True)
+    for name, crd in crd_generation.generate_all(definitions).items():
+        path = output_dir / name
+        text = crd_generation.render(crd)
+        changed = not path.exists() or path.read_text() != text
+        path.write_text(text)
+        progress(f"{'wrote' if changed else 'unchanged'} {path}")
+    success(f"CRDs generated in {output_dir}")
+
+
+@app.command(name="print")
+def print_() -> None:
+    """Print the CRDs as one YAML stream (for GitOps: `raykube crd print > crds.yaml`)."""
+    crds = crd_generation.load_generated()
+    sys.stdout.write("---\n".join(crd_generation.render(c) for c in crds.values()))
+
+
+@app.command()
+def install(kubeconfig: KubeconfigOption = None) -> None:
+    """Install or update the CRDs with server-side apply and wait until they are Established."""
+    crds = crd_generation.load_generated()
+
+    async def run() -> list[str]:
+        config = KubeConfig.from_file(kubeconfig) if kubeconfig else KubeConfig.from_env()
+        client = AsyncClient(config, field_manager="raykube", trust_env=False)
+        try:
+            return await install_crds(client, crds)
+        finally:
+            await client.close()
+
+    try:
+        names = asyncio.run(run())
+    except Exception as exc:  # an API or config error: say it plainly
+        fail(f"installing the CRDs failed: {exc}")
+    success(f"installed {', '.join(names)}")
