@@ -156,3 +156,9 @@ def test_the_comparison_catches_a_stricter_schema() -> None:
         "b: default is 2 here, 1 upstream",
     ]
     assert differences(upstream, {"type": "object", "properties": {}}) == ["a: missing", "b: missing"]
+
+
+def test_rayservice_requires_its_cluster_in_v1_but_not_in_v1alpha1_as_kuberay_does() -> None:
+    versions = _versions(OURS["rayservices.yaml"])
+    assert "rayClusterConfig" in versions["v1"]["schema"]["openAPIV3Schema"]["properties"]["spec"]["required"]
+    assert "required" not in versions["v1alpha1"]["schema"]["openAPIV3Schema"]["properties"]["spec"]

@@ -22,6 +22,7 @@ The output is deterministic (sorted keys), so ``config/crd/`` can be checked in 
 
 from __future__ import annotations
 
+import copy
 import types
 import typing
 from collections.abc import Mapping
@@ -135,6 +136,15 @@ class _K8sInliner:
         return out
 
 
+def _markers(info: FieldInfo) -> list[Any]:
+    """A field's annotations, including those on the ``X`` of an ``Annotated[X, ...] | None``."""
+    found = list(info.metadata)
+    for option in get_args(info.annotation) if get_origin(info.annotation) in (Union, types.UnionType) else ():
+        if get_origin(option) is Annotated:
+            found += get_args(option)[1:]
+    return found
+
+
 def _is_model(tp: Any) -> bool:
     return isinstance(tp, type) and issubclass(tp, BaseModel)
 
@@ -149,7 +159,7 @@ class _Generator:
         for name, info in model.model_fields.items():
             key = info.alias or name
             properties[key] = self.field(info)
-            if info.is_required() or any(isinstance(m, CrdRequired) for m in info.metadata):
+            if info.is_required() or any(isinstance(m, CrdRequired) for m in _markers(info)):
                 required.append(key)
         schema: dict[str, Any] = {"type": "object", "properties": properties}
         if required:
@@ -235,6 +245,22 @@ def openapi_schema(kind: Kind, definitions: Mapping[str, Any]) -> dict[str, Any]
     return {"type": "object", "description": kind.description, "properties": properties}
 
 
+def _relaxed(schema: dict[str, Any], optional: tuple[str, ...]) -> dict[str, Any]:
+    """A copy of ``schema`` in which each dotted path of ``optional`` is no longer required."""
+    if not optional:
+        return schema
+    relaxed = copy.deepcopy(schema)
+    for path in optional:
+        *parents, name = path.split(".")
+        node = relaxed
+        for part in parents:
+            node = node["properties"][part]
+        node["required"] = [r for r in node.get("required", []) if r != name]
+        if not node["required"]:
+            del node["required"]
+    return relaxed
+
+
 def generate(kind: Kind, definitions: Mapping[str, Any]) -> dict[str, Any]:
     """The CustomResourceDefinition of ``kind``: ``v1`` served and stored, ``v1alpha1`` served where KubeRay does."""
     schema = {"openAPIV3Schema": openapi_schema(kind, definitions)}
@@ -254,7 +280,7 @@ def generate(kind: Kind, definitions: Mapping[str, Any]) -> dict[str, Any]:
             "name": "v1alpha1",
             "served": True,
             "storage": False,
-            "schema": schema,
+            "schema": {"openAPIV3Schema": _relaxed(schema["openAPIV3Schema"], kind.v1alpha1_optional)},
             "subresources": {"status": {}},
         }
         if kind.v1alpha1_columns:

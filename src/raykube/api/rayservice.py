@@ -7,7 +7,17 @@ from typing import Annotated
 from pydantic import Field
 
 from raykube.api.raycluster import RayClusterSpec, RayClusterStatus
-from raykube.api.schema import ConditionList, Int32, Int64, ManagedBy, RayModel, Schema, ServiceObject, Time
+from raykube.api.schema import (
+    ConditionList,
+    CrdRequired,
+    Int32,
+    Int64,
+    ManagedBy,
+    RayModel,
+    Schema,
+    ServiceObject,
+    Time,
+)
 
 
 class ClusterUpgradeOptions(RayModel):
@@ -35,8 +45,11 @@ class RayServiceSpec(RayModel):
     serve_service: ServiceObject | None = Field(None, description="The Service in front of Serve.")
     upgrade_strategy: RayServiceUpgradeStrategy | None = None
     serve_config_v2: str | None = Field(None, description="Serve config (YAML), as `serve build` writes it.")
-    # Required by KubeRay's v1 schema but not by v1alpha1; both share this schema, so the validator checks it.
-    ray_cluster_config: RayClusterSpec | None = Field(None, description="The cluster that runs Serve.")
+    # Required by KubeRay's v1 schema but not by its v1alpha1 (see RAYSERVICE.v1alpha1_optional). Optional in
+    # Python, so an object created through v1alpha1 still parses; the validator reports it missing.
+    ray_cluster_config: Annotated[RayClusterSpec, CrdRequired()] | None = Field(
+        None, description="The cluster that runs Serve."
+    )
     exclude_head_pod_from_serve_svc: bool | None = None
     managed_by: ManagedBy | None = None
 

@@ -73,6 +73,7 @@ class Kind:
     served_v1alpha1: bool
     v1alpha1_columns: bool  # KubeRay shows printer columns on v1alpha1 only for RayCluster
     description: str
+    v1alpha1_optional: tuple[str, ...] = ()  # fields v1 requires and v1alpha1 does not, as dotted paths
 
     @property
     def singular(self) -> str:
@@ -136,6 +137,7 @@ RAYSERVICE = Kind(
     served_v1alpha1=True,
     v1alpha1_columns=False,
     description="RayService runs Ray Serve applications and upgrades their RayCluster without downtime.",
+    v1alpha1_optional=("spec.rayClusterConfig",),
 )
 RAYCRONJOB = Kind(
     "RayCronJob",

@@ -8,11 +8,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from lightkube import AsyncClient, KubeConfig
 
-from raykube.api import crd as crd_generation
 from raykube.cli.output import fail, progress, success
-from raykube.runtime.crds import install_crds
 
 app = typer.Typer(no_args_is_help=True, help="The ray.io CustomResourceDefinitions (RayCluster, RayJob, ...).")
 
@@ -26,7 +23,8 @@ def generate(
     output_dir: Annotated[Path, typer.Option(help="Where to write the CRDs.")] = Path("config/crd"),
 ) -> None:
     """Regenerate the CRDs from raykube.api and the pinned Kubernetes OpenAPI (needs Go's module cache)."""
-    from raykube.api import k8s_openapi  # noqa: PLC0415 - only generation needs the OpenAPI loader
+    from raykube.api import crd as crd_generation  # noqa: PLC0415 - heavy imports load per command
+    from raykube.api import k8s_openapi  # noqa: PLC0415
 
     try:
         definitions = k8s_openapi.definitions()
@@ -45,6 +43,8 @@ def generate(
 @app.command(name="print")
 def print_() -> None:
     """Print the CRDs as one YAML stream (for GitOps: `raykube crd print > crds.yaml`)."""
+    from raykube.api import crd as crd_generation  # noqa: PLC0415
+
     crds = crd_generation.load_generated()
     sys.stdout.write("---\n".join(crd_generation.render(c) for c in crds.values()))
 
@@ -52,6 +52,11 @@ def print_() -> None:
 @app.command()
 def install(kubeconfig: KubeconfigOption = None) -> None:
     """Install or update the CRDs with server-side apply and wait until they are Established."""
+    from lightkube import AsyncClient, KubeConfig  # noqa: PLC0415
+
+    from raykube.api import crd as crd_generation  # noqa: PLC0415
+    from raykube.runtime.crds import install_crds  # noqa: PLC0415
+
     crds = crd_generation.load_generated()
 
     async def run() -> list[str]:

@@ -14,8 +14,8 @@ import typer
 
 from raykube.cli.output import err, fail, out
 from raykube.cli.sandbox import NameOption, bring_up
-from raykube.sandbox import Binaries, Ports, SandboxConfig
-from raykube.sandbox.ports import DEFAULT_PORT_BASE
+from raykube.sandbox.components import Binaries, SandboxConfig
+from raykube.sandbox.ports import DEFAULT_PORT_BASE, Ports
 
 
 def demo(

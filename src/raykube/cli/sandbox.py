@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
 
 from raykube.cli.output import err, fail, out, progress, success
-from raykube.sandbox import NodePool, Ports, Sandbox, SandboxConfig, SandboxError, UpResult, build_all, versions
+from raykube.sandbox import versions
 from raykube.sandbox.build import missing_artifacts
-from raykube.sandbox.components import COMPONENTS
-from raykube.sandbox.ports import DEFAULT_PORT_BASE
+from raykube.sandbox.components import COMPONENTS, NodePool, SandboxConfig
+from raykube.sandbox.errors import SandboxError
+from raykube.sandbox.ports import DEFAULT_PORT_BASE, Ports
+
+if TYPE_CHECKING:
+    from raykube.sandbox.cluster import Sandbox, UpResult
 
 app = typer.Typer(no_args_is_help=True, help="A local Kubernetes control plane with kwok fake nodes, no Docker.")
 
@@ -21,6 +25,8 @@ NameOption = Annotated[str, typer.Option("--name", help="Which sandbox instance.
 
 
 def _sandbox(name: str) -> Sandbox:
+    from raykube.sandbox.cluster import Sandbox  # noqa: PLC0415 - the Kubernetes client loads only when needed
+
     try:
         return Sandbox.named(name)
     except ValueError as exc:
@@ -33,6 +39,8 @@ def ensure_built() -> None:
         progress(f"sandbox binaries are built (cache: {versions.cache_root() / 'bin'}); nothing to do")
         return
     progress("building the local control plane from the Go module proxy (about 15 minutes the first time)")
+    from raykube.sandbox.build import build_all  # noqa: PLC0415
+
     try:
         results = build_all(progress)
     except SandboxError as exc:

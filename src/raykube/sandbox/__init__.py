@@ -2,22 +2,46 @@
 built from the Go module proxy and run as local processes, every listener on 127.0.0.1.
 
 Public surface: :class:`Sandbox` (up, down, status), :class:`SandboxConfig` and :class:`NodePool`, :class:`Ports`,
-:func:`build_all`, and :class:`SandboxError` with its subclasses.
+:func:`build_all`, and :class:`SandboxError` with its subclasses. Names are imported on first use, so a command that
+only needs the pinned versions does not pay for the Kubernetes client.
 """
 
-from raykube.sandbox.build import build_all
-from raykube.sandbox.cluster import Sandbox, Status, UpResult, state_root
-from raykube.sandbox.components import Binaries, NodePool, SandboxConfig
-from raykube.sandbox.errors import (
-    BuildError,
-    ComponentFailed,
-    NotBuiltError,
-    PortInUseError,
-    SandboxError,
-    ToolchainError,
-)
-from raykube.sandbox.ports import Ports
+from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from raykube.sandbox.build import build_all
+    from raykube.sandbox.cluster import Sandbox, Status, UpResult, state_root
+    from raykube.sandbox.components import Binaries, NodePool, SandboxConfig
+    from raykube.sandbox.errors import (
+        BuildError,
+        ComponentFailed,
+        NotBuiltError,
+        PortInUseError,
+        SandboxError,
+        ToolchainError,
+    )
+    from raykube.sandbox.ports import Ports
+
+_EXPORTS = {
+    "build_all": "build",
+    "Sandbox": "cluster",
+    "Status": "cluster",
+    "UpResult": "cluster",
+    "state_root": "cluster",
+    "Binaries": "components",
+    "NodePool": "components",
+    "SandboxConfig": "components",
+    "BuildError": "errors",
+    "ComponentFailed": "errors",
+    "NotBuiltError": "errors",
+    "PortInUseError": "errors",
+    "SandboxError": "errors",
+    "ToolchainError": "errors",
+    "Ports": "ports",
+}
 __all__ = [
     "Binaries",
     "BuildError",
@@ -35,3 +59,9 @@ __all__ = [
     "build_all",
     "state_root",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
