@@ -278,3 +278,261 @@ FEATURE_GATE_DEFAULTS: Final[Mapping[str, bool]] = MappingProxyType(
         GATE_KUBERNETES_WAS: False,
     }
 )
+
+# --- Versions raykube reports as KubeRay ------------------------------------------------------------------------
+
+# KubeRay utils/constant.go KUBERAY_VERSION: stamped into the head Pod annotation ray.io/kuberay-version and into
+# RAY_USAGE_STATS_EXTRA_TAGS. raykube reproduces KubeRay v1.6.1's generated objects, so it reports that release.
+KUBERAY_VERSION: Final = "v1.6.1"
+
+# --- Labels on generated objects (KubeRay utils/constant.go, common/pod.go labelPod) ----------------------------
+
+# KubeRay utils/constant.go RayNodeLabelKey: "yes" on every Ray Pod.
+RAY_IS_RAY_NODE_LABEL: Final = "ray.io/is-ray-node"
+# KubeRay utils/constant.go RayNodeTypeLabelKey: head, worker or redis-cleanup.
+RAY_NODE_TYPE_LABEL: Final = "ray.io/node-type"
+# KubeRay utils/constant.go RayNodeGroupLabelKey: headgroup or the worker group's name.
+RAY_NODE_GROUP_LABEL: Final = "ray.io/group"
+# KubeRay utils/constant.go RayIDLabelKey: CheckLabel("<cluster>-head") or CheckLabel("<cluster>-worker").
+RAY_ID_LABEL: Final = "ray.io/identifier"
+# KubeRay utils/constant.go KubernetesApplicationNameLabelKey; value ApplicationName.
+K8S_APP_NAME_LABEL: Final = "app.kubernetes.io/name"
+# KubeRay utils/constant.go KubernetesCreatedByLabelKey; value ComponentName.
+K8S_CREATED_BY_LABEL: Final = "app.kubernetes.io/created-by"
+# KubeRay utils/constant.go ApplicationName: value of app.kubernetes.io/name.
+APPLICATION_NAME: Final = "kuberay"
+# KubeRay utils/constant.go ComponentName: value of app.kubernetes.io/created-by (also the Job cache filter).
+COMPONENT_NAME: Final = "kuberay-operator"
+# KubeRay utils/constant.go RayServeLabelKey: Pods that may receive Serve traffic ("true"/"false").
+RAY_SERVE_LABEL: Final = "ray.io/serve"
+# KubeRay utils/constant.go RayWorkerReplicaIndexKey (gate RayMultiHostIndexing): lowest free index in the group.
+RAY_WORKER_REPLICA_INDEX_LABEL: Final = "ray.io/worker-group-replica-index"
+# KubeRay utils/constant.go RayWorkerReplicaNameKey: "<group>-<rand5>" shared by the hosts of one replica.
+RAY_WORKER_REPLICA_NAME_LABEL: Final = "ray.io/worker-group-replica-name"
+# KubeRay utils/constant.go RayHostIndexKey: 0..numOfHosts-1 within a multi-host replica.
+RAY_HOST_INDEX_LABEL: Final = "ray.io/replica-host-index"
+# KubeRay utils/constant.go RayOriginatedFromCRNameLabelKey: name of the CR that created an object.
+RAY_ORIGINATED_FROM_CR_NAME_LABEL: Final = "ray.io/originated-from-cr-name"
+# KubeRay utils/constant.go RayJobSubmissionModeLabelKey: on RayClusters a RayJob creates.
+RAY_JOB_SUBMISSION_MODE_LABEL: Final = "ray.io/job-submission-mode"
+# KubeRay utils/constant.go HeadlessServiceLabelKey: on the multi-host headless worker Service.
+RAY_HEADLESS_WORKER_SVC_LABEL: Final = "ray.io/headless-worker-svc"
+# KubeRay utils/constant.go: ray.io/node-type values.
+NODE_TYPE_HEAD: Final = "head"
+NODE_TYPE_WORKER: Final = "worker"
+NODE_TYPE_REDIS_CLEANUP: Final = "redis-cleanup"
+# KubeRay utils/constant.go RayNodeHeadGroupLabelValue: ray.io/group of the head.
+HEAD_GROUP_NAME: Final = "headgroup"
+# KubeRay internal/managercache: the operator only caches Pods with these node types.
+CACHED_POD_NODE_TYPES: Final = (NODE_TYPE_HEAD, NODE_TYPE_WORKER, NODE_TYPE_REDIS_CLEANUP)
+
+# --- Annotations on generated objects (KubeRay utils/constant.go) -----------------------------------------------
+
+# KubeRay utils/constant.go UpgradeStrategyRecreateHashKey: hash of the spec without replicas, on the head Pod.
+RAY_UPGRADE_STRATEGY_RECREATE_HASH_ANNOTATION: Final = "ray.io/upgrade-strategy-recreate-hash"
+# KubeRay utils/constant.go KubeRayVersion: the operator version that built the head Pod.
+RAY_KUBERAY_VERSION_ANNOTATION: Final = "ray.io/kuberay-version"
+# KubeRay utils/constant.go RayOverwriteContainerCmdAnnotationKey: keep the user's container command.
+RAY_OVERWRITE_CONTAINER_CMD_ANNOTATION: Final = "ray.io/overwrite-container-cmd"
+# KubeRay utils/constant.go EnableServeServiceKey: create <cluster>-serve-svc for a bare RayCluster.
+RAY_ENABLE_SERVE_SERVICE_ANNOTATION: Final = "ray.io/enable-serve-service"
+# KubeRay utils/constant.go GCSFaultToleranceDeletionTimeoutKey: seconds before the Redis finalizer is forced off.
+RAY_GCS_FT_DELETION_TIMEOUT_ANNOTATION: Final = "ray.io/gcs-ft-deletion-timeout"
+# KubeRay utils/constant.go DisableProvisionedHeadRestartAnnotationKey (set by RayJob SidecarMode).
+RAY_DISABLE_PROVISIONED_HEAD_RESTART_ANNOTATION: Final = "ray.io/disable-provisioned-head-restart"
+# KubeRay utils/constant.go: set on RayService clusters.
+RAY_HASH_WITHOUT_REPLICAS_ANNOTATION: Final = "ray.io/hash-without-replicas-and-workers-to-delete"
+RAY_NUM_WORKER_GROUPS_ANNOTATION: Final = "ray.io/num-worker-groups"
+# KubeRay utils/constant.go GCSFaultToleranceRedisCleanupFinalizer.
+GCS_FT_REDIS_CLEANUP_FINALIZER: Final = "ray.io/gcs-ft-redis-cleanup-finalizer"
+
+# --- Ports and rayStartParams defaults (KubeRay utils/constant.go) ----------------------------------------------
+
+# KubeRay utils/constant.go DefaultGcsServerPort / GcsServerPortName.
+DEFAULT_GCS_SERVER_PORT: Final = 6379
+GCS_SERVER_PORT_NAME: Final = "gcs-server"
+# KubeRay utils/constant.go DefaultDashboardPort / DashboardPortName.
+DEFAULT_DASHBOARD_PORT: Final = 8265
+DASHBOARD_PORT_NAME: Final = "dashboard"
+# KubeRay utils/constant.go DefaultClientPort / ClientPortName (Ray client server).
+DEFAULT_CLIENT_PORT: Final = 10001
+CLIENT_PORT_NAME: Final = "client"
+# KubeRay utils/constant.go DefaultMetricsPort / MetricsPortName; also --metrics-export-port.
+DEFAULT_METRICS_PORT: Final = 8080
+METRICS_PORT_NAME: Final = "metrics"
+# KubeRay utils/constant.go DefaultServingPort / ServingPortName (Ray Serve proxy).
+DEFAULT_SERVING_PORT: Final = 8000
+SERVING_PORT_NAME: Final = "serve"
+# KubeRay utils/constant.go DefaultDashboardAgentListenPort: --dashboard-agent-listen-port, probe target.
+DEFAULT_DASHBOARD_AGENT_LISTEN_PORT: Final = 52365
+# KubeRay utils/constant.go: the head Service's ports when the head container declares none.
+DEFAULT_HEAD_SERVICE_PORTS: Final[Mapping[str, int]] = MappingProxyType(
+    {
+        CLIENT_PORT_NAME: DEFAULT_CLIENT_PORT,
+        GCS_SERVER_PORT_NAME: DEFAULT_GCS_SERVER_PORT,
+        DASHBOARD_PORT_NAME: DEFAULT_DASHBOARD_PORT,
+        METRICS_PORT_NAME: DEFAULT_METRICS_PORT,
+        SERVING_PORT_NAME: DEFAULT_SERVING_PORT,
+    }
+)
+# KubeRay common/service.go: every head Service port carries this appProtocol.
+HEAD_SERVICE_APP_PROTOCOL: Final = "tcp"
+# KubeRay utils/constant.go DefaultDomainName; overridden by the operator env CLUSTER_DOMAIN.
+DEFAULT_CLUSTER_DOMAIN: Final = "cluster.local"
+
+# --- Environment variables set on Ray containers (KubeRay utils/constant.go, common/pod.go) ---------------------
+
+RAY_CLUSTER_NAME_ENV: Final = "RAY_CLUSTER_NAME"
+RAY_CLUSTER_NAMESPACE_ENV: Final = "RAY_CLUSTER_NAMESPACE"
+RAY_CLOUD_INSTANCE_ID_ENV: Final = "RAY_CLOUD_INSTANCE_ID"
+RAY_NODE_TYPE_NAME_ENV: Final = "RAY_NODE_TYPE_NAME"
+KUBERAY_GEN_RAY_START_CMD_ENV: Final = "KUBERAY_GEN_RAY_START_CMD"
+RAY_PORT_ENV: Final = "RAY_PORT"
+RAY_ADDRESS_ENV: Final = "RAY_ADDRESS"
+FQ_RAY_IP_ENV: Final = "FQ_RAY_IP"
+RAY_IP_ENV: Final = "RAY_IP"  # deprecated in KubeRay, still set
+RAY_USAGE_STATS_KUBERAY_IN_USE_ENV: Final = "RAY_USAGE_STATS_KUBERAY_IN_USE"
+RAY_USAGE_STATS_EXTRA_TAGS_ENV: Final = "RAY_USAGE_STATS_EXTRA_TAGS"
+RAY_DASHBOARD_ENABLE_K8S_DISK_USAGE_ENV: Final = "RAY_DASHBOARD_ENABLE_K8S_DISK_USAGE"
+RAY_HEAD_POD_NAME_ENV: Final = "RAY_HEAD_POD_NAME"
+KUBERAY_CRD_VER_ENV: Final = "KUBERAY_CRD_VER"
+RAY_EXTERNAL_STORAGE_NAMESPACE_ENV: Final = "RAY_external_storage_namespace"
+RAY_GCS_RPC_SERVER_RECONNECT_TIMEOUT_ENV: Final = "RAY_gcs_rpc_server_reconnect_timeout_s"
+RAY_AUTH_MODE_ENV: Final = "RAY_AUTH_MODE"
+RAY_AUTH_TOKEN_ENV: Final = "RAY_AUTH_TOKEN"  # noqa: S105 - a name, not a secret
+RAY_START_ULIMIT_ENV: Final = "RAY_START_ULIMIT_OPEN_FILES"
+# KubeRay common/pod.go: prefix of every generated container command (args[0]).
+ULIMIT_PREFIX: Final = "ulimit -n ${RAY_START_ULIMIT_OPEN_FILES:-65536}; "
+# KubeRay common/pod.go: the generated container command (["/bin/bash", "-lc", "--"] with ENABLE_LOGIN_SHELL).
+RAY_CONTAINER_COMMAND: Final = ("/bin/bash", "-c", "--")
+
+# --- Init container, sidecars, volumes (KubeRay utils/constant.go, common/pod.go) -------------------------------
+
+# KubeRay common/pod.go: the init container injected into worker Pods.
+WAIT_GCS_READY_INIT_CONTAINER: Final = "wait-gcs-ready"
+# KubeRay utils/constant.go AutoscalerContainerName.
+AUTOSCALER_CONTAINER_NAME: Final = "autoscaler"
+# KubeRay utils/constant.go SharedMemoryVolumeName / SharedMemoryVolumeMountPath.
+SHARED_MEMORY_VOLUME_NAME: Final = "shared-mem"
+SHARED_MEMORY_MOUNT_PATH: Final = "/dev/shm"  # noqa: S108 - a path inside the Pod
+# KubeRay utils/constant.go RayLogVolumeName / RayLogVolumeMountPath (autoscaler and collector).
+RAY_LOG_VOLUME_NAME: Final = "ray-logs"
+RAY_LOG_MOUNT_PATH: Final = "/tmp/ray"  # noqa: S108 - a path inside the Pod
+
+# --- Probes (KubeRay utils/constant.go) -------------------------------------------------------------------------
+
+# KubeRay utils/constant.go: defaults of the injected probes.
+DEFAULT_LIVENESS_INITIAL_DELAY_SECONDS: Final = 30
+DEFAULT_READINESS_INITIAL_DELAY_SECONDS: Final = 10
+DEFAULT_HEAD_PROBE_TIMEOUT_SECONDS: Final = 5
+DEFAULT_WORKER_PROBE_TIMEOUT_SECONDS: Final = 2
+DEFAULT_PROBE_PERIOD_SECONDS: Final = 5
+DEFAULT_PROBE_SUCCESS_THRESHOLD: Final = 1
+DEFAULT_LIVENESS_FAILURE_THRESHOLD: Final = 120
+DEFAULT_READINESS_FAILURE_THRESHOLD: Final = 10
+SERVE_WORKER_READINESS_FAILURE_THRESHOLD: Final = 1
+# KubeRay common/pod.go: from this Ray version on the probes are httpGet /api/healthz on the agent port.
+MIN_RAY_VERSION_HTTP_PROBES: Final = "2.53.0"
+RAY_HEALTHZ_PATH: Final = "/api/healthz"
+RAY_LOCAL_RAYLET_HEALTHZ_PATH: Final = "/api/local_raylet_healthz"
+RAY_GCS_HEALTHZ_PATH: Final = "/api/gcs_healthz"
+RAY_SERVE_HEALTHZ_PATH: Final = "/-/healthz"
+
+# --- Cluster status (KubeRay apis/ray/v1 raycluster_types.go) ---------------------------------------------------
+
+CLUSTER_STATE_READY: Final = "ready"
+CLUSTER_STATE_SUSPENDED: Final = "suspended"
+CONDITION_HEAD_POD_READY: Final = "HeadPodReady"
+CONDITION_RAYCLUSTER_PROVISIONED: Final = "RayClusterProvisioned"
+CONDITION_REPLICA_FAILURE: Final = "ReplicaFailure"
+REASON_HEAD_POD_RUNNING_AND_READY: Final = "HeadPodRunningAndReady"
+REASON_HEAD_POD_NOT_FOUND: Final = "HeadPodNotFound"
+REASON_ALL_PODS_READY_FIRST_TIME: Final = "AllPodRunningAndReadyFirstTime"
+REASON_PODS_PROVISIONING: Final = "RayClusterPodsProvisioning"
+REASON_FAILED_CREATE_HEAD_POD: Final = "FailedCreateHeadPod"
+REASON_FAILED_DELETE_HEAD_POD: Final = "FailedDeleteHeadPod"
+REASON_FAILED_CREATE_WORKER_POD: Final = "FailedCreateWorkerPod"
+REASON_FAILED_DELETE_WORKER_POD: Final = "FailedDeleteWorkerPod"
+REASON_FAILED_DELETE_ALL_PODS: Final = "FailedDeleteAllPods"
+
+# --- Operator environment switches (KubeRay utils/constant.go; read with os.Getenv) -----------------------------
+
+ENABLE_INIT_CONTAINER_INJECTION_ENV: Final = "ENABLE_INIT_CONTAINER_INJECTION"
+ENABLE_PROBES_INJECTION_ENV: Final = "ENABLE_PROBES_INJECTION"
+ENABLE_RANDOM_POD_DELETE_ENV: Final = "ENABLE_RANDOM_POD_DELETE"
+ENABLE_RAY_HEAD_CLUSTER_IP_SERVICE_ENV: Final = "ENABLE_RAY_HEAD_CLUSTER_IP_SERVICE"
+ENABLE_LOGIN_SHELL_ENV: Final = "ENABLE_LOGIN_SHELL"
+ENABLE_DETERMINISTIC_HEAD_POD_NAME_ENV: Final = "ENABLE_DETERMINISTIC_HEAD_POD_NAME"
+CLUSTER_DOMAIN_ENV: Final = "CLUSTER_DOMAIN"
+
+# --- Pod builders (KubeRay v1.6.1 controllers/ray/common/pod.go, utils/constant.go) ------------------------------
+
+# KubeRay v1.6.1 common/pod.go BuildPod: the ulimit KubeRay v1.6.1 puts before the generated `ray start`, joined by
+# "; ". ULIMIT_PREFIX above is the later form (KubeRay PR #4860, after v1.6.1) that reads RAY_START_ULIMIT_OPEN_FILES.
+RAY_START_ULIMIT_CMD_V161: Final = "ulimit -n 65536"
+# KubeRay utils/constant.go LOCAL_HOST: the host of RAY_ADDRESS on the head.
+LOCAL_HOST: Final = "127.0.0.1"
+# KubeRay utils/constant.go DefaultWorkerRayGcsReconnectTimeoutS: RAY_gcs_rpc_server_reconnect_timeout_s on workers.
+DEFAULT_WORKER_GCS_RECONNECT_TIMEOUT_S: Final = "600"
+# KubeRay utils/constant.go: env KubeRay adds (each only if absent) to clusters a RayService created.
+RAY_TIMEOUT_MS_TASK_WAIT_FOR_DEATH_INFO_ENV: Final = "RAY_timeout_ms_task_wait_for_death_info"
+RAY_GCS_SERVER_REQUEST_TIMEOUT_SECONDS_ENV: Final = "RAY_gcs_server_request_timeout_seconds"
+RAY_SERVE_KV_TIMEOUT_S_ENV: Final = "RAY_SERVE_KV_TIMEOUT_S"
+# KubeRay utils/constant.go RAY_ENABLE_K8S_TOKEN_AUTH_ENV_VAR: set instead of RAY_AUTH_TOKEN with enableK8sTokenAuth.
+RAY_ENABLE_K8S_TOKEN_AUTH_ENV: Final = "RAY_ENABLE_K8S_TOKEN_AUTH"  # noqa: S105 - a name, not a secret
+# KubeRay utils/constant.go RAY_AUTH_TOKEN_SECRET_KEY: the key of the auth Secret that holds the token.
+RAY_AUTH_TOKEN_SECRET_KEY: Final = "auth_token"  # noqa: S105 - a key name, not a secret
+# KubeRay utils/constant.go RayTokenVolumeName / RayTokenMountPath: the projected service-account token volume of
+# K8s token auth (authOptions.enableK8sTokenAuth, in the v1.6.1 CRD).
+RAY_TOKEN_VOLUME_NAME: Final = "ray-token"  # noqa: S105 - a volume name, not a secret
+RAY_TOKEN_MOUNT_PATH: Final = "/var/run/secrets/ray.io/serviceaccount"  # noqa: S105 - a path, not a secret
+# KubeRay common/pod.go PlasmaDirectoryParamKey: with this rayStartParams key no /dev/shm volume is injected.
+PLASMA_DIRECTORY_PARAM: Final = "plasma-directory"
+# KubeRay common/pod.go customAcceleratorToRayResourceMap: container limit → Ray custom resource in --resources.
+CUSTOM_ACCELERATOR_RAY_RESOURCES: Final[Mapping[str, str]] = MappingProxyType(
+    {"aws.amazon.com/neuroncore": "neuron_cores", "google.com/tpu": "TPU"}
+)
+# KubeRay v1.6.1 common/pod.go BuildAutoscalerContainer: the autoscaler sidecar's only argument.
+AUTOSCALER_START_CMD: Final = (
+    "ray kuberay-autoscaler --cluster-name $(RAY_CLUSTER_NAME) --cluster-namespace $(RAY_CLUSTER_NAMESPACE)"
+)
+# KubeRay common/pod.go BuildAutoscalerContainer: the value of KUBERAY_CRD_VER.
+KUBERAY_CRD_VERSION: Final = "v1"
+# KubeRay common/pod.go BuildAutoscalerContainer: the sidecar's CPU and memory (limits = requests).
+AUTOSCALER_DEFAULT_CPU: Final = "500m"
+AUTOSCALER_DEFAULT_MEMORY: Final = "512Mi"
+# KubeRay common/pod.go DefaultWorkerPodTemplate: wait-gcs-ready's CPU and memory (limits = requests).
+WAIT_GCS_READY_CPU: Final = "200m"
+WAIT_GCS_READY_MEMORY: Final = "256Mi"
+# KubeRay utils/constant.go EnableRayClusterServingServiceTrue/False: ray.io/serve on RayService Pods.
+RAY_SERVE_LABEL_TRUE: Final = "true"
+RAY_SERVE_LABEL_FALSE: Final = "false"
+# Kubernetes core/v1 PodPhase values KubeRay's shouldDeletePod reads.
+POD_PHASE_RUNNING: Final = "Running"
+POD_PHASE_SUCCEEDED: Final = "Succeeded"
+POD_PHASE_FAILED: Final = "Failed"
+
+# --- Services and status (KubeRay v1.6.1 common/service.go, raycluster_controller.go calculateStatus, utils/util.go) --
+
+# Kubernetes core/v1 ServiceSpec.clusterIP that makes a Service headless (corev1.ClusterIPNone).
+CLUSTER_IP_NONE: Final = "None"
+# Kubernetes core/v1 ServiceType: the type KubeRay makes headless unless ENABLE_RAY_HEAD_CLUSTER_IP_SERVICE=true.
+SERVICE_TYPE_CLUSTER_IP: Final = "ClusterIP"
+# KubeRay utils GenerateServeServiceLabel: ray.io/serve on <cluster>-serve-svc is "<cluster>" + this suffix.
+SERVE_SERVICE_LABEL_SUFFIX: Final = "-serve"
+# Kubernetes core/v1 PodConditionType Ready: what KubeRay's readiness checks and HeadPodReady read.
+POD_CONDITION_READY: Final = "Ready"
+# Kubernetes kubelet reason of a Ready=False Pod condition; KubeRay FindHeadPodReadyCondition replaces it by the
+# first waiting/terminated container's reason in HeadPodReady.
+POD_REASON_CONTAINERS_NOT_READY: Final = "ContainersNotReady"
+# KubeRay apis/ray/v1 raycluster_types.go UnknownReason: HeadPodReady's reason when the head Pod has no Ready condition.
+REASON_UNKNOWN: Final = "Unknown"
+# Kubernetes core/v1 ResourceCPU / ResourceMemory: the resources behind status.desiredCPU / desiredMemory.
+RESOURCE_CPU: Final = "cpu"
+RESOURCE_MEMORY: Final = "memory"
+# KubeRay raycluster_controller.go calculateStatus: the resource summed into status.desiredTPU.
+TPU_RESOURCE_NAME: Final = "google.com/tpu"
+# KubeRay utils IsGPUResourceKey: a resource name ending in this counts towards status.desiredGPU ...
+GPU_RESOURCE_SUFFIX: Final = "gpu"
+# ... and so does one matching this (Go regexp.MatchString, unanchored at the start: NVIDIA MIG slices).
+NVIDIA_MIG_RESOURCE_PATTERN: Final = r"nvidia\.com/mig-\d+g\.\d+gb$"

@@ -1,0 +1,57 @@
+"""Operator-wide settings that change what the builders produce (KubeRay's env switches and its config file).
+
+Builders are pure: everything they would otherwise read from the environment comes in through :class:`BuildOptions`.
+The operator fills it from its flags, its ``config.ray.io/v1alpha1`` Configuration and the env variables KubeRay
+reads (``raykube.api.constants.*_ENV``); tests construct it directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from raykube.api import constants as c
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    kuberay_version: str = c.KUBERAY_VERSION
+    cluster_domain: str = c.DEFAULT_CLUSTER_DOMAIN  # CLUSTER_DOMAIN
+    init_container_injection: bool = True  # ENABLE_INIT_CONTAINER_INJECTION != "false"
+    probes_injection: bool = True  # ENABLE_PROBES_INJECTION != "false"
+    head_cluster_ip_service: bool = False  # ENABLE_RAY_HEAD_CLUSTER_IP_SERVICE == "true"
+    login_shell: bool = False  # ENABLE_LOGIN_SHELL == "true"
+    deterministic_head_pod_name: bool = False  # ENABLE_DETERMINISTIC_HEAD_POD_NAME == "true"
+    random_pod_delete: bool = False  # ENABLE_RANDOM_POD_DELETE == "true"
+    features: Mapping[str, bool] = field(default_factory=lambda: dict(c.FEATURE_GATE_DEFAULTS))
+    # Configuration file (config.ray.io/v1alpha1): added where the key/name is missing.
+    default_container_envs: tuple[Mapping[str, Any], ...] = ()
+    default_pod_labels: Mapping[str, str] = field(default_factory=dict)
+    default_pod_annotations: Mapping[str, str] = field(default_factory=dict)
+    head_sidecar_containers: tuple[Mapping[str, Any], ...] = ()
+    worker_sidecar_containers: tuple[Mapping[str, Any], ...] = ()
+
+    def gate(self, name: str) -> bool:
+        return bool(self.features.get(name, c.FEATURE_GATE_DEFAULTS.get(name, False)))
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str], **overrides: Any) -> BuildOptions:
+        """The switches KubeRay reads from its own environment (``os.environ`` in the operator)."""
+
+        def flag(name: str, *, default: bool) -> bool:
+            value = env.get(name, "").strip().lower()
+            if not value:
+                return default
+            return value == "true"
+
+        return cls(
+            cluster_domain=env.get(c.CLUSTER_DOMAIN_ENV) or c.DEFAULT_CLUSTER_DOMAIN,
+            init_container_injection=flag(c.ENABLE_INIT_CONTAINER_INJECTION_ENV, default=True),
+            probes_injection=flag(c.ENABLE_PROBES_INJECTION_ENV, default=True),
+            head_cluster_ip_service=flag(c.ENABLE_RAY_HEAD_CLUSTER_IP_SERVICE_ENV, default=False),
+            login_shell=flag(c.ENABLE_LOGIN_SHELL_ENV, default=False),
+            deterministic_head_pod_name=flag(c.ENABLE_DETERMINISTIC_HEAD_POD_NAME_ENV, default=False),
+            random_pod_delete=flag(c.ENABLE_RANDOM_POD_DELETE_ENV, default=False),
+            **overrides,
+        )

@@ -1,0 +1,257 @@
+"""The Services KubeRay creates for a RayCluster, as plain dicts ready to POST (``common/service.go``).
+
+* :func:`head_service` is ``BuildServiceForHeadPod`` as the RayCluster controller calls it (``reconcileHeadService``):
+  the head Service, default or merged with ``headGroupSpec.headService``.
+* :func:`head_service_selector` is the label set KubeRay lists Services by to decide whether the head Service exists
+  (it never updates one that does) and to find it for ``status.endpoints`` and ``status.head``.
+* :func:`headless_worker_service` is ``BuildHeadlessServiceForRayCluster`` (multi-host groups only).
+* :func:`serve_service` is ``BuildServeServiceForRayCluster`` (annotation ``ray.io/enable-serve-service: "true"``).
+
+Every Service carries a controller ownerReference to the RayCluster, which KubeRay's ``createService`` adds.
+
+Ports come from the head Pod template's first container: every named port keeps its name, an unnamed one is called
+``<containerPort>-port`` (a later port with the same name replaces an earlier one, as in KubeRay's Go map). A head
+without ports gets KubeRay's defaults (client 10001, gcs-server 6379, dashboard 8265, metrics 8080, serve 8000);
+``metrics 8080`` is added whenever no port is named ``metrics``.
+
+Where KubeRay v1.6.1 differs from the research notes (read at v1.7.0-rc), and what we follow:
+
+* **Serve ports.** v1.7 puts every port named ``serve`` or ``serve-*`` (``serve-grpc``) into the serve Service
+  (kuberay#4558, under review in March 2026, apparently after the v1.6 release branch was cut). v1.6.1 keeps the
+  port named exactly ``serve`` and nothing else; we follow v1.6.1. Not confirmed against the v1.6.1 tag.
+* **Port order of a custom head Service.** KubeRay appends its ports to the user's in Go map order, which is random
+  from one run to the next. We append them sorted by name, one of the orders KubeRay can produce.
+
+Names are used as given: since KubeRay v1.4 validates RayCluster names to at most 53 characters, ``createService`` no
+longer has to shorten ``<cluster>-head-svc`` and friends, and neither do we.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from raykube.api import constants as c
+from raykube.api.raycluster import RayClusterSpec
+from raykube.api.resources import RayCluster
+from raykube.build import names
+from raykube.build.options import BuildOptions
+
+# KubeRay BuildServeService: the error it returns, which stops the reconcile, when the serve Service has no port.
+SERVE_PORT_MISSING_MESSAGE = (
+    "Please specify the port named 'serve' in the Ray head container; "
+    "otherwise, the Kubernetes service for Ray Serve will not be created."
+)
+
+
+def _name(cluster: RayCluster) -> str:
+    return str(cluster.metadata.get("name", ""))
+
+
+def _namespace(cluster: RayCluster) -> str | None:
+    namespace = cluster.metadata.get("namespace")
+    return str(namespace) if namespace else None
+
+
+def _owner_reference(cluster: RayCluster) -> dict[str, Any]:
+    return names.owner_reference(c.KIND_RAYCLUSTER, _name(cluster), str(cluster.metadata.get("uid", "")))
+
+
+def _metadata(cluster: RayCluster, name: str, labels: Mapping[str, str]) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"name": name}
+    namespace = _namespace(cluster)
+    if namespace is not None:
+        metadata["namespace"] = namespace
+    metadata["labels"] = dict(labels)
+    metadata["ownerReferences"] = [_owner_reference(cluster)]
+    return metadata
+
+
+def _spec(cluster: RayCluster) -> RayClusterSpec:
+    if cluster.spec is None:
+        raise ValueError(f"RayCluster {_name(cluster)!r} has no spec")
+    return cluster.spec
+
+
+def _head_template(cluster: RayCluster) -> Mapping[str, Any]:
+    return _spec(cluster).head_group_spec.template or {}
+
+
+def service_ports(cluster: RayCluster) -> dict[str, int]:
+    """KubeRay ``getServicePorts``: port name → number, from the head's Ray container or the defaults, plus metrics."""
+    containers = (_head_template(cluster).get("spec") or {}).get("containers") or []
+    ports: dict[str, int] = {}
+    if containers:
+        for port in (containers[c.RAY_CONTAINER_INDEX] or {}).get("ports") or []:
+            number = int(port.get("containerPort", 0))
+            ports[str(port.get("name") or f"{number}-port")] = number
+    if not ports:
+        ports = dict(c.DEFAULT_HEAD_SERVICE_PORTS)
+    ports.setdefault(c.METRICS_PORT_NAME, c.DEFAULT_METRICS_PORT)
+    return ports
+
+
+def head_service_selector(cluster: RayCluster) -> dict[str, str]:
+    """The labels KubeRay lists the head Service by (``RayClusterHeadServiceListOptions``)."""
+    name = _name(cluster)
+    return {
+        c.RAY_CLUSTER_LABEL: name,
+        c.RAY_NODE_TYPE_LABEL: c.NODE_TYPE_HEAD,
+        c.RAY_ID_LABEL: names.head_identifier(name),
+    }
+
+
+def head_service_labels(cluster: RayCluster) -> dict[str, str]:
+    """Labels and selector of the head Service: KubeRay's ``HeadServiceLabels``, with ``app.kubernetes.io/name`` taken
+    from the head Pod template's labels when it sets one (``reconcileHeadService``)."""
+    labels = {
+        **head_service_selector(cluster),
+        c.K8S_APP_NAME_LABEL: c.APPLICATION_NAME,
+        c.K8S_CREATED_BY_LABEL: c.COMPONENT_NAME,
+    }
+    template_labels = (_head_template(cluster).get("metadata") or {}).get("labels") or {}
+    if c.K8S_APP_NAME_LABEL in template_labels:
+        labels[c.K8S_APP_NAME_LABEL] = str(template_labels[c.K8S_APP_NAME_LABEL])
+    return labels
+
+
+def _head_ports(cluster: RayCluster) -> list[dict[str, Any]]:
+    return [
+        {"name": name, "port": port, "appProtocol": c.HEAD_SERVICE_APP_PROTOCOL}
+        for name, port in sorted(service_ports(cluster).items())
+    ]
+
+
+def head_service(cluster: RayCluster, options: BuildOptions) -> dict[str, Any]:
+    """The head Service KubeRay creates when none matches :func:`head_service_selector` (§3.12).
+
+    Default: ``<cluster>-head-svc``, ports sorted by name, type ``headGroupSpec.serviceType``, annotations
+    ``spec.headServiceAnnotations``. A ClusterIP (or untyped) Service is headless (``clusterIP: None``,
+    ``publishNotReadyAddresses: true``) unless the operator runs with ``ENABLE_RAY_HEAD_CLUSTER_IP_SERVICE=true``.
+
+    With ``headGroupSpec.headService``: a copy of it, with the selector forced to KubeRay's, the annotations of
+    ``headServiceAnnotations`` laid over its own, KubeRay's ports appended after its own, KubeRay's labels laid over
+    its own, name defaulted, namespace forced to the cluster's and type defaulted to ``serviceType``. It is never made
+    headless.
+    """
+    cluster_spec = _spec(cluster)
+    head = cluster_spec.head_group_spec
+    labels = head_service_labels(cluster)
+    annotations = dict(cluster_spec.head_service_annotations or {})
+    default_name = names.head_service_name(_name(cluster), None)
+    service_type = head.service_type or ""
+    ports = _head_ports(cluster)
+
+    if head.head_service is not None:
+        return _custom_head_service(
+            cluster,
+            head.head_service,
+            labels=labels,
+            annotations=annotations,
+            ports=ports,
+            default_name=default_name,
+            service_type=service_type,
+        )
+
+    metadata = _metadata(cluster, default_name, labels)
+    if annotations:
+        metadata["annotations"] = annotations
+    spec: dict[str, Any] = {"selector": dict(labels), "ports": ports}
+    if service_type:
+        spec["type"] = service_type
+    if not options.head_cluster_ip_service and service_type in ("", c.SERVICE_TYPE_CLUSTER_IP):
+        spec["clusterIP"] = c.CLUSTER_IP_NONE
+        spec["publishNotReadyAddresses"] = True
+    return {"apiVersion": "v1", "kind": "Service", "metadata": metadata, "spec": spec}
+
+
+def _custom_head_service(
+    cluster: RayCluster,
+    custom: Mapping[str, Any],
+    *,
+    labels: Mapping[str, str],
+    annotations: Mapping[str, str],
+    ports: list[dict[str, Any]],
+    default_name: str,
+    service_type: str,
+) -> dict[str, Any]:
+    service: dict[str, Any] = copy.deepcopy(dict(custom))
+    metadata: dict[str, Any] = dict(service.get("metadata") or {})
+    spec: dict[str, Any] = dict(service.get("spec") or {})
+    spec["selector"] = dict(labels)
+    metadata["annotations"] = {**(metadata.get("annotations") or {}), **annotations}
+    if not metadata["annotations"]:
+        del metadata["annotations"]
+    spec["ports"] = [*(spec.get("ports") or []), *ports]
+    metadata["labels"] = {**(metadata.get("labels") or {}), **labels}
+    metadata["name"] = metadata.get("name") or default_name
+    namespace = _namespace(cluster)
+    if namespace is not None:
+        metadata["namespace"] = namespace
+    else:
+        metadata.pop("namespace", None)
+    if not spec.get("type") and service_type:
+        spec["type"] = service_type
+    owner = _owner_reference(cluster)
+    others = [ref for ref in metadata.get("ownerReferences") or [] if ref.get("uid") != owner["uid"]]
+    metadata["ownerReferences"] = [*others, owner]
+    service["apiVersion"] = "v1"
+    service["kind"] = "Service"
+    service["metadata"] = metadata
+    service["spec"] = spec
+    return service
+
+
+def headless_worker_service(cluster: RayCluster) -> dict[str, Any] | None:
+    """``<cluster>-headless``, for the hosts of multi-host replicas to find each other; None when no group has
+    ``numOfHosts > 1`` (suspended groups count). KubeRay creates it if no Service carries
+    ``ray.io/headless-worker-svc=<cluster>`` and never updates it."""
+    if cluster.spec is None or not any(g.num_of_hosts > 1 for g in cluster.spec.worker_group_specs or []):
+        return None
+    name = _name(cluster)
+    metadata = _metadata(cluster, names.headless_service_name(name), {c.RAY_HEADLESS_WORKER_SVC_LABEL: name})
+    spec = {
+        "clusterIP": c.CLUSTER_IP_NONE,
+        "selector": {c.RAY_CLUSTER_LABEL: name, c.RAY_NODE_TYPE_LABEL: c.NODE_TYPE_WORKER},
+        "type": c.SERVICE_TYPE_CLUSTER_IP,
+        "publishNotReadyAddresses": True,
+    }
+    return {"apiVersion": "v1", "kind": "Service", "metadata": metadata, "spec": spec}
+
+
+def serve_service_enabled(cluster: RayCluster) -> bool:
+    """KubeRay reconciles ``<cluster>-serve-svc`` only with the annotation ``ray.io/enable-serve-service: "true"``."""
+    annotations = cluster.metadata.get("annotations") or {}
+    return annotations.get(c.RAY_ENABLE_SERVE_SERVICE_ANNOTATION) == "true"
+
+
+def serve_service(cluster: RayCluster) -> dict[str, Any] | None:
+    """``<cluster>-serve-svc``: the head's ``serve`` port, selecting every Pod of the cluster.
+
+    None when the annotation ``ray.io/enable-serve-service: "true"`` is absent (KubeRay does not reconcile it), and
+    None too when the head declares ports but none named ``serve``. In that case KubeRay's ``BuildServeService`` fails
+    with :data:`SERVE_PORT_MISSING_MESSAGE` and the reconcile stops there (no Pods are created in that pass): the
+    controller must treat ``None`` with :func:`serve_service_enabled` true as that error. A head without any ports gets
+    the default ``serve 8000`` and so does get a serve Service.
+    """
+    if not serve_service_enabled(cluster):
+        return None
+    ports = service_ports(cluster)
+    if c.SERVING_PORT_NAME not in ports:
+        return None
+    name = _name(cluster)
+    labels = {
+        c.RAY_ORIGINATED_FROM_CR_NAME_LABEL: name,
+        c.RAY_ORIGINATED_FROM_CRD_LABEL: c.KIND_RAYCLUSTER,
+        c.RAY_SERVE_LABEL: name + c.SERVE_SERVICE_LABEL_SUFFIX,
+    }
+    spec: dict[str, Any] = {
+        "selector": {c.RAY_CLUSTER_LABEL: name},
+        "ports": [{"name": c.SERVING_PORT_NAME, "port": ports[c.SERVING_PORT_NAME]}],
+    }
+    service_type = _spec(cluster).head_group_spec.service_type
+    if service_type:
+        spec["type"] = service_type
+    metadata = _metadata(cluster, names.serve_service_name(name), labels)
+    return {"apiVersion": "v1", "kind": "Service", "metadata": metadata, "spec": spec}
