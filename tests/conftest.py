@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import uuid
@@ -21,6 +22,10 @@ from lightkube import ApiError, AsyncClient, KubeConfig
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace, ServiceAccount
 
+from raykube.api.crd import load_generated
+from raykube.runtime.crds import install_crds
+from raykube.runtime.kube import Kube
+from raykube.runtime.manager import Manager
 from raykube.sandbox import NodePool, Ports, Sandbox, SandboxConfig
 from raykube.waiting import NotYet, wait_for
 from tests.support import RunningSandbox
@@ -69,6 +74,33 @@ async def kube(kubeconfig: Path) -> AsyncIterator[AsyncClient]:
         yield client
     finally:
         await client.close()
+
+
+@pytest.fixture(scope="session")
+async def runtime_kube(kubeconfig: Path) -> AsyncIterator[Kube]:
+    """The operator's own client (raykube.runtime.kube) for the sandbox."""
+    client = Kube.from_config(kubeconfig, qps=200, burst=400)
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
+@pytest.fixture(scope="session")
+async def ray_crds(kube: AsyncClient) -> list[str]:
+    """raykube's ray.io CRDs, installed on the sandbox once per run."""
+    return await install_crds(kube, load_generated())
+
+
+@pytest.fixture
+async def operator(runtime_kube: Kube, namespace: str, ray_crds: list[str]) -> AsyncIterator[Manager]:
+    """The operator, in-process, watching only this test's namespace; stopped after the test."""
+    manager = Manager(runtime_kube, namespaces=[namespace], reconcile_concurrency=4)
+    await asyncio.wait_for(manager.start(), 60)
+    try:
+        yield manager
+    finally:
+        await manager.stop()
 
 
 @pytest.fixture

@@ -20,7 +20,6 @@ import yaml
 from lightkube import ApiError, AsyncClient
 from lightkube.generic_resource import create_global_resource, create_namespaced_resource
 
-from raykube.api.crd import load_generated
 from raykube.api.resources import KINDS
 from raykube.api.validation import validate
 from raykube.runtime.crds import install_crds
@@ -42,11 +41,6 @@ def _upstream_renamed(crd: dict[str, Any]) -> dict[str, Any]:
     renamed["metadata"] = {"name": f"{crd['spec']['names']['plural']}.{UPSTREAM_GROUP}"}
     renamed["spec"]["group"] = UPSTREAM_GROUP
     return renamed
-
-
-@pytest.fixture(scope="session")
-async def ray_crds(kube: AsyncClient) -> list[str]:
-    return await install_crds(kube, load_generated())
 
 
 @pytest.fixture(scope="session")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from raykube import __version__
-from raykube.cli import crd, demo, sandbox
+from raykube.cli import crd, demo, operator, sandbox
 
 app = typer.Typer(
     name="raykube",
@@ -16,6 +16,7 @@ app = typer.Typer(
 )
 app.add_typer(sandbox.app, name="sandbox")
 app.add_typer(crd.app, name="crd")
+app.add_typer(operator.app, name="operator")
 app.command(name="demo")(demo.demo)
 
 

@@ -1,0 +1,242 @@
+"""Informers: a local, indexed, eventually consistent copy of one resource type, kept current by list + watch.
+
+The loop, as client-go's reflector runs it:
+
+1. **List** (paged) and replace the store; handlers see the difference as ADDED / MODIFIED / DELETED, so a relist
+   after a long disconnect still reports what was deleted meanwhile. ``synced`` is set after the first list.
+2. **Watch** from the list's resourceVersion with ``allowWatchBookmarks`` (the API server then sends a bookmark about
+   every minute, which moves our resourceVersion forward without any object changing) and a server-side timeout
+   drawn from 5 to 10 minutes, so the watches of many informers do not all end at once.
+3. When the watch ends normally, watch again from the last resourceVersion seen. On **410 Gone** the version has
+   been compacted away: relist. When nothing at all, not even a bookmark, arrives for 90 s the connection is presumed
+   dead (the "watch silently freezes" failure of long-lived HTTP streams, kopf #614/#957): reconnect from the last
+   version. Other errors back off exponentially with jitter (0.2 s to 30 s) and retry; a success resets the delay.
+
+Objects are stored without ``metadata.managedFields`` (often half of a Pod's JSON, never read by the operator).
+Stored objects are shared with every reader: treat them as read-only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import httpx2
+
+from raykube.controllers.ports import ApiError, Resource
+from raykube.runtime.kube import Kube
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[str, Mapping[str, Any] | None, Mapping[str, Any] | None], None]
+Key = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped objects
+
+
+class Backoff:
+    """Exponential back-off with full jitter between ``base`` and ``cap`` seconds."""
+
+    def __init__(self, base: float = 0.2, cap: float = 30.0) -> None:
+        self.base = base
+        self.cap = cap
+        self.failures = 0
+
+    def next(self) -> float:
+        self.failures += 1
+        ceiling = min(self.cap, self.base * 2 ** (self.failures - 1))
+        return random.uniform(ceiling / 2, ceiling)  # noqa: S311 - jitter, not cryptography
+
+    def reset(self) -> None:
+        self.failures = 0
+
+
+def _key(obj: Mapping[str, Any]) -> Key:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+def _version(obj: Mapping[str, Any] | None) -> str:
+    return str(((obj or {}).get("metadata") or {}).get("resourceVersion") or "")
+
+
+def strip_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
+    (obj.get("metadata") or {}).pop("managedFields", None)
+    return obj
+
+
+class Informer:
+    """One resource type (optionally one namespace and a label selector), listed, watched and indexed."""
+
+    def __init__(
+        self,
+        kube: Kube,
+        res: Resource,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        index_labels: Sequence[str] = (),
+        inactivity: float = 90.0,
+    ) -> None:
+        self.kube = kube
+        self.res = res
+        self.namespace = namespace
+        self.label_selector = label_selector
+        self.inactivity = inactivity
+        self.synced = asyncio.Event()
+        self.resource_version = ""
+        self._objects: dict[Key, dict[str, Any]] = {}
+        self._by_namespace: dict[str, set[Key]] = {}
+        self._index_labels = tuple(index_labels)
+        self._by_label: dict[str, dict[tuple[str, str], set[Key]]] = {label: {} for label in self._index_labels}
+        self._handlers: list[Handler] = []
+        self.relists = 0  # how many times the store was rebuilt from a list (observability, tests)
+
+    def __repr__(self) -> str:
+        scope = f" in {self.namespace}" if self.namespace else ""
+        return f"<Informer {self.res}{scope} selector={self.label_selector!r} objects={len(self._objects)}>"
+
+    # ----------------------------------------------------------------------------------------------- reading
+    def add_handler(self, handler: Handler) -> None:
+        self._handlers.append(handler)
+
+    def get(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return self._objects.get((namespace, name))
+
+    def list(self, namespace: str | None = None, labels: Mapping[str, str] | None = None) -> list[Mapping[str, Any]]:
+        """Objects in ``namespace`` (all if None) whose labels include ``labels``; uses an index when it can."""
+        wanted = dict(labels or {})
+        candidates: Iterable[Key]
+        indexed = next((label for label in self._index_labels if label in wanted), None)
+        if indexed is not None and namespace is not None:
+            candidates = self._by_label[indexed].get((namespace, wanted[indexed]), ())
+        elif namespace is not None:
+            candidates = self._by_namespace.get(namespace, ())
+        else:
+            candidates = self._objects.keys()
+        found: list[Mapping[str, Any]] = []
+        for key in candidates:
+            obj = self._objects[key]
+            have = (obj.get("metadata") or {}).get("labels") or {}
+            if all(have.get(k) == v for k, v in wanted.items()):
+                found.append(obj)
+        return found
+
+    def __len__(self) -> int:
+        return len(self._objects)
+
+    # ----------------------------------------------------------------------------------------------- store
+    def _index(self, key: Key, obj: Mapping[str, Any], add: bool) -> None:
+        namespace = key[0]
+        if add:
+            self._by_namespace.setdefault(namespace, set()).add(key)
+        else:
+            keys = self._by_namespace.get(namespace)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self._by_namespace[namespace]
+        labels = (obj.get("metadata") or {}).get("labels") or {}
+        for label in self._index_labels:
+            value = labels.get(label)
+            if value is None:
+                continue
+            bucket = self._by_label[label]
+            if add:
+                bucket.setdefault((namespace, value), set()).add(key)
+            else:
+                members = bucket.get((namespace, value))
+                if members is not None:
+                    members.discard(key)
+                    if not members:
+                        del bucket[(namespace, value)]
+
+    def _put(self, obj: dict[str, Any]) -> tuple[str, Mapping[str, Any] | None]:
+        key = _key(obj)
+        old = self._objects.get(key)
+        if old is not None:
+            self._index(key, old, add=False)
+        self._objects[key] = obj
+        self._index(key, obj, add=True)
+        return ("ADDED" if old is None else "MODIFIED"), old
+
+    def _remove(self, key: Key) -> Mapping[str, Any] | None:
+        old = self._objects.pop(key, None)
+        if old is not None:
+            self._index(key, old, add=False)
+        return old
+
+    def _dispatch(self, event: str, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> None:
+        for handler in self._handlers:
+            try:
+                handler(event, old, new)
+            except Exception:
+                log.exception("informer handler failed for %s %s", self.res, event)
+
+    def _apply(self, event: str, obj: dict[str, Any]) -> None:
+        strip_managed_fields(obj)
+        if event == "DELETED":
+            old = self._remove(_key(obj))
+            self._dispatch("DELETED", old, None)
+            return
+        if _version(self._objects.get(_key(obj))) == _version(obj):
+            return  # the same version again (a watch restarted from an older point): nothing happened
+        kind, old = self._put(obj)
+        self._dispatch(kind, old, obj)
+
+    async def _relist(self) -> str:
+        result = await self.kube.list(self.res, self.namespace, label_selector=self.label_selector)
+        fresh = {_key(obj): strip_managed_fields(obj) for obj in result.items}
+        gone = [key for key in self._objects if key not in fresh]
+        for key in gone:
+            self._dispatch("DELETED", self._remove(key), None)
+        for obj in fresh.values():
+            if _version(self._objects.get(_key(obj))) != _version(obj):
+                kind, old = self._put(obj)
+                self._dispatch(kind, old, obj)
+        self.relists += 1
+        self.synced.set()
+        return result.resource_version
+
+    # ----------------------------------------------------------------------------------------------- loop
+    async def run(self) -> None:
+        """List and watch until cancelled."""
+        backoff = Backoff()
+        version: str | None = None
+        while True:
+            try:
+                if version is None:
+                    version = await self._relist()
+                    self.resource_version = version
+                    backoff.reset()
+                async for event in self.kube.watch(
+                    self.res,
+                    self.namespace,
+                    resource_version=version,
+                    label_selector=self.label_selector,
+                    timeout_seconds=random.randint(300, 600),  # noqa: S311 - spreading load, not cryptography
+                    inactivity=self.inactivity,
+                ):
+                    new_version = _version(event.object)
+                    if event.type != "BOOKMARK":
+                        self._apply(event.type, event.object)
+                    if new_version:
+                        version = self.resource_version = new_version
+                    backoff.reset()
+            except asyncio.CancelledError:
+                raise
+            except ApiError as exc:
+                if exc.gone:
+                    log.info("%s: resourceVersion %s is too old; relisting", self.res, version)
+                    version = None
+                    continue
+                delay = backoff.next()
+                log.warning("%s: list/watch failed (%s); retrying in %.1fs", self.res, exc, delay)
+                await asyncio.sleep(delay)
+            except (httpx2.HTTPError, OSError, ValueError) as exc:
+                delay = backoff.next()
+                log.warning(
+                    "%s: watch interrupted (%s: %s); retrying in %.1fs", self.res, type(exc).__name__, exc, delay
+                )
+                await asyncio.sleep(delay)

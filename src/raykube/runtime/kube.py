@@ -1,0 +1,314 @@
+"""A small, dict-native asynchronous Kubernetes client for the operator's hot paths.
+
+Why not lightkube's client for this part: the operator lists and watches thousands of Pods and only ever needs them
+as plain JSON (typed models cost decoding time and would drop fields a newer Kubernetes adds), its informers need
+explicit control of ``resourceVersion``, bookmarks and 410 handling (lightkube's watch silently restarts without a
+relist, which loses deletions), and every request must go through one client-side rate limiter and be counted by
+verb and resource. lightkube still does what it is good at: reading kubeconfig / in-cluster config and building the
+authenticated ``httpx2`` client this module sends requests with. JSON is decoded with msgspec (a lightkube
+dependency), several times faster than the standard library on Pod lists.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import httpx2
+import msgspec
+from lightkube import KubeConfig
+from lightkube.config.client_adapter import ConnectionParams
+
+from raykube.controllers.ports import ApiError, Resource
+
+PATCH_TYPES = {
+    "merge": "application/merge-patch+json",
+    "json": "application/json-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+    "apply": "application/apply-patch+yaml",
+}
+_decode = msgspec.json.Decoder().decode
+_encode = msgspec.json.Encoder().encode
+
+
+class RequestObserver(Protocol):
+    """Told about every request (for metrics); ``code`` is 0 when no response came back."""
+
+    def observe(self, verb: str, resource: str, code: int, seconds: float) -> None: ...
+
+
+class TokenBucket:
+    """Client-side rate limit as client-go's: ``qps`` tokens a second, at most ``burst`` saved up."""
+
+    def __init__(self, qps: float, burst: int) -> None:
+        if qps <= 0 or burst < 1:
+            raise ValueError(f"qps must be > 0 and burst >= 1 (got qps={qps}, burst={burst})")
+        self.qps = qps
+        self.burst = burst
+        self._tokens = float(burst)
+        self._stamp = time.monotonic()
+        self._lock = asyncio.Lock()
+
+    async def acquire(self) -> None:
+        async with self._lock:
+            now = time.monotonic()
+            self._tokens = min(self.burst, self._tokens + (now - self._stamp) * self.qps)
+            self._stamp = now
+            if self._tokens >= 1:
+                self._tokens -= 1
+                return
+            wait = (1 - self._tokens) / self.qps
+            self._tokens = 0.0
+            self._stamp = now + wait
+            await asyncio.sleep(wait)
+
+
+@dataclass(frozen=True)
+class ListResult:
+    items: list[dict[str, Any]]
+    resource_version: str
+
+
+@dataclass(frozen=True)
+class WatchEvent:
+    type: str  # ADDED, MODIFIED, DELETED, BOOKMARK
+    object: dict[str, Any]
+
+
+def _error(response: httpx2.Response) -> ApiError:
+    try:
+        body = _decode(response.content) if response.content else {}
+    except msgspec.DecodeError:
+        body = {"message": response.text[:500]}
+    if not isinstance(body, dict):
+        body = {"message": str(body)[:500]}
+    return ApiError(response.status_code, str(body.get("reason", "")), str(body.get("message", "")), body)
+
+
+class Kube:
+    """JSON in, JSON out; every call rate limited and observed."""
+
+    def __init__(
+        self,
+        http: httpx2.AsyncClient,
+        *,
+        qps: float = 100.0,
+        burst: int = 200,
+        observer: RequestObserver | None = None,
+        field_manager: str = "raykube-operator",
+    ) -> None:
+        self.http = http
+        self.limiter = TokenBucket(qps, burst)
+        self.observer = observer
+        self.field_manager = field_manager
+
+    @classmethod
+    def from_config(
+        cls,
+        kubeconfig: Path | None = None,
+        *,
+        context: str | None = None,
+        qps: float = 100.0,
+        burst: int = 200,
+        observer: RequestObserver | None = None,
+        user_agent: str = "raykube-operator",
+        timeout: float = 30.0,
+    ) -> Kube:
+        """From a kubeconfig file, else ``$KUBECONFIG`` / ``~/.kube/config``, else the in-cluster ServiceAccount."""
+        config = KubeConfig.from_file(kubeconfig) if kubeconfig else KubeConfig.from_env()
+        single = config.get(context)
+        if single is None:
+            raise ValueError(f"kubeconfig has no context {context!r}")
+        # trust_env=False: the API server is reached directly, never through an HTTP proxy from the environment.
+        params = ConnectionParams(timeout=httpx2.Timeout(timeout), trust_env=False)
+        # Enough pooled connections for a full burst; every watch holds one of its own.
+        limits = httpx2.Limits(max_connections=burst + 32, max_keepalive_connections=burst + 32)
+        http = httpx2.AsyncClient(**params.httpx_params(single), limits=limits)
+        http.headers["User-Agent"] = user_agent
+        return cls(http, qps=qps, burst=burst, observer=observer)
+
+    async def close(self) -> None:
+        await self.http.aclose()
+
+    # ------------------------------------------------------------------------------------------------- core
+    async def request(
+        self,
+        verb: str,
+        method: str,
+        res: Resource,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+    ) -> Any:
+        await self.limiter.acquire()
+        started = time.monotonic()
+        code = 0
+        try:
+            content = None if body is None else (body if isinstance(body, bytes) else _encode(body))
+            headers = {"Content-Type": content_type} if content is not None else None
+            response = await self.http.request(
+                method,
+                path,
+                params={k: v for k, v in (params or {}).items() if v is not None},
+                content=content,
+                headers=headers,
+            )
+            code = response.status_code
+            if code >= 400:
+                raise _error(response)
+            return _decode(response.content) if response.content else None
+        finally:
+            if self.observer:
+                self.observer.observe(verb, str(res), code, time.monotonic() - started)
+
+    async def get(self, res: Resource, name: str, namespace: str | None = None) -> dict[str, Any]:
+        result: dict[str, Any] = await self.request("get", "GET", res, res.path(namespace, name))
+        return result
+
+    async def list(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        chunk: int = 500,
+    ) -> ListResult:
+        """Every object, paging with ``limit``/``continue``; the list's resourceVersion for a following watch."""
+        items: list[dict[str, Any]] = []
+        token: str | None = None
+        version = ""
+        while True:
+            page = await self.request(
+                "list",
+                "GET",
+                res,
+                res.path(namespace),
+                params={
+                    "labelSelector": label_selector,
+                    "fieldSelector": field_selector,
+                    "limit": chunk,
+                    "continue": token,
+                },
+            )
+            items.extend(page.get("items") or [])
+            meta = page.get("metadata") or {}
+            version = meta.get("resourceVersion", version)
+            token = meta.get("continue")
+            if not token:
+                return ListResult(items, version)
+
+    async def watch(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        *,
+        resource_version: str,
+        label_selector: str | None = None,
+        timeout_seconds: int = 300,
+        inactivity: float = 90.0,
+    ) -> AsyncIterator[WatchEvent]:
+        """Events after ``resource_version``, with bookmarks. Ends when the server closes the watch (after
+        ``timeout_seconds``); raises ApiError(410) when the version is too old, and ``httpx2.ReadTimeout`` when
+        nothing, not even a bookmark, arrived for ``inactivity`` seconds (the API server bookmarks every minute)."""
+        await self.limiter.acquire()
+        params: dict[str, str | int] = {
+            "watch": "true",
+            "allowWatchBookmarks": "true",
+            "resourceVersion": resource_version,
+            "timeoutSeconds": timeout_seconds,
+        }
+        if label_selector:
+            params["labelSelector"] = label_selector
+        started = time.monotonic()
+        code = 0
+        timeout = httpx2.Timeout(connect=10.0, read=inactivity, write=10.0, pool=10.0)
+        try:
+            async with self.http.stream(
+                "GET",
+                res.path(namespace),
+                params=params,
+                timeout=timeout,
+            ) as response:
+                code = response.status_code
+                if code >= 400:
+                    await response.aread()
+                    raise _error(response)
+                async for line in response.aiter_lines():
+                    if not line:
+                        continue
+                    event = _decode(line)
+                    kind = event.get("type")
+                    obj = event.get("object") or {}
+                    if kind == "ERROR":
+                        raise ApiError(
+                            int(obj.get("code", 500)), str(obj.get("reason", "")), str(obj.get("message", "")), obj
+                        )
+                    yield WatchEvent(str(kind), obj)
+        finally:
+            if self.observer:
+                self.observer.observe("watch", str(res), code, time.monotonic() - started)
+
+    # ------------------------------------------------------------------------------------------------- writes
+    async def create(self, res: Resource, body: Mapping[str, Any], namespace: str | None = None) -> dict[str, Any]:
+        result: dict[str, Any] = await self.request("create", "POST", res, res.path(namespace), body=body)
+        return result
+
+    async def patch(
+        self,
+        res: Resource,
+        name: str,
+        patch: Any,
+        namespace: str | None = None,
+        *,
+        patch_type: str = "merge",
+        subresource: str | None = None,
+        field_manager: str | None = None,
+        force: bool = False,
+    ) -> dict[str, Any]:
+        params: dict[str, Any] = {}
+        if patch_type == "apply":
+            params = {"fieldManager": field_manager or self.field_manager, "force": "true" if force else None}
+        elif field_manager:
+            params = {"fieldManager": field_manager}
+        result: dict[str, Any] = await self.request(
+            "patch",
+            "PATCH",
+            res,
+            res.path(namespace, name, subresource),
+            params=params,
+            body=patch,
+            content_type=PATCH_TYPES[patch_type],
+        )
+        return result
+
+    async def delete(
+        self,
+        res: Resource,
+        name: str,
+        namespace: str | None = None,
+        *,
+        uid: str | None = None,
+        propagation: str = "Background",
+    ) -> None:
+        body: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation}
+        if uid:
+            body["preconditions"] = {"uid": uid}
+        await self.request("delete", "DELETE", res, res.path(namespace, name), body=body)
+
+    async def delete_collection(self, res: Resource, namespace: str, labels: Mapping[str, str]) -> None:
+        selector = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+        await self.request(
+            "deletecollection",
+            "DELETE",
+            res,
+            res.path(namespace),
+            params={"labelSelector": selector},
+            body={"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"},
+        )
