@@ -11,7 +11,7 @@ from lightkube import AsyncClient
 from lightkube.codecs import from_dict
 from lightkube.resources.discovery_v1 import EndpointSlice
 
-from raykube.controllers.ports import PODS, RAYCLUSTERS, SERVICES, ApiError
+from raykube.controllers.ports import EVENTS, PODS, RAYCLUSTERS, SERVICES, ApiError
 from raykube.runtime.kube import Kube
 from raykube.runtime.manager import Manager
 from raykube.waiting import NotYet, wait_for
@@ -181,6 +181,18 @@ async def test_the_seed_cluster_becomes_ready_with_its_service_endpoints(
 
     await wait_for(endpoint_has_head, 60, what="the head Service's EndpointSlice to hold the head Pod IP")
 
+    async def events() -> set[str] | NotYet:
+        listed = (await runtime_kube.list(EVENTS, namespace)).items
+        reasons = {
+            e["reason"]
+            for e in listed
+            if e["regarding"]["kind"] == "RayCluster" and e["reportingController"] == "raycluster-controller"
+        }
+        wanted = {"CreatedService", "CreatedHeadPod", "CreatedWorkerPod"}
+        return reasons if wanted <= reasons else NotYet(f"events {sorted(reasons)}")
+
+    await wait_for(events, 30, what="KubeRay's events about the cluster (events.k8s.io/v1)")
+
 
 async def test_scaling_follows_replicas_up_and_down(
     kube: AsyncClient, runtime_kube: Kube, namespace: str, operator: Manager
@@ -287,3 +299,42 @@ async def test_deleting_the_raycluster_removes_every_child(
 
     # The garbage collector learns about a new CRD from discovery, which it re-reads every 30 s or so.
     await wait_for(gone, 120, what="Pods and Service to be garbage-collected")
+
+
+async def test_multi_host_groups_are_created_and_replaced_a_whole_replica_at_a_time(
+    kube: AsyncClient, runtime_kube: Kube, namespace: str, operator: Manager
+) -> None:
+    await create_seed_dependencies(kube, namespace)
+    await runtime_kube.create(RAYCLUSTERS, seed_cluster(workers=2, numOfHosts=2), namespace)
+    await wait_ready(runtime_kube, namespace, workers=4)
+
+    def replicas(pods: list[dict[str, Any]]) -> dict[str, list[str]]:
+        grouped: dict[str, list[str]] = {}
+        for pod in workers_of(pods):
+            labels = pod["metadata"]["labels"]
+            grouped.setdefault(labels["ray.io/worker-group-replica-name"], []).append(
+                labels["ray.io/replica-host-index"]
+            )
+        return {name: sorted(hosts) for name, hosts in grouped.items()}
+
+    before = replicas(await cluster_pods(runtime_kube, namespace))
+    assert sorted(before.values()) == [["0", "1"], ["0", "1"]]
+    assert all(name.startswith("workers-") for name in before)
+    await runtime_kube.get(SERVICES, f"{CLUSTER}-headless", namespace)  # multi-host groups get a headless Service
+
+    victim_replica = sorted(before)[0]
+    [victim] = [
+        p["metadata"]["name"]
+        for p in workers_of(await cluster_pods(runtime_kube, namespace))
+        if p["metadata"]["labels"]["ray.io/worker-group-replica-name"] == victim_replica
+        and p["metadata"]["labels"]["ray.io/replica-host-index"] == "0"
+    ]
+    await runtime_kube.delete(PODS, victim, namespace)
+
+    async def replaced() -> dict[str, list[str]] | NotYet:
+        now = replicas(await cluster_pods(runtime_kube, namespace))
+        complete = victim_replica not in now and len(now) == 2 and all(h == ["0", "1"] for h in now.values())
+        return now if complete else NotYet(f"replicas {now}")
+
+    after = await wait_for(replaced, 60, what="the broken replica to be replaced whole")
+    assert sorted(before)[1] in after  # the healthy replica was left alone

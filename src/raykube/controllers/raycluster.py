@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -82,6 +83,24 @@ def _labels(obj: Mapping[str, Any]) -> Mapping[str, str]:
 
 def _terminating(obj: Mapping[str, Any]) -> bool:
     return _meta(obj).get("deletionTimestamp") is not None
+
+
+_RAND_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # k8s.io/apimachinery util/rand.String's alphabet
+
+
+def _rand5() -> str:
+    return "".join(secrets.choice(_RAND_ALPHABET) for _ in range(5))
+
+
+def _free_indices(used: set[str | None], count: int) -> list[int]:
+    """The ``count`` lowest replica indices not in ``used`` (label values are strings)."""
+    free: list[int] = []
+    candidate = 0
+    while len(free) < count:
+        if str(candidate) not in used:
+            free.append(candidate)
+        candidate += 1
+    return free
 
 
 def _autoscaling(cluster: RayCluster) -> bool:
@@ -344,6 +363,10 @@ class RayClusterReconciler:
                 )
             return
 
+        if group.num_of_hosts > 1 and self.options.gate(c.GATE_RAY_MULTI_HOST_INDEXING):
+            await self._reconcile_multi_host(obj, cluster, index, live)
+            return
+
         unhealthy = [p for p in live if pods.should_delete_pod(p)]
         for pod in unhealthy:
             if await self._delete_pod(obj, pod, group.group_name):
@@ -405,39 +428,98 @@ class RayClusterReconciler:
             self.recorder.event(obj, NORMAL, "DeletedWorkerPod", "Delete", f"Deleted pod {namespace}/{pod_name}")
         return deleted
 
+    async def _reconcile_multi_host(
+        self, obj: Mapping[str, Any], cluster: RayCluster, index: int, live: Sequence[Mapping[str, Any]]
+    ) -> None:
+        """A group of multi-host replicas (TPU slices): Pods are created and deleted a whole replica at a time.
+
+        As KubeRay's ``reconcileMultiHostWorkerGroup``: an incomplete replica, one with an unhealthy host, or one
+        with a host named in workersToDelete is deleted whole (and the pass ends with an error, so the next pass
+        starts from the new state); then missing replicas are created, each with a new name ``<group>-<rand5>``, the
+        lowest free replica index and host indices 0..numOfHosts-1; surplus replicas are deleted whole only without
+        the autoscaler.
+        """
+        namespace = str(_meta(obj)["namespace"])
+        _name(obj)
+        group = self._group(cluster, index)
+        hosts = group.num_of_hosts
+        replicas: dict[str, list[Mapping[str, Any]]] = {}
+        for pod in live:
+            replicas.setdefault(_labels(pod).get(c.RAY_WORKER_REPLICA_NAME_LABEL, ""), []).append(pod)
+        doomed_names = set((group.scale_strategy.workers_to_delete if group.scale_strategy else None) or [])
+        broken = {
+            replica
+            for replica, members in replicas.items()
+            if not replica
+            or len(members) < hosts
+            or any(pods.should_delete_pod(p) for p in members)
+            or any(_name(p) in doomed_names for p in members)
+        }
+        for replica in sorted(broken):
+            for pod in replicas.pop(replica):
+                if await self._delete_pod(obj, pod, group.group_name):
+                    note = f"Deleted worker Pod {namespace}/{_name(pod)}"
+                    self.recorder.event(obj, NORMAL, "DeletedWorkerPod", "Delete", note)
+        if broken:
+            raise ReconcileError(f"deleted {len(broken)} incomplete, unhealthy or requested replica group(s)")
+
+        desired = groups.desired_worker_replicas(group)
+        if desired % hosts:
+            raise ReconcileError(f"desired {desired} workers is not a multiple of numOfHosts {hosts}")
+        missing = desired // hosts - len(replicas)
+        used = {_labels(m[0]).get(c.RAY_WORKER_REPLICA_INDEX_LABEL) for m in replicas.values()}
+        for replica_index in _free_indices(used, missing):
+            await self._create_replica(obj, cluster, index, replica_index, f"{group.group_name}-{_rand5()}")
+        if missing < 0 and (self.options.random_pod_delete or not _autoscaling(cluster)):
+            for replica in sorted(replicas)[:-missing]:
+                for pod in replicas[replica]:
+                    if await self._delete_pod(obj, pod, group.group_name):
+                        self.recorder.event(
+                            obj, NORMAL, "DeletedWorkerPod", "Delete", f"Deleted Pod {namespace}/{_name(pod)}"
+                        )
+
+    async def _create_replica(
+        self, obj: Mapping[str, Any], cluster: RayCluster, index: int, replica_index: int, replica_name: str
+    ) -> None:
+        """Create the ``numOfHosts`` Pods of one multi-host replica."""
+        group = self._group(cluster, index)
+        for host in range(group.num_of_hosts):
+            body = pods.worker_pod(
+                cluster, index, self.options, replica_index=replica_index, replica_name=replica_name, host_index=host
+            )
+            await self._create_worker(obj, group, body)
+
+    async def _create_worker(self, obj: Mapping[str, Any], group: WorkerGroupSpec, body: Mapping[str, Any]) -> None:
+        namespace = str(_meta(obj)["namespace"])
+        name = _name(obj)
+        try:
+            created = await self._create(obj, PODS, body)
+        except ApiError as exc:
+            self.recorder.event(
+                obj,
+                WARNING,
+                "FailedToCreateWorkerPod",
+                "Create",
+                f"Failed to create worker Pod for the cluster {namespace}/{name}, {exc.message or exc}",
+            )
+            raise ReconcileError(str(exc), c.REASON_FAILED_CREATE_WORKER_POD) from exc
+        if created is not None:
+            self.expectations.expect_create((namespace, name), group.group_name, _name(created))
+            note = f"Created worker Pod {namespace}/{_name(created)}"
+            self.recorder.event(obj, NORMAL, "CreatedWorkerPod", "Create", note)
+
     async def _scale_up(
         self, obj: Mapping[str, Any], cluster: RayCluster, index: int, running: Sequence[Mapping[str, Any]], count: int
     ) -> None:
         """Create ``count`` workers; each takes the lowest free ``ray.io/worker-group-replica-index``."""
-        namespace = str(_meta(obj)["namespace"])
-        name = _name(obj)
         group = self._group(cluster, index)
-        indexing = self.options.gate(c.GATE_RAY_MULTI_HOST_INDEXING)
-        used = {_labels(p).get(c.RAY_WORKER_REPLICA_INDEX_LABEL) for p in running}
-        next_index = 0
-        for _ in range(count):
-            replica_index = None
-            if indexing:
-                while str(next_index) in used:
-                    next_index += 1
-                replica_index = next_index
-                used.add(str(next_index))
+        indices: list[int | None] = [None] * count
+        if self.options.gate(c.GATE_RAY_MULTI_HOST_INDEXING):
+            used = {_labels(p).get(c.RAY_WORKER_REPLICA_INDEX_LABEL) for p in running}
+            indices = list(_free_indices(used, count))
+        for replica_index in indices:
             body = pods.worker_pod(cluster, index, self.options, replica_index=replica_index)
-            try:
-                created = await self._create(obj, PODS, body)
-            except ApiError as exc:
-                self.recorder.event(
-                    obj,
-                    WARNING,
-                    "FailedToCreateWorkerPod",
-                    "Create",
-                    f"Failed to create worker Pod for the cluster {namespace}/{name}, {exc.message or exc}",
-                )
-                raise ReconcileError(str(exc), c.REASON_FAILED_CREATE_WORKER_POD) from exc
-            if created is not None:
-                self.expectations.expect_create((namespace, name), group.group_name, _name(created))
-                note = f"Created worker Pod {namespace}/{_name(created)}"
-                self.recorder.event(obj, NORMAL, "CreatedWorkerPod", "Create", note)
+            await self._create_worker(obj, group, body)
 
     # -------------------------------------------------------------------------------------------------- status
     async def _update_status(
