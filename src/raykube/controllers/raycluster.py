@@ -176,6 +176,24 @@ class RayClusterReconciler:
                 return None
             raise
 
+    async def _create_reported(
+        self,
+        obj: Mapping[str, Any],
+        res: Any,
+        body: Mapping[str, Any],
+        *,
+        failed: tuple[str, str],
+        marker: str | None = None,
+    ) -> dict[str, Any] | None:
+        """:meth:`_create`; a failure becomes the ``(reason, note)`` Warning event and a :class:`ReconcileError`
+        carrying the ReplicaFailure ``marker``."""
+        try:
+            return await self._create(obj, res, body)
+        except ApiError as exc:
+            reason, note = failed
+            self.recorder.event(obj, WARNING, reason, "Create", f"{note}, {exc.message or exc}")
+            raise ReconcileError(str(exc), marker) from exc
+
     async def _reconcile_services(self, obj: Mapping[str, Any], cluster: RayCluster) -> None:
         namespace = str(_meta(obj)["namespace"])
         existing = self.cache.list(SERVICES, namespace, services.head_service_selector(cluster))
@@ -184,17 +202,8 @@ class RayClusterReconciler:
             raise ReconcileError(f"found {len(existing)} head Services for the RayCluster: {names}")
         if not existing:
             body = services.head_service(cluster, self.options)
-            try:
-                created = await self._create(obj, SERVICES, body)
-            except ApiError as exc:
-                self.recorder.event(
-                    obj,
-                    WARNING,
-                    "FailedToCreateService",
-                    "Create",
-                    f"Failed to create service {namespace}/{_name(body)}: {exc.message or exc}",
-                )
-                raise
+            failed = ("FailedToCreateService", f"Failed to create service {namespace}/{_name(body)}")
+            created = await self._create_reported(obj, SERVICES, body, failed=failed)
             if created is not None:
                 self.recorder.event(
                     obj, NORMAL, "CreatedService", "Create", f"Created service {namespace}/{_name(created)}"
@@ -321,18 +330,9 @@ class RayClusterReconciler:
         if provisioned and annotations.get(c.RAY_DISABLE_PROVISIONED_HEAD_RESTART_ANNOTATION) == "true":
             return True
         body = pods.head_pod(cluster, self.options)
-        try:
-            created = await self._create(obj, PODS, body)
-        except ApiError as exc:
-            self.recorder.event(
-                obj,
-                WARNING,
-                "FailedToCreateHeadPod",
-                "Create",
-                f"Failed to create head Pod {namespace}/{_name(body) or _meta(body).get('generateName', '')}, "
-                f"{exc.message or exc}",
-            )
-            raise ReconcileError(str(exc), c.REASON_FAILED_CREATE_HEAD_POD) from exc
+        target = _name(body) or _meta(body).get("generateName", "")
+        failed = ("FailedToCreateHeadPod", f"Failed to create head Pod {namespace}/{target}")
+        created = await self._create_reported(obj, PODS, body, failed=failed, marker=c.REASON_FAILED_CREATE_HEAD_POD)
         if created is not None:
             self.expectations.expect_create(key, c.HEAD_GROUP_NAME, _name(created))
             self.recorder.event(
@@ -492,17 +492,8 @@ class RayClusterReconciler:
     async def _create_worker(self, obj: Mapping[str, Any], group: WorkerGroupSpec, body: Mapping[str, Any]) -> None:
         namespace = str(_meta(obj)["namespace"])
         name = _name(obj)
-        try:
-            created = await self._create(obj, PODS, body)
-        except ApiError as exc:
-            self.recorder.event(
-                obj,
-                WARNING,
-                "FailedToCreateWorkerPod",
-                "Create",
-                f"Failed to create worker Pod for the cluster {namespace}/{name}, {exc.message or exc}",
-            )
-            raise ReconcileError(str(exc), c.REASON_FAILED_CREATE_WORKER_POD) from exc
+        failed = ("FailedToCreateWorkerPod", f"Failed to create worker Pod for the cluster {namespace}/{name}")
+        created = await self._create_reported(obj, PODS, body, failed=failed, marker=c.REASON_FAILED_CREATE_WORKER_POD)
         if created is not None:
             self.expectations.expect_create((namespace, name), group.group_name, _name(created))
             note = f"Created worker Pod {namespace}/{_name(created)}"
