@@ -26,6 +26,7 @@ from raykube.api.crd import load_generated
 from raykube.runtime.crds import install_crds
 from raykube.runtime.kube import Kube
 from raykube.runtime.manager import Manager
+from raykube.runtime.rbac import LEADER_ELECTION_RULES, OPERATOR_RULES
 from raykube.sandbox import NodePool, Ports, Sandbox, SandboxConfig
 from raykube.waiting import NotYet, wait_for
 from tests.support import RunningSandbox
@@ -93,14 +94,19 @@ async def ray_crds(kube: AsyncClient) -> list[str]:
 
 
 @pytest.fixture
-async def operator(runtime_kube: Kube, namespace: str, ray_crds: list[str]) -> AsyncIterator[Manager]:
-    """The operator, in-process, watching only this test's namespace; stopped after the test."""
-    manager = Manager(runtime_kube, namespaces=[namespace], reconcile_concurrency=4)
+async def operator(kubeconfig: Path, namespace: str, ray_crds: list[str]) -> AsyncIterator[Manager]:
+    """The operator, in-process, watching only this test's namespace; stopped after the test.
+
+    Its client refuses any call outside the operator's RBAC rules, so every behaviour the tests exercise proves the
+    generated RBAC sufficient."""
+    client = Kube.from_config(kubeconfig, qps=200, burst=400, rules=OPERATOR_RULES + LEADER_ELECTION_RULES)
+    manager = Manager(client, namespaces=[namespace], reconcile_concurrency=4)
     await asyncio.wait_for(manager.start(), 60)
     try:
         yield manager
     finally:
         await manager.stop()
+        await client.close()
 
 
 @pytest.fixture

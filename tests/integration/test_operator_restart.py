@@ -28,7 +28,15 @@ def start_operator(kubeconfig: Path, namespace: str, ray_crds: list[str], tmp_pa
     processes: list[subprocess.Popen[bytes]] = []
 
     def start(*flags: str) -> subprocess.Popen[bytes]:
-        command = [sys.executable, "-m", "raykube.cli.main", "operator", "run", "--kubeconfig", str(kubeconfig)]
+        command = [
+            sys.executable,
+            "-m",
+            "raykube.cli.main",
+            "operator",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--health-probe-bind-address=127.0.0.1:0",
+        ]
         with (tmp_path / f"operator-{len(processes)}.log").open("wb") as log:  # the child keeps its own copy
             process = subprocess.Popen(
                 [*command, "--watch-namespace", namespace, *flags],
@@ -56,7 +64,7 @@ async def test_sigkill_mid_creation_then_restart_ends_with_exactly_the_desired_p
     start = start_operator
     assert callable(start)
     # Slow the first operator down (5 requests/s) so the kill lands in the middle of creating Pods.
-    first = start("--qps", "5", "--burst", "1")
+    first = start("--qps", "5", "--burst", "1", "--enable-leader-election=false")
     for index in range(CLUSTERS):
         body = seed_cluster(f"c{index:02d}", workers=WORKERS)
         for template in (body["spec"]["headGroupSpec"]["template"], body["spec"]["workerGroupSpecs"][0]["template"]):
@@ -77,7 +85,7 @@ async def test_sigkill_mid_creation_then_restart_ends_with_exactly_the_desired_p
     first.wait(10)
     assert created < CLUSTERS * (1 + WORKERS), "the kill came too late to prove anything"
 
-    start("--reconcile-concurrency", "4")
+    start("--reconcile-concurrency", "4", "--enable-leader-election=false")
 
     async def all_ready() -> bool | NotYet:
         clusters = (await runtime_kube.list(RAYCLUSTERS, namespace)).items

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from raykube import __version__
-from raykube.cli import crd, demo, operator, sandbox
+from raykube.cli import crd, demo, operator, rbac, sandbox
 
 app = typer.Typer(
     name="raykube",
@@ -16,7 +16,8 @@ app = typer.Typer(
 )
 app.add_typer(sandbox.app, name="sandbox")
 app.add_typer(crd.app, name="crd")
-app.add_typer(operator.app, name="operator")
+app.command(name="operator", context_settings=operator.CONTEXT)(operator.operator)
+app.add_typer(rbac.app, name="rbac")
 app.command(name="demo")(demo.demo)
 
 

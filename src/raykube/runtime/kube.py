@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -24,6 +24,7 @@ from lightkube import KubeConfig
 from lightkube.config.client_adapter import ConnectionParams
 
 from raykube.controllers.ports import ApiError, Resource
+from raykube.runtime.rbac import Rule, allows
 
 PATCH_TYPES = {
     "merge": "application/merge-patch+json",
@@ -33,6 +34,10 @@ PATCH_TYPES = {
 }
 _decode = msgspec.json.Decoder().decode
 _encode = msgspec.json.Encoder().encode
+
+
+class OutsideRbac(PermissionError):
+    """The operator tried an API call its own RBAC rules (raykube.runtime.rbac) do not grant."""
 
 
 class RequestObserver(Protocol):
@@ -100,11 +105,23 @@ class Kube:
         burst: int = 200,
         observer: RequestObserver | None = None,
         field_manager: str = "raykube-operator",
+        rules: Sequence[Rule] | None = None,
     ) -> None:
         self.http = http
         self.limiter = TokenBucket(qps, burst)
         self.observer = observer
         self.field_manager = field_manager
+        self.rules = rules  # when set, refuse calls these RBAC rules do not allow (tests run the operator so)
+
+    def _check(self, verb: str, res: Resource, subresource: str | None) -> None:
+        if self.rules is None:
+            return
+        resource = f"{res.plural}/{subresource}" if subresource else res.plural
+        if not allows(self.rules, verb, res.group, resource):
+            raise OutsideRbac(
+                f"raykube called {verb} on {resource} (API group {res.group!r}), which its RBAC rules "
+                "(raykube.runtime.rbac) do not allow: add the rule there and regenerate the chart"
+            )
 
     @classmethod
     def from_config(
@@ -117,6 +134,7 @@ class Kube:
         observer: RequestObserver | None = None,
         user_agent: str = "raykube-operator",
         timeout: float = 30.0,
+        rules: Sequence[Rule] | None = None,
     ) -> Kube:
         """From a kubeconfig file, else ``$KUBECONFIG`` / ``~/.kube/config``, else the in-cluster ServiceAccount."""
         config = KubeConfig.from_file(kubeconfig) if kubeconfig else KubeConfig.from_env()
@@ -129,7 +147,7 @@ class Kube:
         limits = httpx2.Limits(max_connections=burst + 32, max_keepalive_connections=burst + 32)
         http = httpx2.AsyncClient(**params.httpx_params(single), limits=limits)
         http.headers["User-Agent"] = user_agent
-        return cls(http, qps=qps, burst=burst, observer=observer)
+        return cls(http, qps=qps, burst=burst, observer=observer, rules=rules)
 
     async def close(self) -> None:
         await self.http.aclose()
@@ -145,7 +163,9 @@ class Kube:
         params: Mapping[str, Any] | None = None,
         body: Any = None,
         content_type: str = "application/json",
+        subresource: str | None = None,
     ) -> Any:
+        self._check(verb, res, subresource)
         await self.limiter.acquire()
         started = time.monotonic()
         code = 0
@@ -217,6 +237,7 @@ class Kube:
         """Events after ``resource_version``, with bookmarks. Ends when the server closes the watch (after
         ``timeout_seconds``); raises ApiError(410) when the version is too old, and ``httpx2.ReadTimeout`` when
         nothing, not even a bookmark, arrived for ``inactivity`` seconds (the API server bookmarks every minute)."""
+        self._check("watch", res, None)
         await self.limiter.acquire()
         params: dict[str, str | int] = {
             "watch": "true",
@@ -285,6 +306,7 @@ class Kube:
             params=params,
             body=patch,
             content_type=PATCH_TYPES[patch_type],
+            subresource=subresource,
         )
         return result
 

@@ -31,6 +31,8 @@ from raykube.controllers.raycluster import CONTROLLER_NAME, RayClusterReconciler
 from raykube.runtime.events import EventRecorder
 from raykube.runtime.informer import Informer
 from raykube.runtime.kube import Kube
+from raykube.runtime.logs import reconcile_context
+from raykube.runtime.metrics import CONTROLLER, Metrics
 from raykube.runtime.queue import WorkQueue
 
 log = logging.getLogger(__name__)
@@ -99,6 +101,7 @@ class Manager:
         namespaces: Sequence[str] | None = None,
         reconcile_concurrency: int = 1,
         identity: str | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         if reconcile_concurrency < 1:
             raise ValueError(f"--reconcile-concurrency must be at least 1, got {reconcile_concurrency}")
@@ -128,6 +131,12 @@ class Manager:
             for informer in (clusters, pods, svcs):
                 self.cache.register(informer)
                 self.informers.append(informer)
+        self.metrics = metrics
+        if metrics is not None:
+            metrics.watch_clusters([i for i in self.informers if i.res == RAYCLUSTERS])
+            metrics.watch_queue(self.queue)
+            metrics.max_concurrent.labels(CONTROLLER).set(reconcile_concurrency)
+        self.synced = asyncio.Event()  # every informer has listed once
         self.ready = asyncio.Event()  # caches synced and workers running
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -151,38 +160,56 @@ class Manager:
             if key is None:
                 return
             started = time.monotonic()
+            outcome = "success"
+            token = reconcile_context.set({"RayCluster": key[1], "namespace": key[0], "reconcileID": str(uuid.uuid4())})
+            if self.metrics:
+                self.metrics.active_workers.labels(CONTROLLER).inc()
             try:
                 result = await self.reconciler.reconcile(*key)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
+                outcome = "error"
                 self.stats.errors += 1
                 delay = self.queue.add_rate_limited(key)
-                log.warning(
-                    "reconcile %s/%s failed (%s); retrying in %.2fs",
-                    key[0],
-                    key[1],
-                    exc,
-                    delay,
-                    extra={"RayCluster": key[1], "namespace": key[0]},
-                )
+                log.warning("reconcile failed: %s; retrying in %.2fs", exc, delay)
             else:
                 self.queue.forget(key)
                 if result.requeue_after is not None:
+                    outcome = "requeue_after"
                     self.queue.add_after(key, result.requeue_after)
             finally:
+                seconds = time.monotonic() - started
                 self.stats.total += 1
-                self.stats.seconds.append(time.monotonic() - started)
+                self.stats.seconds.append(seconds)
+                if self.metrics:
+                    self.metrics.active_workers.labels(CONTROLLER).dec()
+                    self.metrics.reconcile_total.labels(CONTROLLER, outcome).inc()
+                    self.metrics.reconcile_time.labels(CONTROLLER).observe(seconds)
+                    if outcome == "error":
+                        self.metrics.reconcile_errors.labels(CONTROLLER).inc()
+                reconcile_context.reset(token)
                 self.queue.done(key)
 
-    async def start(self) -> None:
-        """Start informers and the event sender, wait for the caches, then start the workers."""
-        self._tasks = [asyncio.create_task(i.run(), name=f"informer {i.res}") for i in self.informers]
-        self._tasks.append(asyncio.create_task(self.recorder.run(), name="events"))
+    async def start_caches(self) -> None:
+        """Start the informers and wait for their first lists (a standby keeps warm caches this way)."""
+        if not self._tasks:
+            self._tasks = [asyncio.create_task(i.run(), name=f"informer {i.res}") for i in self.informers]
         await asyncio.gather(*(i.synced.wait() for i in self.informers))
+        self.synced.set()
+
+    async def start_workers(self) -> None:
+        """Start sending events and reconciling (the leader does this; caches must be synced)."""
+        await self.synced.wait()
+        self._tasks.append(asyncio.create_task(self.recorder.run(), name="events"))
         self._tasks += [asyncio.create_task(self._worker(), name=f"worker {n}") for n in range(self.concurrency)]
         self.ready.set()
         log.info("caches synced; %d reconcile worker(s) running", self.concurrency)
+
+    async def start(self) -> None:
+        """Start informers and the event sender, wait for the caches, then start the workers."""
+        await self.start_caches()
+        await self.start_workers()
 
     async def stop(self, grace: float = 10.0) -> None:
         """Stop taking work, let in-flight reconciles finish (up to ``grace`` seconds), then stop everything."""

@@ -12,6 +12,7 @@ the command line recorded there, and removes the directory.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import os
@@ -26,6 +27,8 @@ from typing import Any, cast
 import httpx2
 import yaml
 from lightkube import ApiError, AsyncClient, KubeConfig
+from lightkube.models.authentication_v1 import TokenRequestSpec
+from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.coordination_v1 import Lease
 from lightkube.resources.core_v1 import Node, ServiceAccount
 from lightkube.resources.storage_v1 import StorageClass
@@ -410,6 +413,49 @@ class Sandbox:
         else:
             shutil.rmtree(self.layout.root, ignore_errors=True)
         return stopped
+
+    async def service_account_kubeconfig(
+        self, namespace: str, name: str, path: Path, *, expiration_seconds: int = 86400
+    ) -> Path:
+        """A kubeconfig that authenticates as ServiceAccount ``namespace/name`` with a bound token (TokenRequest),
+        so a process outside the cluster runs with exactly that account's RBAC. The account must exist."""
+        state = self.load_state()
+        if state is None:
+            raise SandboxError(f"sandbox {self.name!r} is not running")
+        request = ServiceAccount.Token(
+            metadata=ObjectMeta(name=name, namespace=namespace),
+            spec=TokenRequestSpec(audiences=[], expirationSeconds=expiration_seconds),
+        )
+        async with self._client() as client:
+            response = await client.create(request, name, namespace=namespace)
+        if response.status is None or not response.status.token:
+            raise SandboxError(f"the API server issued no token for ServiceAccount {namespace}/{name}")
+        token = response.status.token
+        cluster = f"raykube-{self.name}"
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": cluster,
+                    "cluster": {
+                        "server": state.config.server,
+                        "certificate-authority-data": base64.b64encode(
+                            (self.layout.pki / "ca.crt").read_bytes()
+                        ).decode(),
+                    },
+                }
+            ],
+            "users": [{"name": f"{namespace}-{name}", "user": {"token": token}}],
+            "contexts": [
+                {
+                    "name": f"{cluster}-{name}",
+                    "context": {"cluster": cluster, "user": f"{namespace}-{name}", "namespace": namespace},
+                }
+            ],
+            "current-context": f"{cluster}-{name}",
+        }
+        return pki.write_kubeconfig(path, config)
 
     def shell_env(self, cache: Path | None = None) -> str:
         """Shell lines that point kubectl (the sandbox's own build, first on PATH) at this sandbox."""

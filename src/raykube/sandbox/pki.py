@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import ipaddress
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -245,7 +246,7 @@ def kubeconfig(pki: Pki, server: str, user: str, cluster_name: str) -> dict[str,
     }
 
 
-def write_kubeconfig(path: Path, config: dict[str, object]) -> Path:
+def write_kubeconfig(path: Path, config: Mapping[str, object]) -> Path:
     path.touch(mode=0o600)
-    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    path.write_text(yaml.safe_dump(dict(config), sort_keys=False))
     return path

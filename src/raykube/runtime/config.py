@@ -1,0 +1,292 @@
+"""The operator's configuration: KubeRay's command-line flags, or its ``config.ray.io/v1alpha1`` Configuration file.
+
+Both spell settings as KubeRay does, so the same Deployment args, Helm values and config files work unchanged:
+
+* Flags are Go-style: ``--flag=value``, ``--flag value``, a bare boolean ``--flag`` for true, and ``-flag`` with a
+  single dash. Booleans take Go's spellings (``true``/``1``/``t``/``false``/``0``/``f``, any case).
+* With ``--config FILE`` every setting comes from the file (KubeRay ignores the other flags then), except
+  ``--feature-gates``, which KubeRay parses separately; the file's defaults are KubeRay's (``:8080``, ``:8082``,
+  leader election on, concurrency 1, QPS 100, burst 200).
+
+Bad input fails with a message that names the flag or the file field.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic.alias_generators import to_camel
+
+from raykube.api import constants as c
+
+CONFIG_API_VERSION = "config.ray.io/v1alpha1"
+CONFIG_KIND = "Configuration"
+LOG_ENCODERS = ("json", "console")
+
+
+class ConfigError(ValueError):
+    """Invalid flags or configuration file; the message names the flag or field."""
+
+
+@dataclass(frozen=True)
+class OperatorConfig:
+    metrics_addr: str = ":8080"
+    probe_addr: str = ":8082"
+    enable_leader_election: bool = True
+    leader_election_namespace: str = ""
+    leader_election_id: str = "ray-operator-leader"  # KubeRay main.go
+    watch_namespaces: tuple[str, ...] = ()
+    reconcile_concurrency: int = 1
+    qps: float = 100.0
+    burst: int = 200
+    feature_gates: Mapping[str, bool] = field(default_factory=dict)
+    log_stdout_encoder: str = "json"
+    log_file_path: str = ""
+    log_file_encoder: str = "json"
+    batch_scheduler: str = ""
+    enable_metrics: bool = False
+    use_kubernetes_proxy: bool = False
+    delete_rayjob_after_job_finishes: bool = False
+    kubeconfig: Path | None = None
+    head_sidecar_containers: tuple[Mapping[str, Any], ...] = ()
+    worker_sidecar_containers: tuple[Mapping[str, Any], ...] = ()
+    default_container_envs: tuple[Mapping[str, Any], ...] = ()
+    default_pod_labels: Mapping[str, str] = field(default_factory=dict)
+    default_pod_annotations: Mapping[str, str] = field(default_factory=dict)
+    config_file: Path | None = None
+
+    def features(self) -> dict[str, bool]:
+        return {**c.FEATURE_GATE_DEFAULTS, **self.feature_gates}
+
+
+def parse_bool(value: str, option: str) -> bool:
+    """Go's strconv.ParseBool."""
+    lowered = value.strip().lower()
+    if lowered in ("1", "t", "true"):
+        return True
+    if lowered in ("0", "f", "false"):
+        return False
+    raise ConfigError(f"{option} must be true or false, got {value!r}")
+
+
+def parse_feature_gates(value: str, option: str = "--feature-gates") -> dict[str, bool]:
+    """``A=true,B=false`` into a mapping; unknown gates are refused, as KubeRay's feature gate set does."""
+    gates: dict[str, bool] = {}
+    for item in (part.strip() for part in value.split(",")):
+        if not item:
+            continue
+        name, sep, enabled = item.partition("=")
+        if not sep:
+            raise ConfigError(f"{option}: {item!r} must look like Name=true")
+        if name not in c.FEATURE_GATE_DEFAULTS:
+            known = ", ".join(sorted(c.FEATURE_GATE_DEFAULTS))
+            raise ConfigError(f"{option}: unknown feature gate {name!r} (known: {known})")
+        gates[name] = parse_bool(enabled, f"{option} {name}")
+    return gates
+
+
+def _namespaces(value: str) -> tuple[str, ...]:
+    return tuple(n.strip() for n in value.split(",") if n.strip())
+
+
+class _ArgumentParser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:  # argparse exits; we raise, so the CLI can print our way
+        raise ConfigError(message)
+
+
+def _flag_parser() -> argparse.ArgumentParser:
+    parser = _ArgumentParser(prog="raykube operator", add_help=False, allow_abbrev=False)
+
+    def boolean(name: str) -> None:
+        parser.add_argument(name, nargs="?", const="true", default=None)
+
+    parser.add_argument("--metrics-addr")
+    parser.add_argument("--health-probe-bind-address")
+    boolean("--enable-leader-election")
+    parser.add_argument("--leader-election-namespace")
+    parser.add_argument("--watch-namespace")
+    parser.add_argument("--reconcile-concurrency")
+    parser.add_argument("--qps")
+    parser.add_argument("--burst")
+    parser.add_argument("--feature-gates")
+    parser.add_argument("--log-stdout-encoder")
+    parser.add_argument("--log-file-path")
+    parser.add_argument("--log-file-encoder")
+    parser.add_argument("--batch-scheduler")
+    boolean("--enable-batch-scheduler")
+    boolean("--enable-metrics")
+    boolean("--use-kubernetes-proxy")
+    boolean("--forced-cluster-upgrade")  # deprecated in KubeRay, no effect
+    parser.add_argument("--config")
+    parser.add_argument("--kubeconfig")
+    boolean("--help")
+    return parser
+
+
+FLAGS_HELP = """Usage: raykube operator [FLAGS]
+
+Runs the RayCluster controller, with KubeRay's flags (Go syntax: --flag=value, --flag value, bare --flag for true):
+  --metrics-addr ADDR                 metrics endpoint (default :8080; served only with --enable-metrics)
+  --health-probe-bind-address ADDR    /healthz and /readyz (default :8082)
+  --enable-leader-election[=BOOL]     elect one active operator through a Lease (default true)
+  --leader-election-namespace NS      namespace of the Lease (default: the Pod's namespace, else "default")
+  --watch-namespace A,B               namespaces to watch (default: all)
+  --reconcile-concurrency N           RayClusters reconciled at once (default 1)
+  --qps Q --burst B                   client-side rate limit to the API server (default 100, 200)
+  --feature-gates A=true,B=false      KubeRay feature gates
+  --log-stdout-encoder json|console   log format on stdout (default json)
+  --log-file-path PATH                also log to this file (--log-file-encoder json|console)
+  --enable-metrics[=BOOL]             serve Prometheus metrics on --metrics-addr (default false)
+  --batch-scheduler NAME              accepted for compatibility; batch schedulers are not implemented yet
+  --config FILE                       a config.ray.io/v1alpha1 Configuration; other flags then ignored
+  --kubeconfig FILE                   kubeconfig (default: $KUBECONFIG, ~/.kube/config, then in-cluster)
+"""
+
+
+def _normalise(args: Sequence[str]) -> list[str]:
+    """Go also accepts ``-flag``: turn single-dash long flags into double-dash ones."""
+    return [f"-{a}" if a.startswith("-") and not a.startswith("--") and len(a.split("=")[0]) > 2 else a for a in args]
+
+
+class _ConfigFile(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, extra="forbid", validate_by_name=True, validate_by_alias=True)
+
+    api_version: str | None = None
+    kind: str | None = None
+    metrics_addr: str = ""
+    probe_addr: str = ""
+    enable_leader_election: bool | None = None
+    leader_election_namespace: str = ""
+    watch_namespace: str = ""
+    log_file: str = ""
+    log_file_encoder: str = ""
+    log_stdout_encoder: str = ""
+    batch_scheduler: str = ""
+    head_sidecar_containers: list[dict[str, Any]] = []
+    worker_sidecar_containers: list[dict[str, Any]] = []
+    reconcile_concurrency: int = 0
+    enable_batch_scheduler: bool = False
+    use_kubernetes_proxy: bool = False
+    delete_ray_job_after_job_finishes: bool = False
+    enable_metrics: bool = False
+    qps: float | None = None
+    burst: int | None = None
+    default_container_envs: list[dict[str, Any]] = []
+    default_pod_labels: dict[str, str] = {}
+    default_pod_annotations: dict[str, str] = {}
+
+
+def load_config_file(path: Path) -> OperatorConfig:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise ConfigError(f"--config {path}: {exc.strerror}") from exc
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"--config {path}: not YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"--config {path}: expected a {CONFIG_KIND} object, got {type(data).__name__}")
+    try:
+        parsed = _ConfigFile.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise ConfigError(f"--config {path}: {problems}") from exc
+    if parsed.api_version not in (None, CONFIG_API_VERSION) or parsed.kind not in (None, CONFIG_KIND):
+        raise ConfigError(
+            f"--config {path}: apiVersion/kind must be {CONFIG_API_VERSION}/{CONFIG_KIND}, "
+            f"got {parsed.api_version}/{parsed.kind}"
+        )
+    config = OperatorConfig(
+        metrics_addr=parsed.metrics_addr or ":8080",
+        probe_addr=parsed.probe_addr or ":8082",
+        enable_leader_election=True if parsed.enable_leader_election is None else parsed.enable_leader_election,
+        leader_election_namespace=parsed.leader_election_namespace,
+        watch_namespaces=_namespaces(parsed.watch_namespace),
+        reconcile_concurrency=parsed.reconcile_concurrency or 1,
+        qps=100.0 if parsed.qps is None else parsed.qps,
+        burst=200 if parsed.burst is None else parsed.burst,
+        log_stdout_encoder=parsed.log_stdout_encoder or "json",
+        log_file_path=parsed.log_file,
+        log_file_encoder=parsed.log_file_encoder or "json",
+        batch_scheduler=parsed.batch_scheduler or ("volcano" if parsed.enable_batch_scheduler else ""),
+        enable_metrics=parsed.enable_metrics,
+        use_kubernetes_proxy=parsed.use_kubernetes_proxy,
+        delete_rayjob_after_job_finishes=parsed.delete_ray_job_after_job_finishes,
+        head_sidecar_containers=tuple(parsed.head_sidecar_containers),
+        worker_sidecar_containers=tuple(parsed.worker_sidecar_containers),
+        default_container_envs=tuple(parsed.default_container_envs),
+        default_pod_labels=parsed.default_pod_labels,
+        default_pod_annotations=parsed.default_pod_annotations,
+        config_file=path,
+    )
+    return _checked(config, source=f"--config {path}")
+
+
+def _checked(config: OperatorConfig, source: str) -> OperatorConfig:
+    if config.reconcile_concurrency < 1:
+        raise ConfigError(f"{source}: reconcile concurrency must be at least 1, got {config.reconcile_concurrency}")
+    if config.qps <= 0 or config.burst < 1:
+        raise ConfigError(f"{source}: qps must be > 0 and burst >= 1, got {config.qps} and {config.burst}")
+    for name, encoder in (
+        ("log stdout encoder", config.log_stdout_encoder),
+        ("log file encoder", config.log_file_encoder),
+    ):
+        if encoder not in LOG_ENCODERS:
+            raise ConfigError(f"{source}: {name} must be json or console, got {encoder!r}")
+    return config
+
+
+def parse_flags(args: Sequence[str]) -> OperatorConfig | None:
+    """The configuration from KubeRay-style flags; None when help was asked for."""
+    ns = _flag_parser().parse_args(_normalise(args))
+    if ns.help is not None:
+        return None
+    gates = parse_feature_gates(ns.feature_gates) if ns.feature_gates else {}
+    kubeconfig = Path(ns.kubeconfig) if ns.kubeconfig else None
+    if ns.config:
+        base = load_config_file(Path(ns.config))
+        return replace(base, feature_gates=gates, kubeconfig=kubeconfig)
+
+    def number(value: str | None, option: str, kind: type[int] | type[float], default: Any) -> Any:
+        if value is None:
+            return default
+        try:
+            return kind(value)
+        except ValueError:
+            raise ConfigError(f"{option} must be a number, got {value!r}") from None
+
+    def flag(value: str | None, option: str, *, default: bool) -> bool:
+        return default if value is None else parse_bool(value, option)
+
+    batch = ns.batch_scheduler or (
+        "volcano" if flag(ns.enable_batch_scheduler, "--enable-batch-scheduler", default=False) else ""
+    )
+    config = OperatorConfig(
+        metrics_addr=ns.metrics_addr if ns.metrics_addr is not None else ":8080",
+        probe_addr=ns.health_probe_bind_address if ns.health_probe_bind_address is not None else ":8082",
+        enable_leader_election=flag(ns.enable_leader_election, "--enable-leader-election", default=True),
+        leader_election_namespace=ns.leader_election_namespace or "",
+        watch_namespaces=_namespaces(ns.watch_namespace or ""),
+        reconcile_concurrency=number(ns.reconcile_concurrency, "--reconcile-concurrency", int, 1),
+        qps=number(ns.qps, "--qps", float, 100.0),
+        burst=number(ns.burst, "--burst", int, 200),
+        feature_gates=gates,
+        log_stdout_encoder=ns.log_stdout_encoder or "json",
+        log_file_path=ns.log_file_path or "",
+        log_file_encoder=ns.log_file_encoder or "json",
+        batch_scheduler=batch,
+        enable_metrics=flag(ns.enable_metrics, "--enable-metrics", default=False),
+        use_kubernetes_proxy=flag(ns.use_kubernetes_proxy, "--use-kubernetes-proxy", default=False),
+        kubeconfig=kubeconfig,
+    )
+    return _checked(config, source="flags")
+
+
+def describe(config: OperatorConfig) -> dict[str, Any]:
+    """The effective settings, for the start-up log line."""
+    return {f.name: getattr(config, f.name) for f in fields(config) if not f.name.endswith("containers")}

@@ -1,0 +1,174 @@
+"""The operator process: configuration in, controller running until told to stop.
+
+Start-up: logs, the API client, the informer caches (also on a standby, so a takeover starts with warm caches), the
+probe server (``/healthz`` always 200 while the event loop runs; ``/readyz`` 200 once the caches are synced and, with
+leader election, the election loop reaches the API server, whether leading or standing by) and, with
+``--enable-metrics``, the metrics server. Then either leader election (workers start when the Lease is won) or the
+workers straight away.
+
+Shutdown on SIGTERM/SIGINT: stop taking work, let in-flight reconciles finish, flush events, release the Lease, close
+the servers. Losing the Lease stops reconciling at once and exits with status 1, as client-go's leader election does,
+so the Deployment restarts the Pod as a standby.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import socket
+import uuid
+from pathlib import Path
+
+from raykube.build.options import BuildOptions
+from raykube.runtime.config import OperatorConfig, describe
+from raykube.runtime.http import HttpServer
+from raykube.runtime.kube import Kube
+from raykube.runtime.leader import LeaderElector
+from raykube.runtime.manager import Manager
+from raykube.runtime.metrics import Metrics
+
+log = logging.getLogger(__name__)
+
+SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+
+
+def pod_namespace() -> str:
+    """The namespace this Pod runs in (KubeRay's default for the Lease), or "default" outside a cluster."""
+    try:
+        return SERVICE_ACCOUNT_NAMESPACE.read_text().strip() or "default"
+    except OSError:
+        return "default"
+
+
+def build_options(config: OperatorConfig) -> BuildOptions:
+    return BuildOptions.from_env(
+        os.environ,
+        features=config.features(),
+        default_container_envs=config.default_container_envs,
+        head_sidecar_containers=config.head_sidecar_containers,
+        worker_sidecar_containers=config.worker_sidecar_containers,
+        default_pod_labels=config.default_pod_labels,
+        default_pod_annotations=config.default_pod_annotations,
+    )
+
+
+class Operator:
+    """One operator process, startable and stoppable from code (the tests run several in one event loop)."""
+
+    def __init__(self, config: OperatorConfig, *, kube: Kube | None = None, identity: str | None = None) -> None:
+        self.config = config
+        self.metrics = Metrics()
+        self.kube = kube or Kube.from_config(
+            config.kubeconfig, qps=config.qps, burst=config.burst, observer=self.metrics
+        )
+        if self.kube.observer is None:
+            self.kube.observer = self.metrics
+        self.identity = identity or f"{socket.gethostname()}_{uuid.uuid4()}"
+        self.manager = Manager(
+            self.kube,
+            options=build_options(config),
+            namespaces=config.watch_namespaces or None,
+            reconcile_concurrency=config.reconcile_concurrency,
+            identity=self.identity,
+            metrics=self.metrics,
+        )
+        self.elector: LeaderElector | None = None
+        if config.enable_leader_election:
+            namespace = config.leader_election_namespace or pod_namespace()
+            self.elector = LeaderElector(self.kube, namespace, config.leader_election_id, self.identity)
+        self.lost = asyncio.Event()
+        self.probes = HttpServer(config.probe_addr, {"/healthz": self._healthz, "/readyz": self._readyz})
+        self.metrics_server = (
+            HttpServer(config.metrics_addr, {"/metrics": self._metrics}) if config.enable_metrics else None
+        )
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def _healthz(self) -> tuple[int, str, bytes]:
+        return 200, "text/plain", b"ok\n"
+
+    async def _readyz(self) -> tuple[int, str, bytes]:
+        if not self.manager.synced.is_set():
+            return 503, "text/plain", b"caches not synced\n"
+        if self.elector is not None and not self.elector.healthy:
+            return 503, "text/plain", b"leader election cannot reach the API server\n"
+        return 200, "text/plain", b"ok\n"
+
+    async def _metrics(self) -> tuple[int, str, bytes]:
+        return 200, "text/plain; version=0.0.4; charset=utf-8", self.metrics.exposition()
+
+    @property
+    def leading(self) -> bool:
+        return self.elector is None or self.elector.leading.is_set()
+
+    async def start(self) -> None:
+        log.info("starting raykube operator", extra={"config": describe(self.config), "identity": self.identity})
+        if self.config.batch_scheduler:
+            log.warning(
+                "batch scheduler %r is accepted for compatibility but not implemented; Pods are scheduled "
+                "by the default scheduler",
+                self.config.batch_scheduler,
+            )
+        await self.probes.start()
+        if self.metrics_server is not None:
+            await self.metrics_server.start()
+        self._tasks.append(asyncio.create_task(self.manager.start_caches(), name="caches"))
+        if self.elector is None:
+            self._tasks.append(asyncio.create_task(self.manager.start_workers(), name="workers"))
+            return
+        leader_gauge = self.metrics.leader.labels(self.config.leader_election_id)
+
+        def started_leading() -> None:
+            leader_gauge.set(1)
+            self._tasks.append(asyncio.create_task(self.manager.start_workers(), name="workers"))
+
+        def lost() -> None:
+            leader_gauge.set(0)
+            self.manager.queue.shutdown()  # no new reconcile starts from this moment
+            self.lost.set()
+
+        self._tasks.append(asyncio.create_task(self.elector.run(started_leading, lost), name="election"))
+
+    async def stop(self) -> None:
+        """Stop taking work, finish in-flight reconciles, release the Lease, close the servers."""
+        grace = 0.0 if self.lost.is_set() else 10.0  # a lost leader must stop at once
+        await self.manager.stop(grace=grace)
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks = []
+        await self.probes.stop()
+        if self.metrics_server is not None:
+            await self.metrics_server.stop()
+
+    async def run(self, stop: asyncio.Event) -> int:
+        """Run until ``stop`` is set (exit status 0) or the Lease is lost (1)."""
+        await self.start()
+        try:
+            stopped = asyncio.create_task(stop.wait())
+            lost = asyncio.create_task(self.lost.wait())
+            await asyncio.wait({stopped, lost}, return_when=asyncio.FIRST_COMPLETED)
+            stopped.cancel()
+            lost.cancel()
+        finally:
+            await self.stop()
+        return 1 if self.lost.is_set() else 0
+
+
+async def run_until_signalled(config: OperatorConfig) -> int:
+    """The ``raykube operator`` process: run until SIGTERM or SIGINT."""
+    operator = Operator(config)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        status = await operator.run(stop)
+    finally:
+        await operator.kube.close()
+    log.info("raykube operator stopped", extra={"status": status})
+    return status

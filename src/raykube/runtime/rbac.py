@@ -1,0 +1,73 @@
+"""The operator's RBAC, in one place: every API call the operator makes must be allowed by these rules.
+
+The rules are least privilege: exactly the (API group, resource, verb) triples the code calls, nothing KubeRay grants
+for features raykube does not implement yet. They are rendered into the Helm chart's ClusterRole (or the per-namespace
+Roles of a single-namespace install) and the leader-election Role (``raykube rbac generate`` writes
+``helm/raykube-operator/files/*.yaml``; a test fails when those files are stale). A :class:`~raykube.runtime.kube.Kube`
+client built with ``rules=`` refuses, before sending it, any request these rules do not allow, and the tests run the
+operator that way, so a new API call without a new rule fails a test instead of failing in a user's cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from raykube.api import constants as c
+
+
+@dataclass(frozen=True)
+class Rule:
+    group: str
+    resources: tuple[str, ...]
+    verbs: tuple[str, ...]
+
+    def allows(self, verb: str, group: str, resource: str) -> bool:
+        return group == self.group and resource in self.resources and verb in self.verbs
+
+    def to_policy_rule(self) -> dict[str, Any]:
+        return {"apiGroups": [self.group], "resources": list(self.resources), "verbs": list(self.verbs)}
+
+
+# What the RayCluster controller calls (raykube.controllers.raycluster, raykube.runtime.manager/events).
+OPERATOR_RULES: tuple[Rule, ...] = (
+    Rule("", ("pods",), ("create", "delete", "deletecollection", "get", "list", "watch")),
+    Rule("", ("services",), ("create", "get", "list", "watch")),
+    Rule("events.k8s.io", ("events",), ("create", "patch")),
+    Rule(c.API_GROUP, ("rayclusters",), ("get", "list", "watch")),
+    Rule(c.API_GROUP, ("rayclusters/status",), ("patch",)),
+)
+
+# What leader election calls, in the leader-election namespace only (raykube.runtime.leader).
+LEADER_ELECTION_RULES: tuple[Rule, ...] = (
+    Rule("coordination.k8s.io", ("leases",), ("create", "get", "update")),
+    Rule("events.k8s.io", ("events",), ("create", "patch")),
+)
+
+
+def allows(rules: Iterable[Rule], verb: str, group: str, resource: str) -> bool:
+    return any(rule.allows(verb, group, resource) for rule in rules)
+
+
+def cluster_role(name: str, rules: Sequence[Rule], labels: Mapping[str, str] | None = None) -> dict[str, Any]:
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": name, "labels": dict(labels or {})},
+        "rules": [rule.to_policy_rule() for rule in rules],
+    }
+
+
+def role(name: str, namespace: str, rules: Sequence[Rule], labels: Mapping[str, str] | None = None) -> dict[str, Any]:
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": {"name": name, "namespace": namespace, "labels": dict(labels or {})},
+        "rules": [rule.to_policy_rule() for rule in rules],
+    }
+
+
+def policy_rules(rules: Sequence[Rule]) -> list[dict[str, Any]]:
+    """The ``rules:`` list of a Role or ClusterRole."""
+    return [rule.to_policy_rule() for rule in rules]
