@@ -15,7 +15,7 @@ from lightkube import AsyncClient
 from lightkube.codecs import from_dict
 from lightkube.resources.core_v1 import ConfigMap
 
-from raykube.sandbox import ComponentFailed, NodePool, Ports, Sandbox, SandboxConfig
+from raykube.sandbox import Binaries, ComponentFailed, NodePool, Ports, Sandbox, SandboxConfig
 from raykube.sandbox import process as sandbox_process
 from tests.support import RunningSandbox, raykube
 
@@ -172,3 +172,25 @@ async def test_down_stops_only_the_processes_it_started(tmp_path: Path) -> None:
         bystander.kill()
         bystander.wait()
         await sandbox_process.terminate(real_kwok)
+
+
+async def test_sa_kubeconfig_authenticates_as_the_service_account(
+    sandbox: RunningSandbox, kube: AsyncClient, namespace: str
+) -> None:
+    await kube.create(
+        from_dict({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "robot"}}), namespace=namespace
+    )
+    result = raykube("sandbox", "sa-kubeconfig", f"{namespace}/robot", "--name", sandbox.sandbox.name,
+                     state_root=sandbox.state_root)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    path = Path(result.stdout.strip())
+    whoami = subprocess.run(
+        [str(Binaries.from_cache().kubectl), "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"],
+        env={**os.environ, "KUBECONFIG": str(path)}, capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert whoami == f"system:serviceaccount:{namespace}:robot"
+
+    missing = raykube("sandbox", "sa-kubeconfig", f"{namespace}/nobody", "--name", sandbox.sandbox.name,
+                      state_root=sandbox.state_root)  # fmt: skip
+    assert missing.returncode == 1
+    assert "nobody" in missing.stderr

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -209,3 +210,28 @@ def env(name: NameOption = "default") -> None:
     if sandbox.load_state() is None:
         err.print(f"[yellow]note:[/yellow] sandbox {name!r} is not running; `raykube sandbox up --name {name}`")
     out.print(sandbox.shell_env(), end="")
+
+
+@app.command(name="sa-kubeconfig")
+def sa_kubeconfig(
+    service_account: Annotated[str, typer.Argument(help="NAMESPACE/NAME of an existing ServiceAccount.")],
+    name: NameOption = "default",
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Where to write it.")] = None,
+    hours: Annotated[int, typer.Option(help="How long the token lives.")] = 24,
+) -> None:
+    """Write a kubeconfig that authenticates as a ServiceAccount (a bound token from TokenRequest), so a local
+    process - the operator, say - runs with exactly that account's RBAC. Prints its path."""
+    namespace, sep, account = service_account.partition("/")
+    if not sep or not namespace or not account:
+        fail(f"SERVICE_ACCOUNT must look like NAMESPACE/NAME, got {service_account!r}", code=2)
+    sandbox = _sandbox(name)
+    path = output or sandbox.layout.root / "kubeconfigs" / f"sa-{namespace}-{account}.yaml"
+    try:
+        written = asyncio.run(
+            sandbox.service_account_kubeconfig(namespace, account, path, expiration_seconds=hours * 3600)
+        )
+    except SandboxError as exc:
+        fail(str(exc))
+    except Exception as exc:  # the API's answer, e.g. the ServiceAccount does not exist
+        fail(f"cannot get a token for ServiceAccount {namespace}/{account}: {exc}")
+    out.print(str(written))
