@@ -20,8 +20,8 @@ from lightkube import AsyncClient
 from lightkube.codecs import from_dict
 from lightkube.generic_resource import create_global_resource
 
+from raykube.api import rbac
 from raykube.controllers.ports import EVENTS, LEASES, PODS, RAYCLUSTERS, ApiError
-from raykube.runtime import rbac
 from raykube.runtime.config import OperatorConfig
 from raykube.runtime.kube import Kube
 from raykube.runtime.operator import Operator

@@ -1,11 +1,11 @@
-"""The Helm chart's RBAC rule files are exactly what raykube.runtime.rbac generates."""
+"""The Helm chart's RBAC rule files are exactly what raykube.api.rbac generates."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from raykube.api import rbac
 from raykube.cli.rbac import rendered
-from raykube.runtime import rbac
 
 FILES = Path(__file__).resolve().parents[2] / "helm" / "raykube-operator" / "files"
 

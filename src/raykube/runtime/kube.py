@@ -23,8 +23,8 @@ import msgspec
 from lightkube import KubeConfig
 from lightkube.config.client_adapter import ConnectionParams
 
+from raykube.api.rbac import Rule, allows
 from raykube.controllers.ports import ApiError, Resource
-from raykube.runtime.rbac import Rule, allows
 
 PATCH_TYPES = {
     "merge": "application/merge-patch+json",
@@ -37,7 +37,7 @@ _encode = msgspec.json.Encoder().encode
 
 
 class OutsideRbac(PermissionError):
-    """The operator tried an API call its own RBAC rules (raykube.runtime.rbac) do not grant."""
+    """The operator tried an API call its own RBAC rules (raykube.api.rbac) do not grant."""
 
 
 class RequestObserver(Protocol):
@@ -120,7 +120,7 @@ class Kube:
         if not allows(self.rules, verb, res.group, resource):
             raise OutsideRbac(
                 f"raykube called {verb} on {resource} (API group {res.group!r}), which its RBAC rules "
-                "(raykube.runtime.rbac) do not allow: add the rule there and regenerate the chart"
+                "(raykube.api.rbac) do not allow: add the rule there and regenerate the chart"
             )
 
     @classmethod
