@@ -17,7 +17,7 @@ export UV_PYTHON := $(PYTHON)
 export UV_PYTHON_DOWNLOADS := never
 RUN := $(UV) run --no-sync
 
-.PHONY: crds help demo demo-down test lint typecheck imports pytest unit sandbox-build bench lock clean
+.PHONY: crds manifests help demo demo-down test lint typecheck imports pytest unit sandbox-build bench lock clean
 
 help:
 	@sed -n 's/^#   //p' $(MAKEFILE_LIST)
@@ -48,6 +48,11 @@ lint: .venv/.synced
 
 crds: .venv/.synced
 	$(RUN) raykube crd generate
+
+# The operator's RBAC rule files (from raykube.api.rbac) and the plain manifests rendered from the Helm chart.
+manifests: sandbox-build
+	$(RUN) raykube rbac generate
+	$(RUN) python -c 'from raykube.cli.install import write_manifests; write_manifests()'
 
 typecheck: .venv/.synced
 	$(RUN) mypy

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from raykube import __version__
-from raykube.cli import crd, demo, operator, rbac, sandbox
+from raykube.cli import crd, demo, install, operator, rbac, sandbox
 
 app = typer.Typer(
     name="raykube",
@@ -17,6 +17,7 @@ app = typer.Typer(
 app.add_typer(sandbox.app, name="sandbox")
 app.add_typer(crd.app, name="crd")
 app.command(name="operator", context_settings=operator.CONTEXT)(operator.operator)
+app.command(name="install")(install.install)
 app.add_typer(rbac.app, name="rbac")
 app.command(name="demo")(demo.demo)
 

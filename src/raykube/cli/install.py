@@ -1,0 +1,434 @@
+"""``raykube install``: the ray.io CRDs and the operator, into the cluster of the current kubeconfig context.
+
+The operator's manifests are ``config/operator/``: the Helm chart ``helm/raykube-operator`` rendered with its default
+values (release and namespace ``kuberay-operator``), checked in so that installing needs no Helm. A wheel carries a
+copy (``raykube/cli/operator_manifests``, see ``pyproject.toml``). :func:`write_manifests` regenerates them with the
+sandbox's Helm build; a test fails when they are stale::
+
+    python -c 'from raykube.cli.install import write_manifests; write_manifests()'
+
+``install`` applies the CRDs, creates the namespace when missing, then applies the manifests with server-side apply
+(field manager ``raykube``, forcing ownership), retargeted to ``--namespace``: namespaced objects, the ServiceAccount
+subjects of the bindings and the operator's ``--leader-election-namespace``/``--watch-namespace``. It waits until the
+Deployment is Available and reports each object as ``created``, ``configured`` or ``unchanged``, as kubectl does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import os
+import re
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+import yaml
+
+from raykube.cli.output import fail, progress, success
+
+if TYPE_CHECKING:
+    from lightkube import AsyncClient
+
+FIELD_MANAGER = "raykube"
+RELEASE = "kuberay-operator"  # the release name config/operator/ is rendered with
+RENDER_NAMESPACE = "kuberay-operator"  # ... and its namespace, which ``install`` rewrites
+DEPLOYMENT = "kuberay-operator"
+CONTAINER = "kuberay-operator"
+HEADER = (
+    "# Generated from the Helm chart helm/raykube-operator with default values (release and namespace\n"
+    "# kuberay-operator) by raykube.cli.install.write_manifests(). Do not edit: change the chart and regenerate.\n"
+)
+# The order objects are applied in: what others refer to first (as Helm does).
+_KIND_ORDER = (
+    "Namespace",
+    "ServiceAccount",
+    "ConfigMap",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "Role",
+    "RoleBinding",
+    "Service",
+    "Deployment",
+)
+_SOURCE = re.compile(r"^# Source: [^/]+/templates/(?P<file>\S+)$", re.MULTILINE)
+_SEPARATOR = re.compile(r"^---[ \t]*$", re.MULTILINE)
+
+
+def _repository_root() -> Path:
+    return Path(__file__).resolve().parents[3]
+
+
+def chart_dir() -> Path:
+    """The Helm chart, in a source checkout."""
+    return _repository_root() / "helm" / "raykube-operator"
+
+
+def manifests_dir() -> Path:
+    """Where the rendered operator manifests are: packaged with raykube, or ``config/operator/`` of a checkout."""
+    packaged = Path(__file__).with_name("operator_manifests")
+    if packaged.is_dir():
+        return packaged
+    return _repository_root() / "config" / "operator"
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Rendering (a source checkout with the sandbox's Helm build)
+
+
+def _helm_binary() -> Path:
+    from raykube.sandbox import Binaries  # noqa: PLC0415 - only rendering needs the sandbox's build cache
+
+    helm = Binaries.from_cache().helm
+    if not helm.exists():
+        raise FileNotFoundError(f"{helm} is missing; run `raykube sandbox build` (or `make sandbox-build`) first")
+    return helm
+
+
+def helm_template(
+    *args: str, helm: Path | None = None, chart: Path | None = None, namespace: str = RENDER_NAMESPACE
+) -> str:
+    """``helm template kuberay-operator <chart> --namespace <namespace> <args>``, apart from the user's Helm setup."""
+    binary = helm or _helm_binary()
+    with tempfile.TemporaryDirectory(prefix="raykube-helm-") as home:
+        env = {
+            **os.environ,
+            "HELM_CACHE_HOME": f"{home}/cache",
+            "HELM_CONFIG_HOME": f"{home}/config",
+            "HELM_DATA_HOME": f"{home}/data",
+        }
+        result = subprocess.run(
+            [str(binary), "template", RELEASE, str(chart or chart_dir()), "--namespace", namespace, *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    if result.returncode != 0:
+        raise RuntimeError(f"helm template failed: {result.stderr.strip() or result.stdout.strip()}")
+    return result.stdout
+
+
+def _without_helm_markers(obj: dict[str, Any]) -> dict[str, Any]:
+    """The plain manifests are applied by raykube, not Helm: say so in the managed-by label."""
+    labels = obj.get("metadata", {}).get("labels") or {}
+    if "app.kubernetes.io/managed-by" in labels:
+        labels["app.kubernetes.io/managed-by"] = FIELD_MANAGER
+    return obj
+
+
+def render_manifests(helm: Path | None = None, chart: Path | None = None) -> dict[str, str]:
+    """File name -> YAML text of ``config/operator/``: the chart with default values, one file per template."""
+    files: dict[str, list[dict[str, Any]]] = {}
+    for chunk in _SEPARATOR.split(helm_template(helm=helm, chart=chart)):
+        source = _SOURCE.search(chunk)
+        obj = yaml.safe_load(chunk)
+        if not obj:
+            continue
+        if source is None:
+            raise RuntimeError(f"helm template printed a document without a '# Source:' line: {chunk[:200]!r}")
+        files.setdefault(source["file"], []).append(_without_helm_markers(obj))
+    return {
+        name: HEADER + "---\n".join(yaml.safe_dump(obj, sort_keys=False) for obj in objects)
+        for name, objects in sorted(files.items())
+    }
+
+
+def write_manifests(output_dir: Path | None = None, helm: Path | None = None) -> list[Path]:
+    """Regenerate ``config/operator/`` (removing files the chart no longer renders); returns the files written."""
+    directory = output_dir or _repository_root() / "config" / "operator"
+    directory.mkdir(parents=True, exist_ok=True)
+    rendered = render_manifests(helm=helm)
+    for stale in directory.glob("*.yaml"):
+        if stale.name not in rendered:
+            stale.unlink()
+    written = []
+    for name, text in rendered.items():
+        path = directory / name
+        if not path.exists() or path.read_text() != text:
+            path.write_text(text)
+        written.append(path)
+    return written
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Loading and retargeting (pure)
+
+
+def _order(obj: Mapping[str, Any]) -> tuple[int, str]:
+    kind = str(obj.get("kind", ""))
+    rank = _KIND_ORDER.index(kind) if kind in _KIND_ORDER else len(_KIND_ORDER)
+    return rank, str(obj.get("metadata", {}).get("name", ""))
+
+
+def load_manifests(directory: Path | None = None) -> list[dict[str, Any]]:
+    """Every object of the rendered manifests, in the order to apply them."""
+    source = directory or manifests_dir()
+    paths = sorted(source.glob("*.yaml"))
+    if not paths:
+        raise FileNotFoundError(f"no operator manifests in {source}; regenerate them with write_manifests()")
+    objects = [obj for path in paths for obj in yaml.safe_load_all(path.read_text()) if obj]
+    return sorted(objects, key=_order)
+
+
+def _retarget_arg(arg: str, old: str, new: str) -> str:
+    flag, sep, value = arg.partition("=")
+    if not sep:
+        return arg
+    if flag == "--leader-election-namespace" and value == old:
+        return f"{flag}={new}"
+    if flag == "--watch-namespace":
+        return f"{flag}={','.join(new if ns == old else ns for ns in value.split(','))}"
+    return arg
+
+
+def retarget(
+    objects: Iterable[Mapping[str, Any]], namespace: str, *, image: str | None = None, old: str = RENDER_NAMESPACE
+) -> list[dict[str, Any]]:
+    """The objects moved from namespace ``old`` to ``namespace`` (and the operator image replaced, if given)."""
+    moved = []
+    for original in objects:
+        obj = copy.deepcopy(dict(original))
+        metadata = obj.setdefault("metadata", {})
+        if metadata.get("namespace") == old:
+            metadata["namespace"] = namespace
+        for subject in obj.get("subjects") or []:
+            if subject.get("kind") == "ServiceAccount" and subject.get("namespace") == old:
+                subject["namespace"] = namespace
+        if obj.get("kind") == "Deployment":
+            for container in obj["spec"]["template"]["spec"].get("containers", []):
+                container["args"] = [_retarget_arg(arg, old, namespace) for arg in container.get("args") or []]
+                if image and container.get("name") == CONTAINER:
+                    container["image"] = image
+        moved.append(obj)
+    return moved
+
+
+def describe(obj: Mapping[str, Any]) -> str:
+    """``kind/name`` (and `` in namespace ns``) of an object, for messages."""
+    metadata = obj.get("metadata", {})
+    where = f" in namespace {metadata['namespace']}" if metadata.get("namespace") else ""
+    return f"{str(obj.get('kind', '?')).lower()}/{metadata.get('name', '?')}{where}"
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Applying
+
+
+class InstallError(RuntimeError):
+    """An object could not be applied; the message names it and quotes the API server."""
+
+
+@dataclass(frozen=True)
+class Applied:
+    what: str  # kind/name
+    action: str  # created, configured or unchanged
+
+    def __str__(self) -> str:
+        return f"{self.what} {self.action}"
+
+
+def _action(before: str | None, after: str | None) -> str:
+    if before is None:
+        return "created"
+    return "unchanged" if before == after else "configured"
+
+
+async def _resource_version(client: AsyncClient, resource: type[Any], name: str, namespace: str | None) -> str | None:
+    from lightkube import ApiError  # noqa: PLC0415 - heavy imports load per command
+
+    try:
+        current = await client.get(resource, name, namespace=namespace)
+    except ApiError as exc:
+        if exc.status.code == 404:
+            return None
+        raise
+    return str(current.metadata.resourceVersion)
+
+
+async def _apply_crds(client: AsyncClient) -> list[Applied]:
+    from lightkube import ApiError  # noqa: PLC0415
+    from lightkube.resources.apiextensions_v1 import CustomResourceDefinition  # noqa: PLC0415
+
+    from raykube.api.crd import load_generated  # noqa: PLC0415
+    from raykube.runtime.crds import install_crds  # noqa: PLC0415
+
+    crds = load_generated()
+    names = [str(crd["metadata"]["name"]) for crd in crds.values()]
+    try:
+        before = {name: await _resource_version(client, CustomResourceDefinition, name, None) for name in names}
+        await install_crds(client, crds)
+    except ApiError as exc:
+        raise InstallError(f"applying the ray.io CRDs failed: {exc.status.message}") from exc
+    return [
+        Applied(
+            f"customresourcedefinition/{name}",
+            _action(before[name], await _resource_version(client, CustomResourceDefinition, name, None)),
+        )
+        for name in names
+    ]
+
+
+async def _ensure_namespace(client: AsyncClient, namespace: str) -> Applied:
+    from lightkube import ApiError  # noqa: PLC0415
+    from lightkube.models.meta_v1 import ObjectMeta  # noqa: PLC0415
+    from lightkube.resources.core_v1 import Namespace  # noqa: PLC0415
+
+    try:
+        if await _resource_version(client, Namespace, namespace, None) is not None:
+            return Applied(f"namespace/{namespace}", "unchanged")
+        await client.create(Namespace(metadata=ObjectMeta(name=namespace)))
+    except ApiError as exc:
+        if exc.status.code != 409:  # created meanwhile: fine
+            raise InstallError(f"creating namespace/{namespace} failed: {exc.status.message}") from exc
+    return Applied(f"namespace/{namespace}", "created")
+
+
+async def apply_objects(client: AsyncClient, objects: Sequence[Mapping[str, Any]]) -> list[Applied]:
+    """Server-side apply each object (field manager ``raykube``, forced); what happened to each."""
+    from lightkube import ApiError, codecs  # noqa: PLC0415
+
+    results = []
+    for obj in objects:
+        what = describe(obj)
+        try:
+            resource = codecs.from_dict(dict(obj))
+        except Exception as exc:
+            raise InstallError(f"{what}: not a resource this client knows: {exc}") from exc
+        metadata = obj["metadata"]
+        namespace = metadata.get("namespace")
+        try:
+            before = await _resource_version(client, type(resource), metadata["name"], namespace)
+            applied = await client.apply(resource, field_manager=FIELD_MANAGER, force=True)
+        except ApiError as exc:
+            raise InstallError(f"applying {what} failed: {exc.status.message}") from exc
+        after = str(applied.metadata.resourceVersion) if applied.metadata else None
+        kind = str(obj["kind"]).lower()
+        results.append(Applied(f"{kind}/{metadata['name']}", _action(before, after)))
+    return results
+
+
+async def wait_until_available(
+    client: AsyncClient, namespace: str, name: str = DEPLOYMENT, within: float = 300
+) -> None:
+    """Wait until the Deployment has rolled out its current spec and is Available."""
+    from lightkube.resources.apps_v1 import Deployment  # noqa: PLC0415
+
+    from raykube.waiting import NotYet, wait_for  # noqa: PLC0415
+
+    async def available() -> bool | NotYet:
+        deployment = await client.get(Deployment, name, namespace=namespace)
+        status = deployment.status
+        if status is None:
+            return NotYet("no status yet")
+        wanted = deployment.spec.replicas if deployment.spec and deployment.spec.replicas is not None else 1
+        generation = (deployment.metadata.generation if deployment.metadata else None) or 0
+        conditions = {c.type: c for c in status.conditions or []}
+        if (status.observedGeneration or 0) < generation:
+            return NotYet(f"generation {generation} not observed yet")
+        if (status.updatedReplicas or 0) < wanted or (status.availableReplicas or 0) < wanted:
+            return NotYet(
+                f"{status.updatedReplicas or 0} updated, {status.availableReplicas or 0} available of {wanted} replicas"
+            )
+        condition = conditions.get("Available")
+        if condition is None or condition.status != "True":
+            detail = f"{condition.reason}: {condition.message}" if condition else "no Available condition"
+            return NotYet(detail)
+        return True
+
+    await wait_for(available, within, what=f"deployment/{name} in namespace {namespace} to be Available")
+
+
+@dataclass(frozen=True)
+class InstallReport:
+    applied: list[Applied]
+    namespace: str
+
+
+async def install_operator(
+    client: AsyncClient,
+    namespace: str,
+    *,
+    image: str | None = None,
+    available_within: float = 300,
+    manifests: Path | None = None,
+    on_progress: Callable[[Applied | str], None] | None = None,
+) -> InstallReport:
+    """CRDs, namespace, operator manifests (retargeted to ``namespace``), then wait for the Deployment.
+
+    ``on_progress`` hears each object as it is applied, then what is being waited for."""
+    tell = on_progress or (lambda _: None)
+    objects = retarget(load_manifests(manifests), namespace, image=image)
+    applied: list[Applied] = []
+    for step in (_apply_crds(client), _ensure_namespace_step(client, namespace), apply_objects(client, objects)):
+        done = await step
+        applied += done
+        for entry in done:
+            tell(entry)
+    tell(f"waiting up to {available_within:g}s for deployment/{DEPLOYMENT} in namespace {namespace} to be Available")
+    await wait_until_available(client, namespace, within=available_within)
+    return InstallReport(applied, namespace)
+
+
+async def _ensure_namespace_step(client: AsyncClient, namespace: str) -> list[Applied]:
+    return [await _ensure_namespace(client, namespace)]
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# The command
+
+
+def install(
+    kubeconfig: Annotated[
+        Path | None, typer.Option(help="Kubeconfig to use (default: $KUBECONFIG, then ~/.kube/config).")
+    ] = None,
+    namespace: Annotated[str, typer.Option(help="Namespace of the operator (created if missing).")] = RENDER_NAMESPACE,
+    image: Annotated[
+        str | None, typer.Option(help="Operator image instead of the chart's default (ghcr.io/raykube/...).")
+    ] = None,
+    timeout: Annotated[float, typer.Option(help="Seconds to wait for the operator Deployment to be Available.")] = 300,
+) -> None:
+    """Install or update the ray.io CRDs and the raykube operator (the Helm chart's default values, no Helm needed)."""
+    from lightkube import AsyncClient, KubeConfig  # noqa: PLC0415
+    from lightkube.core.exceptions import ConfigError  # noqa: PLC0415
+
+    from raykube.waiting import WaitTimeout  # noqa: PLC0415
+
+    async def run() -> InstallReport:
+        config = KubeConfig.from_file(kubeconfig) if kubeconfig else KubeConfig.from_env()
+        client = AsyncClient(config, field_manager=FIELD_MANAGER, trust_env=False)
+        try:
+            return await install_operator(
+                client, namespace, image=image, available_within=timeout, on_progress=_print_step
+            )
+        finally:
+            await client.close()
+
+    try:
+        report = asyncio.run(run())
+    except (InstallError, WaitTimeout, FileNotFoundError, ConfigError) as exc:
+        fail(f"installing the operator failed: {exc}")
+    except Exception as exc:  # an API or connection error outside one object: say it plainly
+        fail(f"installing the operator failed: {type(exc).__name__}: {exc}")
+    changed = sum(entry.action != "unchanged" for entry in report.applied)
+    success(
+        f"raykube operator installed in namespace {report.namespace}: deployment/{DEPLOYMENT} is Available "
+        f"({changed} of {len(report.applied)} objects created or changed)"
+    )
+
+
+def _print_step(step: Applied | str) -> None:
+    """Applied objects go to stdout (kubectl's ``kind/name action`` lines); the wait is progress, on stderr."""
+    if isinstance(step, Applied):
+        typer.echo(str(step))
+    else:
+        progress(step)
+
+
+if __name__ == "__main__":
+    typer.run(install)
