@@ -20,7 +20,7 @@ import shutil
 import ssl
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -71,11 +71,14 @@ class State:
     config: SandboxConfig
     processes: tuple[ProcessRecord, ...]
     started_at: float
+    # Processes started for the sandbox's users (the demo's operator, say): stopped by ``down`` like the rest.
+    extras: tuple[ProcessRecord, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
             "config": self.config.to_json(),
             "processes": [p.to_json() for p in self.processes],
+            "extras": [p.to_json() for p in self.extras],
             "startedAt": self.started_at,
         }
 
@@ -85,6 +88,7 @@ class State:
             SandboxConfig.from_json(data["config"]),
             tuple(ProcessRecord.from_json(p) for p in data["processes"]),
             float(data["startedAt"]),
+            tuple(ProcessRecord.from_json(p) for p in data.get("extras", [])),
         )
 
 
@@ -103,6 +107,7 @@ class Status:
     kubeconfig: Path
     state: State | None
     components: tuple[ComponentStatus, ...]
+    extras: tuple[ComponentStatus, ...] = ()
 
     @property
     def running(self) -> tuple[str, ...]:
@@ -170,16 +175,63 @@ class Sandbox:
 
     def status(self) -> Status:
         state = self.load_state()
-        components = tuple(
-            ComponentStatus(
-                p.component,
-                p.pid,
-                running := process.is_running(p),
-                tuple(ports.listeners(p.pid)) if running else (),
+
+        def describe(records: tuple[ProcessRecord, ...]) -> tuple[ComponentStatus, ...]:
+            return tuple(
+                ComponentStatus(
+                    p.component,
+                    p.pid,
+                    running := process.is_running(p),
+                    tuple(ports.listeners(p.pid)) if running else (),
+                )
+                for p in records
             )
-            for p in (state.processes if state else ())
+
+        if state is None:
+            return Status(self.name, self.layout.root, self.layout.kubeconfig, None, ())
+        return Status(
+            self.name,
+            self.layout.root,
+            self.layout.kubeconfig,
+            state,
+            describe(state.processes),
+            describe(state.extras),
         )
-        return Status(self.name, self.layout.root, self.layout.kubeconfig, state, components)
+
+    # ----------------------------------------------------------------------------------------------- extras
+    def running_extra(self, name: str) -> ProcessRecord | None:
+        """The running extra process ``name``, if any."""
+        state = self.load_state()
+        for record in state.extras if state else ():
+            if record.component == name and process.is_running(record):
+                return record
+        return None
+
+    async def start_extra(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> ProcessRecord:
+        """Start a process that belongs with this sandbox (logs in ``logs/<name>.log``, stopped by ``down``);
+        if one named ``name`` already runs, return it instead."""
+        state = self.load_state()
+        if state is None:
+            raise SandboxError(f"sandbox {self.name!r} is not running")
+        running = self.running_extra(name)
+        if running is not None:
+            return running
+        record = await process.spawn(name, argv, self.layout.log(name), self.layout.root, env=env)
+        others = tuple(p for p in state.extras if p.component != name)
+        self._save_state(replace(state, extras=(*others, record)))
+        return record
+
+    async def stop_extra(self, name: str) -> bool:
+        """Stop the extra process ``name``; False if it was not running."""
+        state = self.load_state()
+        if state is None:
+            return False
+        stopped = False
+        for record in state.extras:
+            if record.component == name:
+                stopped = await process.terminate(record) or stopped
+        self._save_state(replace(state, extras=tuple(p for p in state.extras if p.component != name)))
+        return stopped
 
     # ----------------------------------------------------------------------------------------------- up
     async def up(self, config: SandboxConfig, report: Report = lambda _: None, cache: Path | None = None) -> UpResult:
@@ -396,6 +448,10 @@ class Sandbox:
                 shutil.rmtree(self.layout.root)
             return []
         stopped = []
+        for extra in state.extras:
+            if await process.terminate(extra):
+                stopped.append(extra.component)
+                report(f"stopped {extra.component} (pid {extra.pid})")
         by_component = {p.component: p for p in state.processes}
         for component in STOP_ORDER:
             record = by_component.get(component)

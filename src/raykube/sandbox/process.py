@@ -66,7 +66,9 @@ def _cmdline(pid: int) -> bytes | None:
         return None
 
 
-async def spawn(component: str, argv: list[str], log: Path, cwd: Path) -> ProcessRecord:
+async def spawn(
+    component: str, argv: list[str], log: Path, cwd: Path, env: dict[str, str] | None = None
+) -> ProcessRecord:
     """Start ``argv`` detached from our session (it outlives the CLI), output to ``log`` (truncated).
 
     Returns once ``/proc/<pid>/cmdline`` shows the new program: Popen returns when exec has passed its point of no
