@@ -536,3 +536,65 @@ TPU_RESOURCE_NAME: Final = "google.com/tpu"
 GPU_RESOURCE_SUFFIX: Final = "gpu"
 # ... and so does one matching this (Go regexp.MatchString, unanchored at the start: NVIDIA MIG slices).
 NVIDIA_MIG_RESOURCE_PATTERN: Final = r"nvidia\.com/mig-\d+g\.\d+gb$"
+
+# --- Events the RayCluster controller records (KubeRay utils/constant.go K8sEventType; raycluster_controller.go) --
+# Appended for `raykube doctor`, which reads these events and may not import raykube.controllers.
+
+# KubeRay raycluster_controller.go: the reporting controller of RayCluster events (events.k8s.io/v1).
+RAYCLUSTER_CONTROLLER_NAME: Final = "raycluster-controller"
+# KubeRay utils/constant.go K8sEventType: a spec/metadata/status that fails utils/validation.go.
+EVENT_INVALID_RAYCLUSTER_SPEC: Final = "InvalidRayClusterSpec"
+EVENT_INVALID_RAYCLUSTER_METADATA: Final = "InvalidRayClusterMetadata"
+EVENT_INVALID_RAYCLUSTER_STATUS: Final = "InvalidRayClusterStatus"
+# KubeRay utils/constant.go K8sEventType: Services, Pods, Ingresses and PVCs the controller creates or deletes.
+EVENT_CREATED_SERVICE: Final = "CreatedService"
+EVENT_FAILED_TO_CREATE_SERVICE: Final = "FailedToCreateService"
+EVENT_CREATED_HEAD_POD: Final = "CreatedHeadPod"
+EVENT_FAILED_TO_CREATE_HEAD_POD: Final = "FailedToCreateHeadPod"
+EVENT_DELETED_HEAD_POD: Final = "DeletedHeadPod"
+EVENT_FAILED_TO_DELETE_HEAD_POD: Final = "FailedToDeleteHeadPod"
+EVENT_CREATED_WORKER_POD: Final = "CreatedWorkerPod"
+EVENT_FAILED_TO_CREATE_WORKER_POD: Final = "FailedToCreateWorkerPod"
+EVENT_DELETED_WORKER_POD: Final = "DeletedWorkerPod"
+EVENT_FAILED_TO_DELETE_WORKER_POD: Final = "FailedToDeleteWorkerPod"
+EVENT_DELETED_POD: Final = "DeletedPod"
+EVENT_FAILED_TO_CREATE_INGRESS: Final = "FailedToCreateIngress"
+EVENT_FAILED_TO_CREATE_PVC: Final = "FailedToCreatePVC"
+EVENT_AUTOSCALER_SERVICE_ACCOUNT_NOT_FOUND: Final = "AutoscalerServiceAccountNotFound"
+
+# --- How the operator is deployed (KubeRay helm-chart/kuberay-operator, ray-operator/config/default, main.go) ------
+
+# KubeRay helm-chart/kuberay-operator: Deployment, ServiceAccount and ClusterRole name (fullnameOverride default).
+OPERATOR_DEPLOYMENT_NAME: Final = "kuberay-operator"
+# KubeRay docs (helm install kuberay-operator ... --namespace kuberay-operator): the usual operator namespace.
+OPERATOR_DEFAULT_NAMESPACE: Final = "kuberay-operator"
+# KubeRay helm chart (app.kubernetes.io/name=kuberay-operator) and kustomize install (=kuberay): operator Pod labels.
+OPERATOR_APP_NAME_LABEL_VALUES: Final = ("kuberay-operator", "kuberay")
+# KubeRay main.go flags: the namespaces to watch (comma-separated; all when empty), feature gates, leader election.
+OPERATOR_WATCH_NAMESPACE_FLAG: Final = "--watch-namespace"
+OPERATOR_FEATURE_GATES_FLAG: Final = "--feature-gates"
+OPERATOR_ENABLE_LEADER_ELECTION_FLAG: Final = "--enable-leader-election"
+OPERATOR_LEADER_ELECTION_NAMESPACE_FLAG: Final = "--leader-election-namespace"
+# KubeRay main.go: --enable-leader-election defaults to true.
+OPERATOR_LEADER_ELECTION_DEFAULT: Final = True
+
+# --- Objects around the cluster (KubeRay common/rbac.go, ingress.go, job.go; utils/constant.go) ------------------
+
+# KubeRay utils/constant.go: the key of the generated auth Secret that holds the token.
+AUTH_TOKEN_SECRET_KEY: Final = "auth_token"  # noqa: S105 - a key name, not a secret
+# KubeRay common/ingress.go: the cluster annotation that picks the Ingress class (and is not copied onto it).
+INGRESS_CLASS_ANNOTATION: Final = "kubernetes.io/ingress.class"
+# KubeRay utils/constant.go GCS_FT_REDIS_CLEANUP_DEADLINE default: activeDeadlineSeconds of the cleanup Job.
+GCS_FT_REDIS_CLEANUP_DEADLINE_SECONDS: Final = 300
+# KubeRay common/job.go: requests and limits of the Redis cleanup Job's container.
+GCS_FT_REDIS_CLEANUP_RESOURCES: Final[Mapping[str, str]] = MappingProxyType({"cpu": "200m", "memory": "256Mi"})
+# KubeRay raycluster_controller.go: seconds after deletion before the Redis cleanup finalizer is forced off.
+GCS_FT_DEFAULT_DELETION_TIMEOUT_SECONDS: Final = 300
+# KubeRay common/rbac.go BuildRole: what the Ray autoscaler's Role grants in the cluster's namespace.
+AUTOSCALER_ROLE_RULES: Final = (
+    MappingProxyType({"apiGroups": ("",), "resources": ("pods",), "verbs": ("get", "list", "watch", "patch")}),
+    MappingProxyType({"apiGroups": ("",), "resources": ("pods/resize",), "verbs": ("patch",)}),
+    MappingProxyType({"apiGroups": ("ray.io",), "resources": ("rayclusters",), "verbs": ("get", "patch")}),
+)
+# KubeRay utils/constant.go: "false" turns off the GCS FT Redis cleanup finalizer and Job.
+ENABLE_GCS_FT_REDIS_CLEANUP_ENV: Final = "ENABLE_GCS_FT_REDIS_CLEANUP"

@@ -32,11 +32,23 @@ class Rule:
 
 # What the RayCluster controller calls (raykube.controllers.raycluster, raykube.runtime.manager/events).
 OPERATOR_RULES: tuple[Rule, ...] = (
-    Rule("", ("pods",), ("create", "delete", "deletecollection", "get", "list", "watch")),
+    # patch and pods/resize are never called by the operator itself: Kubernetes lets it create the autoscaler's
+    # Role (which grants them) only if it holds them (RBAC escalation prevention).
+    Rule("", ("pods",), ("create", "delete", "deletecollection", "get", "list", "patch", "watch")),
+    Rule("", ("pods/resize",), ("patch",)),
     Rule("", ("services",), ("create", "get", "list", "watch")),
+    Rule("", ("serviceaccounts",), ("create", "get", "list", "watch")),
+    Rule("", ("secrets",), ("create", "get", "list", "watch")),
+    Rule("batch", ("jobs",), ("create", "get", "list", "watch")),
+    Rule("networking.k8s.io", ("ingresses",), ("create", "get", "list", "update", "watch")),
+    Rule("rbac.authorization.k8s.io", ("roles", "rolebindings"), ("create", "get", "list", "watch")),
     Rule("events.k8s.io", ("events",), ("create", "patch")),
-    Rule(c.API_GROUP, ("rayclusters",), ("get", "list", "watch")),
+    # patch: the GCS FT finalizer, and the autoscaler's Role grants get/patch on RayClusters (see above).
+    Rule(c.API_GROUP, ("rayclusters",), ("get", "list", "patch", "watch")),
     Rule(c.API_GROUP, ("rayclusters/status",), ("patch",)),
+    # Setting blockOwnerDeletion on children needs update on the owner's finalizers where the
+    # OwnerReferencesPermissionEnforcement admission plugin runs (OpenShift, for one).
+    Rule(c.API_GROUP, ("rayclusters/finalizers",), ("update",)),
 )
 
 # What leader election calls, in the leader-election namespace only (raykube.runtime.leader).

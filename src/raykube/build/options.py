@@ -24,6 +24,7 @@ class BuildOptions:
     login_shell: bool = False  # ENABLE_LOGIN_SHELL == "true"
     deterministic_head_pod_name: bool = False  # ENABLE_DETERMINISTIC_HEAD_POD_NAME == "true"
     random_pod_delete: bool = False  # ENABLE_RANDOM_POD_DELETE == "true"
+    gcs_ft_redis_cleanup: bool = True  # ENABLE_GCS_FT_REDIS_CLEANUP != "false"
     features: Mapping[str, bool] = field(default_factory=lambda: dict(c.FEATURE_GATE_DEFAULTS))
     # Configuration file (config.ray.io/v1alpha1): added where the key/name is missing.
     default_container_envs: tuple[Mapping[str, Any], ...] = ()
@@ -53,5 +54,6 @@ class BuildOptions:
             login_shell=flag(c.ENABLE_LOGIN_SHELL_ENV, default=False),
             deterministic_head_pod_name=flag(c.ENABLE_DETERMINISTIC_HEAD_POD_NAME_ENV, default=False),
             random_pod_delete=flag(c.ENABLE_RANDOM_POD_DELETE_ENV, default=False),
+            gcs_ft_redis_cleanup=flag(c.ENABLE_GCS_FT_REDIS_CLEANUP_ENV, default=True),
             **overrides,
         )

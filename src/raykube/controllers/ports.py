@@ -109,6 +109,10 @@ class Api(Protocol):
         force: bool = False,
     ) -> dict[str, Any]: ...
 
+    async def replace(
+        self, res: Resource, name: str, body: Mapping[str, Any], namespace: str | None = None
+    ) -> dict[str, Any]: ...
+
     async def delete(
         self,
         res: Resource,

@@ -37,6 +37,7 @@ from raykube.api.validation import FieldError, validate_raycluster
 from raykube.build import groups, pods, services, status
 from raykube.build.options import BuildOptions
 from raykube.build.patch import merge_patch
+from raykube.controllers.children import ChildError, Children
 from raykube.controllers.expectations import ScaleExpectations
 from raykube.controllers.ports import PODS, RAYCLUSTERS, SERVICES, Api, ApiError, Cache, Recorder
 
@@ -128,6 +129,7 @@ class RayClusterReconciler:
         self.options = options or BuildOptions()
         self.expectations = expectations or ScaleExpectations()
         self.clock = clock
+        self.children = Children(api, cache, recorder, self.options, clock=clock)
 
     # -------------------------------------------------------------------------------------------------- entry
     async def reconcile(self, namespace: str, name: str) -> Result:
@@ -145,19 +147,27 @@ class RayClusterReconciler:
             reason = "InvalidRayClusterMetadata" if metadata else "InvalidRayClusterSpec"
             self.recorder.event(obj, WARNING, reason, "Validate", _validation_message(metadata or errors))
             return Result()
-        if _terminating(obj):
-            return Result()
-
         cluster = RayCluster.model_validate(obj)
+        if _terminating(obj):
+            requeue = await self.children.finalize(obj, cluster)  # GCS FT Redis cleanup, if the finalizer is on
+            return Result(requeue)
+        if await self.children.ensure_finalizer(obj, cluster):
+            return Result(REQUEUE_SOON)  # as KubeRay: Pods come in the next pass, once the finalizer is stored
+
         failure: status.ReconcileFailure | None = None
         waiting = False
         try:
+            await self.children.autoscaler_rbac(obj, cluster)
+            await self.children.ingress(obj, cluster)
+            await self.children.auth_secret(obj, cluster)
             await self._reconcile_services(obj, cluster)
             await self._reconcile_pods(obj, cluster)
         except _NotYet:
             waiting = True
         except ReconcileError as exc:
             failure = exc.failure
+        except ChildError as exc:
+            failure = status.ReconcileFailure(str(exc))
         except ApiError as exc:
             failure = status.ReconcileFailure(str(exc))
 

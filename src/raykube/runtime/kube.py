@@ -310,6 +310,13 @@ class Kube:
         )
         return result
 
+    async def replace(
+        self, res: Resource, name: str, body: Mapping[str, Any], namespace: str | None = None
+    ) -> dict[str, Any]:
+        """PUT the whole object; ``metadata.resourceVersion`` in ``body`` makes it conditional (409 if stale)."""
+        result: dict[str, Any] = await self.request("update", "PUT", res, res.path(namespace, name), body=body)
+        return result
+
     async def delete(
         self,
         res: Resource,

@@ -26,7 +26,18 @@ from typing import Any
 from raykube.api import constants as c
 from raykube.build.options import BuildOptions
 from raykube.controllers.expectations import ScaleExpectations
-from raykube.controllers.ports import PODS, RAYCLUSTERS, SERVICES, Resource
+from raykube.controllers.ports import (
+    INGRESSES,
+    JOBS,
+    PODS,
+    RAYCLUSTERS,
+    ROLE_BINDINGS,
+    ROLES,
+    SECRETS,
+    SERVICE_ACCOUNTS,
+    SERVICES,
+    Resource,
+)
 from raykube.controllers.raycluster import CONTROLLER_NAME, RayClusterReconciler
 from raykube.runtime.events import EventRecorder
 from raykube.runtime.informer import Informer
@@ -125,10 +136,21 @@ class Manager:
                 kube, PODS, namespace=namespace, label_selector=POD_SELECTOR, index_labels=(c.RAY_CLUSTER_LABEL,)
             )
             svcs = Informer(kube, SERVICES, namespace=namespace, index_labels=(c.RAY_CLUSTER_LABEL,))
+            created_by = f"{c.K8S_CREATED_BY_LABEL}={c.COMPONENT_NAME}"
+            owned = [
+                # What the operator creates around a cluster: few objects, each filtered the way KubeRay's cache
+                # filters Jobs (created-by) or by the cluster label.
+                Informer(kube, SERVICE_ACCOUNTS, namespace=namespace, label_selector=created_by),
+                Informer(kube, ROLES, namespace=namespace, label_selector=created_by),
+                Informer(kube, ROLE_BINDINGS, namespace=namespace, label_selector=created_by),
+                Informer(kube, JOBS, namespace=namespace, label_selector=created_by),
+                Informer(kube, SECRETS, namespace=namespace, label_selector=c.RAY_CLUSTER_LABEL),
+                Informer(kube, INGRESSES, namespace=namespace, label_selector=c.RAY_CLUSTER_LABEL),
+            ]
             clusters.add_handler(self._on_cluster)
-            pods.add_handler(self._on_child)
-            svcs.add_handler(self._on_child)
-            for informer in (clusters, pods, svcs):
+            for informer in (pods, svcs, *owned):
+                informer.add_handler(self._on_child)
+            for informer in (clusters, pods, svcs, *owned):
                 self.cache.register(informer)
                 self.informers.append(informer)
         self.metrics = metrics
