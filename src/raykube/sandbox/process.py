@@ -7,6 +7,7 @@ Stopping is SIGTERM, a grace period, then SIGKILL, and only ever for a process t
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import signal
@@ -93,6 +94,19 @@ async def spawn(
     return ProcessRecord(component, proc.pid, tuple(argv))
 
 
+async def _collect(pid: int) -> None:
+    """Wait for our own child's exit status once it is no longer running (an exiting process loses its cmdline a
+    moment before it can be collected), so no zombie and no Popen warning is left behind."""
+    child = _children.get(pid)
+    if child is None:
+        return
+    try:
+        await asyncio.wait_for(asyncio.to_thread(child.wait), 10)
+    except TimeoutError:
+        return
+    _children.pop(pid, None)
+
+
 async def terminate(record: ProcessRecord, grace: float = 15.0) -> bool:
     """SIGTERM ``record`` if it is still ours, SIGKILL after ``grace`` seconds. False if it was not running."""
     if not is_running(record):
@@ -106,4 +120,5 @@ async def terminate(record: ProcessRecord, grace: float = 15.0) -> bool:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(record.pid, signal.SIGKILL)
             await wait_for(lambda: not is_running(record), 10, what=f"{record.component} to die after SIGKILL")
+    await _collect(record.pid)
     return True
