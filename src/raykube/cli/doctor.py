@@ -1,0 +1,188 @@
+"""``raykube doctor`` (and ``kubectl raykube doctor``): diagnose RayClusters, live or from a dump.
+
+Exit codes (diagnostics §6.6): 0 healthy (no finding at or above ``--fail-on``), 1 unhealthy, 2 usage error,
+3 incomplete (target not found, API unreachable, core resources unreadable), 4 a rule failed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from raykube.cli.output import err, out
+
+SEVERITIES = ("critical", "error", "warning", "info")
+KINDS = ("raycluster", "rayclusters", "raycluster.ray.io", "rayclusters.ray.io")
+EXIT_USAGE = 2
+EXIT_INCOMPLETE = 3
+
+
+def _parse_target(target: str) -> str:
+    kind, slash, name = target.partition("/")
+    if not slash:
+        return target
+    if kind.lower() not in KINDS:
+        raise typer.BadParameter(
+            f"{kind!r}: only RayClusters can be diagnosed (raycluster/NAME); RayJob and RayService are planned",
+            param_hint="TARGET",
+        )
+    if not name:
+        raise typer.BadParameter("give the RayCluster's name: raycluster/NAME", param_hint="TARGET")
+    return name
+
+
+def _rules(values: list[str] | None) -> frozenset[str]:
+    return frozenset(v.strip().upper() for item in values or [] for v in item.split(",") if v.strip())
+
+
+def doctor(
+    target: Annotated[
+        str | None, typer.Argument(help="raycluster/NAME (or just NAME). Omit it with --all.", show_default=False)
+    ] = None,
+    namespace: Annotated[
+        str | None, typer.Option("--namespace", "-n", help="Namespace (default: the kubeconfig context's).")
+    ] = None,
+    all_: Annotated[
+        bool, typer.Option("--all", help="Every RayCluster in the namespace (-n), or in the whole cluster.")
+    ] = False,
+    all_namespaces: Annotated[bool, typer.Option("--all-namespaces", "-A", help="Look in every namespace.")] = False,
+    output: Annotated[str, typer.Option("--output", "-o", help="text or json (doctor.raykube.io/v1).")] = "text",
+    fail_on: Annotated[
+        str, typer.Option("--fail-on", help="Exit 1 on a finding this severe or worse: critical|error|warning|info.")
+    ] = "error",
+    dump: Annotated[
+        Path | None, typer.Option("--dump", help="Also write what was read, as kubectl-get YAML, to this directory.")
+    ] = None,
+    from_dump: Annotated[
+        Path | None, typer.Option("--from-dump", help="Diagnose a directory of `kubectl get -o yaml` output offline.")
+    ] = None,
+    kubeconfig: Annotated[
+        Path | None, typer.Option(help="Kubeconfig to use (default: $KUBECONFIG, then ~/.kube/config).")
+    ] = None,
+    context: Annotated[str | None, typer.Option(help="Kubeconfig context to use.")] = None,
+    only: Annotated[list[str] | None, typer.Option("--only", help="Only these rule ids (B02,C07).")] = None,
+    skip: Annotated[list[str] | None, typer.Option("--skip", help="Skip these rule ids.")] = None,
+    no_security: Annotated[bool, typer.Option("--no-security", help="Skip the SEC* rules.")] = False,
+    exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Always exit 0 once a report is printed.")] = False,
+) -> None:
+    """Diagnose RayClusters: walks operator and RBAC, the RayCluster, Pods and scheduling, the head Service and its
+    EndpointSlices, ConfigMaps, Secrets and PVCs, and names the root cause first."""
+    if output not in ("text", "json"):
+        raise typer.BadParameter("use text or json", param_hint="--output")
+    if fail_on not in SEVERITIES:
+        raise typer.BadParameter(f"use one of {', '.join(SEVERITIES)}", param_hint="--fail-on")
+    if target is None and not (all_ or all_namespaces):
+        raise typer.BadParameter("name a RayCluster (raycluster/NAME) or use --all", param_hint="TARGET")
+    if target is not None and (all_ or all_namespaces):
+        raise typer.BadParameter("give either a RayCluster or --all, not both", param_hint="--all")
+    if dump is not None and from_dump is not None:
+        raise typer.BadParameter("--dump writes what a live run reads; it cannot be used with --from-dump")
+    name = _parse_target(target) if target is not None else None
+
+    from raykube.doctor import render  # noqa: PLC0415 - heavy imports load per command
+    from raykube.doctor.run import Options  # noqa: PLC0415
+
+    options = Options(
+        fail_on=fail_on,  # type: ignore[arg-type]
+        only=_rules(only),
+        skip=_rules(skip),
+        security=not no_security,
+    )
+    report = _from_dump(from_dump, namespace, name, all_namespaces, options) if from_dump else None
+    if report is None:
+        report = _live(kubeconfig, context, namespace, name, all_namespaces, options, dump)
+    if output == "json":
+        sys.stdout.write(render.render_json(report))
+    else:
+        render.print_text(report, out)
+    raise typer.Exit(0 if exit_zero else report.exit_code())
+
+
+def _from_dump(directory: Path, namespace: str | None, name: str | None, all_namespaces: bool, options: Any) -> Any:
+    from raykube.doctor import dump as dumps  # noqa: PLC0415
+    from raykube.doctor import snapshot as s  # noqa: PLC0415
+    from raykube.doctor.run import diagnose  # noqa: PLC0415
+
+    try:
+        snap = dumps.read(directory, namespaces=(namespace,) if namespace and not all_namespaces else None)
+    except dumps.DumpError as exc:
+        err.print(f"[bold red]error:[/bold red] {exc}")
+        raise typer.Exit(EXIT_USAGE) from exc
+    if all_namespaces:
+        snap = dataclasses.replace(snap, namespaces=None)
+    if name is not None:
+        found = [(s.namespace_of(o), name) for o in snap.all(s.RAYCLUSTERS) if s.name_of(o) == name]
+        if namespace is not None:
+            found = [(namespace, name)]
+        snap = dataclasses.replace(snap, targets=tuple(found) or ((namespace or "default", name),))
+    return diagnose(snap, options)
+
+
+def _live(
+    kubeconfig: Path | None,
+    context: str | None,
+    namespace: str | None,
+    name: str | None,
+    all_namespaces: bool,
+    options: Any,
+    dump: Path | None,
+) -> Any:
+    from raykube.doctor.gather import GatherError, Scope  # noqa: PLC0415
+    from raykube.doctor.run import client_for, diagnose_live  # noqa: PLC0415
+
+    try:
+        client, default_namespace = client_for(kubeconfig, context)
+    except Exception as exc:  # a missing or broken kubeconfig: say so plainly
+        err.print(f"[bold red]error:[/bold red] cannot load the kubeconfig: {exc}")
+        raise typer.Exit(EXIT_INCOMPLETE) from exc
+    ns = namespace or default_namespace
+    if name is not None:
+        scope = Scope(namespaces=(ns,), targets=((ns, name),))
+    elif namespace is not None and not all_namespaces:
+        scope = Scope(namespaces=(namespace,))
+    else:
+        scope = Scope(namespaces=None)
+
+    async def run() -> Any:
+        try:
+            report, _ = await diagnose_live(client, scope, options, dump_to=dump)
+            return report
+        finally:
+            await client.close()
+
+    try:
+        return asyncio.run(run())
+    except GatherError as exc:
+        err.print(f"[bold red]error:[/bold red] {exc}")
+        raise typer.Exit(EXIT_INCOMPLETE) from exc
+
+
+plugin = typer.Typer(
+    name="kubectl-raykube",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    help="raykube as a kubectl plugin: `kubectl raykube doctor raycluster/NAME`.",
+)
+
+
+@plugin.callback()
+def _plugin_root() -> None:
+    """raykube as a kubectl plugin."""
+
+
+plugin.command(name="doctor")(doctor)
+
+
+def kubectl_plugin() -> None:
+    """Entry point of the ``kubectl-raykube`` executable (kubectl finds it on PATH)."""
+    plugin()
+
+
+if __name__ == "__main__":
+    kubectl_plugin()

@@ -1,0 +1,70 @@
+"""The permissions the operator's ServiceAccount needs, as SubjectAccessReview checks.
+
+The data is derived at import time from the operator's own rules, :data:`raykube.api.rbac.OPERATOR_RULES` (what the
+RayCluster controller calls, in every watched namespace) and :data:`raykube.api.rbac.LEADER_ELECTION_RULES` (in the
+leader-election namespace only). Those rules are the single source the Helm chart's ClusterRole is generated from,
+and KubeRay's own ClusterRole is a superset of them (``shared/research/kuberay.md`` appendix A), so a denied check
+is a real gap for either implementation. The doctor never reads the chart's files: an installed package has none.
+
+An operator that watches every namespace lists and watches at the cluster scope, so for it the ``list`` and
+``watch`` checks are also made without a namespace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from raykube.api.rbac import LEADER_ELECTION_RULES, OPERATOR_RULES, Rule
+from raykube.doctor.model import OperatorInfo
+
+
+@dataclass(frozen=True)
+class AccessCheck:
+    verb: str
+    group: str
+    resource: str
+    subresource: str
+    namespace: str  # "" = cluster scope
+
+
+@dataclass(frozen=True)
+class Permission:
+    verb: str
+    group: str
+    resource: str
+    subresource: str
+
+
+def _expand(rules: Sequence[Rule]) -> tuple[Permission, ...]:
+    out: list[Permission] = []
+    for rule in rules:
+        for resource in rule.resources:
+            name, _, sub = resource.partition("/")
+            out.extend(Permission(verb, rule.group, name, sub) for verb in rule.verbs)
+    return tuple(out)
+
+
+# What the RayCluster controller needs in each namespace it watches.
+OPERATOR_ACCESS: Final = _expand(OPERATOR_RULES)
+# What leader election needs in the leader-election namespace.
+LEADER_ELECTION_ACCESS: Final = _expand(LEADER_ELECTION_RULES)
+# Verbs an informer uses; at the cluster scope for an operator that watches every namespace.
+WATCH_VERBS: Final = ("list", "watch")
+
+
+def checks_for(op: OperatorInfo, namespaces: Sequence[str], *, cluster_scope: bool = False) -> Iterator[AccessCheck]:
+    """The reviews for one operator: its rules in each of ``namespaces`` (or once at the cluster scope), the
+    informers' list/watch at the cluster scope when it watches everything, and leader election."""
+    scopes = [""] if cluster_scope else list(namespaces)
+    for namespace in scopes:
+        for p in OPERATOR_ACCESS:
+            yield AccessCheck(p.verb, p.group, p.resource, p.subresource, namespace)
+    if not op.watch_namespaces and not cluster_scope:
+        for p in OPERATOR_ACCESS:
+            if p.verb in WATCH_VERBS:
+                yield AccessCheck(p.verb, p.group, p.resource, p.subresource, "")
+    if op.leader_election:
+        for p in LEADER_ELECTION_ACCESS:
+            yield AccessCheck(p.verb, p.group, p.resource, p.subresource, op.leader_election_namespace)

@@ -1,0 +1,286 @@
+"""Gather a :class:`~raykube.doctor.snapshot.Snapshot` from the API server, in a handful of parallel requests.
+
+One list per resource type and namespace in scope (one cluster-wide list with ``--all`` and no namespace), never one
+request per object, so a run over 100 RayClusters costs the same handful of requests as a run over one:
+
+* phase 1, all at once: RayClusters, Pods, Events, Services, EndpointSlices, ConfigMaps, Secrets (both reduced to
+  their keys as they arrive), PVCs, HPAs, ResourceQuotas, Ingresses, NetworkPolicies per namespace; Nodes and
+  StorageClasses; the RayCluster CRD; the operator's Deployments anywhere (by KubeRay's labels and by name);
+* phase 2, all at once: the operator's Pods (when outside the namespaces already listed) and one
+  SubjectAccessReview per permission the operator needs (:data:`raykube.doctor.access.OPERATOR_ACCESS`).
+
+Objects stay plain dicts: the resource classes are lightkube generic resources made here and never registered, so
+lightkube's typed models (which tests and other code load) cannot replace them. A 403 becomes a
+:class:`~raykube.doctor.model.NotChecked` line; any other failure to reach the API server raises
+:class:`GatherError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from lightkube import ALL_NS, ApiError, AsyncClient
+from lightkube import operators as selectors
+from lightkube.generic_resource import GenericGlobalResource, GenericNamespacedResource, create_api_info
+
+from raykube.api import constants as c
+from raykube.doctor import access as acc
+from raykube.doctor import facts
+from raykube.doctor import snapshot as s
+from raykube.doctor.model import NotChecked
+from raykube.doctor.snapshot import Obj, ResourceType, Snapshot
+
+_FORBIDDEN = 403
+_NOT_FOUND = 404
+# Beyond this many namespaces the operator's permissions are reviewed at the cluster scope only.
+MAX_REVIEWED_NAMESPACES = 10
+
+
+class GatherError(RuntimeError):
+    """The API server could not be read at all (unreachable, unauthorized, TLS): the run is incomplete."""
+
+
+@dataclass(frozen=True)
+class Scope:
+    namespaces: tuple[str, ...] | None  # None: every namespace
+    targets: tuple[tuple[str, str], ...] | None = None  # None: every RayCluster in the namespaces
+
+
+_CLASSES: dict[str, Any] = {}
+
+
+def resource_class(resource: ResourceType) -> Any:
+    """A lightkube generic resource class for ``resource`` that decodes to dicts (not registered, see above)."""
+    cls = _CLASSES.get(resource.key)
+    if cls is None:
+        base = GenericNamespacedResource if resource.namespaced else GenericGlobalResource
+        info = create_api_info(
+            resource.group, resource.version, resource.kind, resource.key, verbs=["get", "list", "global_list", "post"]
+        )
+        cls = type(f"Doctor{resource.kind}", (base,), {"_api_info": info})
+        _CLASSES[resource.key] = cls
+    return cls
+
+
+def _plain(item: Any) -> Obj:
+    return dict(item)
+
+
+def _denied(exc: ApiError) -> bool:
+    return getattr(exc.status, "code", None) == _FORBIDDEN
+
+
+def _missing(exc: ApiError) -> bool:
+    return getattr(exc.status, "code", None) == _NOT_FOUND
+
+
+def _where(namespace: str | None) -> str:
+    return "in every namespace" if namespace is None else f'in the namespace "{namespace}"'
+
+
+class _Gatherer:
+    def __init__(self, client: AsyncClient, scope: Scope) -> None:
+        self.client = client
+        self.scope = scope
+        self.objects: dict[str, list[Obj]] = {}
+        self.gathered: set[str] = set()
+        self.not_checked: list[NotChecked] = []
+
+    def _add(self, resource: ResourceType, items: list[Obj]) -> None:
+        self.objects.setdefault(resource.key, []).extend(items)
+        self.gathered.add(resource.key)
+
+    async def _list(
+        self,
+        resource: ResourceType,
+        namespace: str | None,
+        *,
+        labels: Mapping[str, Any] | None = None,
+        fields: Mapping[str, Any] | None = None,
+    ) -> list[Obj]:
+        cls = resource_class(resource)
+        where = namespace if namespace is not None else (ALL_NS if resource.namespaced else None)
+        kwargs: dict[str, Any] = {"labels": labels, "fields": fields}
+        if where is not None:
+            kwargs["namespace"] = where
+        return [_plain(item) async for item in self.client.list(cls, **kwargs)]
+
+    async def list_into(self, resource: ResourceType, namespace: str | None) -> None:
+        try:
+            items = await self._list(resource, namespace)
+        except ApiError as exc:
+            if _denied(exc):
+                core = resource.key in s.CORE_TYPES
+                self.not_checked.append(
+                    NotChecked(resource.title, f"forbidden: cannot list {resource.key} {_where(namespace)}", core=core)
+                )
+                return
+            if _missing(exc) and resource is s.RAYCLUSTERS:
+                self._add(resource, [])  # no CRD: the CRD rule says so
+                return
+            raise
+        self._add(resource, items)
+
+    async def crd(self) -> None:
+        cls = resource_class(s.CRDS)
+        try:
+            crd = await self.client.get(cls, s.RAYCLUSTER_CRD_NAME)
+        except ApiError as exc:
+            if _missing(exc):
+                self._add(s.CRDS, [])
+                return
+            if _denied(exc):
+                self.not_checked.append(NotChecked("CRD", f"forbidden: cannot get {s.RAYCLUSTER_CRD_NAME}"))
+                return
+            raise
+        self._add(s.CRDS, [_plain(crd)])
+
+    async def operator_deployments(self) -> None:
+        """By KubeRay's labels and by name, anywhere; if that is forbidden, in the usual namespaces only."""
+        queries: list[dict[str, Any]] = [
+            {"labels": {c.K8S_APP_NAME_LABEL: selectors.in_(list(c.OPERATOR_APP_NAME_LABEL_VALUES))}},
+            {"labels": {facts.COMPONENT_LABEL: c.COMPONENT_NAME}},
+            {"fields": {"metadata.name": c.OPERATOR_DEPLOYMENT_NAME}},
+        ]
+        try:
+            results = await asyncio.gather(*(self._list(s.DEPLOYMENTS, None, **q) for q in queries))
+        except ApiError as exc:
+            if not _denied(exc):
+                raise
+        else:
+            self._add(s.DEPLOYMENTS, [d for items in results for d in items])
+            return
+        candidates = sorted({c.OPERATOR_DEFAULT_NAMESPACE, *(self.scope.namespaces or ())})
+        found: list[Obj] = []
+        readable = []
+        for namespace in candidates:
+            try:
+                found += await self._list(s.DEPLOYMENTS, namespace)
+                readable.append(namespace)
+            except ApiError as exc:
+                if not _denied(exc):
+                    raise
+        if readable:
+            self._add(s.DEPLOYMENTS, [d for d in found if facts.is_operator_deployment(d)])
+        reason = "forbidden: cannot list deployments in every namespace"
+        where = f"looked only in {', '.join(readable)}" if readable else "and not in any namespace either"
+        self.not_checked.append(NotChecked("operator Deployment", f"{reason}; {where}"))
+
+    async def operator_pods(self, snap: Snapshot) -> None:
+        listed = self.scope.namespaces
+        jobs: list[Awaitable[list[Obj]]] = []
+        for deployment in snap.all(s.DEPLOYMENTS):
+            if not facts.is_operator_deployment(deployment):
+                continue
+            namespace = s.namespace_of(deployment)
+            if listed is None or namespace in listed:
+                continue  # its Pods came with the namespace's Pods
+            match = ((deployment.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+            jobs.append(self._list(s.PODS, namespace, labels=dict(match)))
+        try:
+            results = await asyncio.gather(*jobs)
+        except ApiError as exc:
+            if not _denied(exc):
+                raise
+            self.not_checked.append(NotChecked("operator Pods", "forbidden: cannot list the operator's Pods"))
+            return
+        for items in results:
+            self.objects.setdefault(s.PODS.key, []).extend(items)
+
+    async def reviews(self, snap: Snapshot) -> None:
+        ops = facts.operators(snap)
+        if not ops:
+            return
+        cluster_namespaces = sorted({s.namespace_of(o) for o in snap.rayclusters})
+        per_namespace = len(cluster_namespaces) <= MAX_REVIEWED_NAMESPACES
+        if not per_namespace:
+            self.not_checked.append(
+                NotChecked(
+                    "operator RBAC per namespace",
+                    f"{len(cluster_namespaces)} namespaces: reviewed at the cluster scope only",
+                )
+            )
+        wanted: dict[tuple[str, str, str, str, str, str], None] = {}
+        for op in ops:
+            user = facts.service_account_user(op.namespace, op.service_account)
+            namespaces = [n for n in cluster_namespaces if op.watches(n)] if per_namespace else []
+            for check in acc.checks_for(op, namespaces, cluster_scope=not per_namespace):
+                wanted[(user, check.namespace, check.verb, check.group, check.resource, check.subresource)] = None
+        cls = resource_class(s.ACCESS_REVIEWS)
+
+        async def review(key: tuple[str, str, str, str, str, str]) -> Obj:
+            user, namespace, verb, group, resource, subresource = key
+            _, _, sa_namespace, _ = user.split(":", 3)
+            attributes = {"verb": verb, "group": group, "resource": resource}
+            if namespace:
+                attributes["namespace"] = namespace
+            if subresource:
+                attributes["subresource"] = subresource
+            body = {
+                "apiVersion": s.ACCESS_REVIEWS.api_version,
+                "kind": s.ACCESS_REVIEWS.kind,
+                "spec": {
+                    "user": user,
+                    "groups": [
+                        "system:serviceaccounts",
+                        f"system:serviceaccounts:{sa_namespace}",
+                        "system:authenticated",
+                    ],
+                    "resourceAttributes": attributes,
+                },
+            }
+            answer = _plain(await self.client.create(cls(body)))
+            return {**body, "status": answer.get("status") or {}}
+
+        try:
+            answers = await asyncio.gather(*(review(k) for k in wanted))
+        except ApiError as exc:
+            if not _denied(exc):
+                raise
+            self.not_checked.append(
+                NotChecked("operator RBAC", "forbidden: cannot create subjectaccessreviews.authorization.k8s.io")
+            )
+            return
+        self._add(s.ACCESS_REVIEWS, list(answers))
+
+
+async def gather(client: AsyncClient, scope: Scope, *, now: datetime | None = None) -> Snapshot:
+    """Read the object graph for ``scope``; see the module docstring for what and how."""
+    g = _Gatherer(client, scope)
+    namespaces: list[str | None] = list(scope.namespaces) if scope.namespaces is not None else [None]
+    jobs: list[Awaitable[None]] = [g.list_into(t, n) for t in s.NAMESPACED_TYPES for n in namespaces]
+    jobs += [g.list_into(t, None) for t in s.CLUSTER_TYPES]
+    jobs += [g.crd(), g.operator_deployments()]
+    try:
+        await asyncio.gather(*jobs)
+        first = _snapshot(g, scope, now)
+        await asyncio.gather(g.operator_pods(first), g.reviews(first))
+    except ApiError as exc:
+        raise GatherError(f"the API server refused a read: {exc.status.code} {exc.status.message}") from exc
+    except OSError as exc:
+        raise GatherError(f"cannot reach the API server: {exc}") from exc
+    except Exception as exc:  # httpx transport errors and the like: the run cannot go on without the API
+        if type(exc).__module__.startswith(("httpx", "httpcore", "ssl")):
+            raise GatherError(f"cannot reach the API server: {exc}") from exc
+        raise
+    if not facts.operators(first) and s.DEPLOYMENTS.key in g.gathered:
+        g.not_checked.append(
+            NotChecked("operator RBAC", "no operator Deployment found, so its ServiceAccount is unknown")
+        )
+    return _snapshot(g, scope, now)
+
+
+def _snapshot(g: _Gatherer, scope: Scope, now: datetime | None) -> Snapshot:
+    return s.build(
+        g.objects,
+        gathered=g.gathered,
+        not_checked=g.not_checked,
+        now=now or datetime.now(UTC),
+        source="live",
+        namespaces=scope.namespaces,
+        targets=scope.targets,
+    )

@@ -1,0 +1,430 @@
+"""Render a report: human text (root causes first, then consequences, warnings, info, and a "Not checked" line) and
+the ``doctor.raykube.io/v1`` JSON document (schema: :data:`JSON_SCHEMA`, documented in ``docs/doctor.md``).
+
+The text is built as plain lines of styled segments, so the same function gives the golden files (no style) and
+the terminal output (rich styles, dropped by rich itself when stdout is not a TTY or ``NO_COLOR`` is set).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, Final
+
+from rich.console import Console
+from rich.text import Text
+
+from raykube.doctor.model import REPORT_KIND, SCHEMA_VERSION, Evidence, Finding, ObjectRef, Report, at_least
+
+ICONS: Final = {"critical": "✖", "error": "✖", "warning": "▲", "info": "●"}
+STYLES: Final = {"critical": "bold red", "error": "red", "warning": "yellow", "info": "cyan"}
+MAX_MESSAGE: Final = 220
+
+Line = list[tuple[str, str]]
+
+
+def _clip(text: str, limit: int = MAX_MESSAGE) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True, separators=(", ", ": "))
+
+
+def evidence_text(e: Evidence) -> str:
+    if e.source == "event" and e.reason is not None:
+        count = f" ×{e.count}" if e.count and e.count > 1 else ""  # noqa: RUF001 - as kubectl shows repeats
+        when = f" ({e.age} ago)" if e.age else ""
+        where = f"{e.object} " if e.object is not None else ""
+        return _clip(f"{where}event {e.reason}{count}{when}: {e.message}")
+    where = f"{e.object} " if e.object is not None else ""
+    if e.path is None:
+        return _clip(f"{where}{_value(e.value)}")
+    return _clip(f"{where}{e.path} = {_value(e.value)}")
+
+
+def _counts_text(findings: Sequence[Finding]) -> str:
+    parts = []
+    for severity in ("critical", "error", "warning", "info"):
+        n = sum(1 for f in findings if f.severity == severity)
+        if n and severity != "info":
+            parts.append(f"{n} {severity}{'s' if n != 1 and severity != 'critical' else ''}")
+    return ", ".join(parts)
+
+
+def _status(findings: Sequence[Finding], fail_on: str) -> str:
+    if any(at_least(f.severity, fail_on) for f in findings):
+        return "UNHEALTHY"
+    if any(at_least(f.severity, "warning") for f in findings):
+        return "DEGRADED"
+    return "HEALTHY"
+
+
+def _finding_lines(f: Finding, indent: str, *, full: bool, by_id: dict[str, Finding]) -> list[Line]:
+    lines: list[Line] = []
+    head: Line = [
+        (indent, ""),
+        (f"{ICONS[f.severity]} ", STYLES[f.severity]),
+        (f"[{f.id}] ", "bold"),
+        (f"{f.code} ", "dim"),
+        (f.title, ""),
+    ]
+    if f.caused_by:
+        head.append((f"  ← caused by {', '.join(f.caused_by)}", "dim"))
+    lines.append(head)
+    pad = indent + "    "
+    if f.object is not None and full:
+        where = f"{f.object}" + (f" (ns {f.object.namespace})" if f.object.namespace else "")
+        lines.append([(pad, ""), ("object    ", "dim"), (where, "")])
+    evidence = f.evidence if full else f.evidence[:2]
+    for index, e in enumerate(evidence):
+        label = "evidence  " if index == 0 else "          "
+        lines.append([(pad, ""), (label, "dim"), (evidence_text(e), "")])
+    if full:
+        if f.explanation:
+            lines.append([(pad, ""), ("why       ", "dim"), (_clip(f.explanation, 400), "")])
+        for index, fix in enumerate(f.remediation):
+            lines.append([(pad, ""), ("fix       " if index == 0 else "          ", "dim"), (_clip(fix, 300), "")])
+        if f.refs:
+            lines.append([(pad, ""), ("see       ", "dim"), (", ".join(f.refs), "")])
+        lines.append([(pad, ""), ("confidence", "dim"), (f" {f.confidence}", "dim")])
+    return lines
+
+
+def _descendants(root: Finding, by_id: dict[str, Finding], shown: set[str]) -> list[Finding]:
+    """The consequences under ``root`` not shown yet (marked shown), in chain order: nearest links first."""
+    out: list[Finding] = []
+    stack = list(reversed(root.causes))
+    while stack:
+        child = by_id.get(stack.pop())
+        if child is None or child.id in shown:
+            continue
+        shown.add(child.id)
+        out.append(child)
+        stack.extend(reversed(child.causes))
+    order = {f.id: i for i, f in enumerate(by_id.values())}
+    return sorted(out, key=lambda f: (f.stage, order[f.id]))
+
+
+def _subject_lines(title: str, findings: list[Finding], report: Report) -> list[Line]:
+    by_id = {f.id: f for f in report.findings}
+    status = _status(findings, report.fail_on)
+    counts = _counts_text(findings)
+    style = {"UNHEALTHY": "bold red", "DEGRADED": "bold yellow", "HEALTHY": "bold green"}[status]
+    lines: list[Line] = [[(f"{title}: ", "bold"), (status, style), (f" ({counts})" if counts else "", "")]]
+    roots = [f for f in findings if not f.caused_by and (f.causes or at_least(f.severity, "error"))]
+    shown: set[str] = set()
+    if roots:
+        lines.append([("Root cause" + ("s" if len(roots) > 1 else ""), "bold underline")])
+        for root in roots:
+            lines.extend(_finding_lines(root, "  ", full=True, by_id=by_id))
+            shown.add(root.id)
+            descendants = _descendants(root, by_id, shown)
+            if descendants:
+                lines.append([("      consequences", "bold")])
+                for child in descendants:
+                    lines.extend(_finding_lines(child, "      ", full=False, by_id=by_id))
+            listed = {d.id for d in descendants}
+            also = [child for child in root.causes if child not in listed]
+            if also:
+                lines.append([("      also explains ", "dim"), (", ".join(also), "")])
+    for label, severity in (("Warnings", "warning"), ("Info", "info")):
+        rest = [f for f in findings if f.id not in shown and f.severity == severity and not f.caused_by]
+        if rest:
+            lines.append([(label, "bold underline")])
+            for f in rest:
+                lines.extend(_finding_lines(f, "  ", full=severity == "warning", by_id=by_id))
+                shown.add(f.id)
+    leftover = [f for f in findings if f.id not in shown]
+    if leftover:
+        lines.append([("Other consequences", "bold underline")])
+        for f in leftover:
+            lines.extend(_finding_lines(f, "  ", full=False, by_id=by_id))
+    if not findings:
+        lines.append([("  ✓ ", "green"), ("no problems found", "")])
+    return lines
+
+
+def text_lines(report: Report) -> list[Line]:
+    lines: list[Line] = []
+    env = []
+    for op in report.operators:
+        state = "Ready" if op.ready else "not Ready"
+        watch = ",".join(op.watch_namespaces) or "all namespaces"
+        env.append(f"operator {op.namespace}/{op.name} ({op.implementation}, {state}, watching {watch})")
+    if report.crd_versions:
+        env.append(f"CRD ray.io {'/'.join(report.crd_versions)}")
+    header = f"raykube doctor · {report.source} · {report.captured_at}"
+    lines.append([(header, "bold")] + ([(" · " + " · ".join(env), "dim")] if env else []))
+    lines.append([])
+    global_findings = report.for_cluster(None)
+    if global_findings:
+        lines.extend(_subject_lines("Cluster-wide", global_findings, report))
+        lines.append([])
+    for target in report.targets:
+        lines.extend(_subject_lines(f"RayCluster {target.namespace}/{target.name}", report.for_cluster(target), report))
+        lines.append([])
+    for missing in report.missing_targets:
+        lines.append([("✖ ", "bold red"), (f"RayCluster {missing.namespace}/{missing.name} not found", "bold")])
+        lines.append([])
+    if not report.targets and not report.missing_targets and not global_findings:
+        lines.append([("No RayCluster found in scope.", "bold")])
+        lines.append([])
+    if report.rule_failures:
+        for failure in report.rule_failures:
+            lines.append([("! ", "bold red"), (f"rule {failure.rule} failed: {failure.error}", "")])
+    lines.append([("Not checked: ", "bold"), ("; ".join(str(n) for n in report.not_checked), "")])
+    unhealthy = sum(1 for t in report.targets if _status(report.for_cluster(t), report.fail_on) == "UNHEALTHY")
+    lines.append(
+        [
+            ("Summary: ", "bold"),
+            (
+                f"{len(report.targets)} RayCluster{'s' if len(report.targets) != 1 else ''} checked, "
+                f"{unhealthy} unhealthy · exit {report.exit_code()} (--fail-on {report.fail_on})",
+                "",
+            ),
+        ]
+    )
+    return lines
+
+
+def render_text(report: Report) -> str:
+    """Plain text, no styles (golden files, logs)."""
+    return "\n".join("".join(text for text, _ in line).rstrip() for line in text_lines(report)) + "\n"
+
+
+def print_text(report: Report, console: Console) -> None:
+    for line in text_lines(report):
+        console.print(Text.assemble(*line) if line else Text(""), soft_wrap=True)
+
+
+def _target_json(target: ObjectRef, report: Report) -> dict[str, Any]:
+    findings = report.for_cluster(target)
+    counts = report.counts(findings)
+    return {
+        **target.to_json(),
+        "status": _status(findings, report.fail_on).capitalize(),
+        "worst": report.worst(findings),
+        "counts": counts,
+        "rootCauses": [f.id for f in findings if not f.caused_by and (f.causes or at_least(f.severity, "error"))],
+    }
+
+
+def to_json(report: Report) -> dict[str, Any]:
+    return {
+        "apiVersion": SCHEMA_VERSION,
+        "kind": REPORT_KIND,
+        "metadata": {"capturedAt": report.captured_at, "source": report.source},
+        "summary": {
+            "status": report.status(),
+            "exitCode": report.exit_code(),
+            "failOn": report.fail_on,
+            "worst": report.worst(),
+            "counts": report.counts(),
+            "clusters": len(report.targets),
+            "unhealthyClusters": sum(
+                1 for t in report.targets if _status(report.for_cluster(t), report.fail_on) == "UNHEALTHY"
+            ),
+        },
+        "environment": {
+            "operators": [op.to_json() for op in report.operators],
+            "crdVersions": list(report.crd_versions),
+        },
+        "targets": [_target_json(t, report) for t in report.targets],
+        "missingTargets": [m.to_json() for m in report.missing_targets],
+        "findings": [f.to_json() for f in report.findings],
+        "notChecked": [n.to_json() for n in report.not_checked],
+        "ruleErrors": [r.to_json() for r in report.rule_failures],
+    }
+
+
+def render_json(report: Report) -> str:
+    return json.dumps(to_json(report), indent=2, ensure_ascii=False) + "\n"
+
+
+_REF = {
+    "type": "object",
+    "required": ["kind", "name"],
+    "properties": {"kind": {"type": "string"}, "name": {"type": "string"}, "namespace": {"type": "string"}},
+    "additionalProperties": False,
+}
+_SEVERITY = {"enum": ["critical", "error", "warning", "info"]}
+_COUNTS = {
+    "type": "object",
+    "required": ["critical", "error", "warning", "info"],
+    "additionalProperties": {"type": "integer", "minimum": 0},
+}
+
+# The JSON Schema (draft 2020-12) of the report; docs/doctor.md shows and explains it, a test validates against it.
+JSON_SCHEMA: Final[dict[str, Any]] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "$id": "https://raykube.io/schemas/doctor/v1.json",
+    "title": "raykube doctor report (doctor.raykube.io/v1)",
+    "type": "object",
+    "required": ["apiVersion", "kind", "metadata", "summary", "environment", "targets", "findings", "notChecked"],
+    "additionalProperties": False,
+    "properties": {
+        "apiVersion": {"const": SCHEMA_VERSION},
+        "kind": {"const": REPORT_KIND},
+        "metadata": {
+            "type": "object",
+            "required": ["capturedAt", "source"],
+            "properties": {"capturedAt": {"type": "string"}, "source": {"enum": ["live", "dump"]}},
+            "additionalProperties": False,
+        },
+        "summary": {
+            "type": "object",
+            "required": ["status", "exitCode", "failOn", "worst", "counts", "clusters", "unhealthyClusters"],
+            "properties": {
+                "status": {"enum": ["Healthy", "Unhealthy", "Incomplete", "RuleError"]},
+                "exitCode": {"enum": [0, 1, 3, 4]},
+                "failOn": _SEVERITY,
+                "worst": {"oneOf": [_SEVERITY, {"type": "null"}]},
+                "counts": _COUNTS,
+                "clusters": {"type": "integer", "minimum": 0},
+                "unhealthyClusters": {"type": "integer", "minimum": 0},
+            },
+            "additionalProperties": False,
+        },
+        "environment": {
+            "type": "object",
+            "required": ["operators", "crdVersions"],
+            "properties": {
+                "operators": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "required": [
+                            "namespace",
+                            "name",
+                            "implementation",
+                            "ready",
+                            "watchNamespaces",
+                            "serviceAccount",
+                        ],
+                        "properties": {
+                            "namespace": {"type": "string"},
+                            "name": {"type": "string"},
+                            "implementation": {"enum": ["raykube", "kuberay"]},
+                            "image": {"type": "string"},
+                            "ready": {"type": "boolean"},
+                            "readyReplicas": {"type": "integer"},
+                            "replicas": {"type": "integer"},
+                            "watchNamespaces": {"type": "array", "items": {"type": "string"}},
+                            "serviceAccount": {"type": "string"},
+                        },
+                        "additionalProperties": False,
+                    },
+                },
+                "crdVersions": {"type": "array", "items": {"type": "string"}},
+            },
+            "additionalProperties": False,
+        },
+        "targets": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["kind", "name", "namespace", "status", "worst", "counts", "rootCauses"],
+                "properties": {
+                    **_REF["properties"],  # type: ignore[dict-item]
+                    "status": {"enum": ["Healthy", "Degraded", "Unhealthy"]},
+                    "worst": {"oneOf": [_SEVERITY, {"type": "null"}]},
+                    "counts": _COUNTS,
+                    "rootCauses": {"type": "array", "items": {"type": "string"}},
+                },
+                "additionalProperties": False,
+            },
+        },
+        "missingTargets": {"type": "array", "items": _REF},
+        "findings": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": [
+                    "id",
+                    "rule",
+                    "code",
+                    "severity",
+                    "confidence",
+                    "title",
+                    "object",
+                    "evidence",
+                    "explanation",
+                    "remediation",
+                    "refs",
+                    "causedBy",
+                    "causes",
+                ],
+                "properties": {
+                    "id": {"type": "string", "pattern": "^[A-Z]+[0-9]+-[0-9]+$"},
+                    "rule": {"type": "string", "pattern": "^[A-Z]+[0-9]+$"},
+                    "code": {"type": "string", "pattern": "^[A-Z0-9_]+$"},
+                    "severity": _SEVERITY,
+                    "confidence": {"enum": ["confirmed", "likely", "possible"]},
+                    "title": {"type": "string"},
+                    "object": _REF,
+                    "cluster": _REF,
+                    "evidence": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "required": ["source"],
+                            "properties": {
+                                "source": {
+                                    "enum": [
+                                        "cr.spec",
+                                        "cr.status",
+                                        "pod.spec",
+                                        "pod.status",
+                                        "event",
+                                        "rbac",
+                                        "static",
+                                        "object",
+                                        "node",
+                                        "operator",
+                                    ]
+                                },
+                                "object": _REF,
+                                "path": {"type": "string"},
+                                "value": {},
+                                "reason": {"type": "string"},
+                                "message": {"type": "string"},
+                                "count": {"type": "integer"},
+                                "lastSeen": {"type": "string"},
+                                "age": {"type": "string"},
+                            },
+                            "additionalProperties": False,
+                        },
+                    },
+                    "explanation": {"type": "string"},
+                    "remediation": {"type": "array", "items": {"type": "string"}},
+                    "refs": {"type": "array", "items": {"type": "string"}},
+                    "causedBy": {"type": "array", "items": {"type": "string"}},
+                    "causes": {"type": "array", "items": {"type": "string"}},
+                },
+                "additionalProperties": False,
+            },
+        },
+        "notChecked": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["what", "reason"],
+                "properties": {"what": {"type": "string"}, "reason": {"type": "string"}},
+                "additionalProperties": False,
+            },
+        },
+        "ruleErrors": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["rule", "error"],
+                "properties": {"rule": {"type": "string"}, "error": {"type": "string"}},
+                "additionalProperties": False,
+            },
+        },
+    },
+}

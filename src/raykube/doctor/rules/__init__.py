@@ -1,0 +1,37 @@
+"""The doctor's rules, grouped by the link of the chain they check; importing this package registers them all.
+
+=================  ===================================================================================================
+module             links
+=================  ===================================================================================================
+``control``        CRD, operator (installed, Ready, watching, RBAC), spec validity, reconciliation, suspend, deletion
+``pods``           Pod creation (quota, Pod Security, RBAC), scheduling (resources, placement, GPUs), nodes
+``storage``        PVCs: exist, Bound, shared the right way, mounted
+``config``         ConfigMaps, Secrets and keys the containers need; images; Ray versions; GPU keys; /dev/shm
+``runtime``        crashes, OOM kills, probes, GCS fault tolerance's Redis, ports, the dashboard host
+``network``        head Service, selector, ports, EndpointSlices, NetworkPolicies; workers → GCS; the dashboard
+``state``          the symptoms: head not Ready, workers missing, cluster not ready (or falsely "ready")
+``workers``        why fewer workers are wanted: HPA, clamping, workersToDelete, edited replicas
+``security``       exposure without auth, Ray ports, credentials in the spec, privileged Pods, TLS, isolation
+=================  ===================================================================================================
+"""
+
+from __future__ import annotations
+
+from raykube.doctor.rules import config, control, network, pods, runtime, security, state, storage, workers
+from raykube.doctor.rules.base import CATALOGUE, CHECKERS, RegisteredChecker, RuleSpec
+
+__all__ = [
+    "CATALOGUE",
+    "CHECKERS",
+    "RegisteredChecker",
+    "RuleSpec",
+    "config",
+    "control",
+    "network",
+    "pods",
+    "runtime",
+    "security",
+    "state",
+    "storage",
+    "workers",
+]

@@ -1,0 +1,120 @@
+"""One doctor run: a snapshot in, a :class:`~raykube.doctor.model.Report` out.
+
+:func:`diagnose` is pure (rules, then correlation); :func:`diagnose_live` gathers the snapshot from the API server
+first (and may write it as a dump); :func:`diagnose_dump` reads one. The CLI is a thin layer over these.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Final
+
+from lightkube import AsyncClient, KubeConfig
+
+from raykube.api import constants as c
+from raykube.doctor import dump as dumps
+from raykube.doctor import facts
+from raykube.doctor import snapshot as s
+from raykube.doctor.correlate import correlate
+from raykube.doctor.gather import Scope, gather
+from raykube.doctor.model import Finding, NotChecked, ObjectRef, Report, RuleFailure, Severity
+from raykube.doctor.rules import CHECKERS
+from raykube.doctor.snapshot import Snapshot
+
+# Always said: the doctor reads objects, it does not run anything inside the Pods.
+IN_POD_CHECKS: Final = NotChecked(
+    "ray status, Ray logs, in-Pod DNS and ports",
+    "the doctor reads Kubernetes objects only; run `kubectl exec <head> -- ray status` for Ray's own view",
+)
+
+
+@dataclass(frozen=True)
+class Options:
+    fail_on: Severity = "error"
+    only: frozenset[str] = frozenset()
+    skip: frozenset[str] = frozenset()
+    security: bool = True
+
+
+def _wanted(finding: Finding, options: Options) -> bool:
+    if options.only and finding.rule not in options.only:
+        return False
+    if finding.rule in options.skip:
+        return False
+    return options.security or not finding.rule.startswith("SEC")
+
+
+def diagnose(snap: Snapshot, options: Options | None = None) -> Report:
+    """Run every rule over ``snap`` and correlate the findings. A rule that raises is reported, not fatal."""
+    options = options or Options()
+    findings: list[Finding] = []
+    failures: list[RuleFailure] = []
+    for registered in CHECKERS:
+        try:
+            found = list(registered.func(snap))
+        except Exception as exc:  # a rule bug must not hide the other rules' findings
+            failures.append(RuleFailure(",".join(registered.rules), f"{type(exc).__name__}: {exc}"))
+            continue
+        findings.extend(f for f in found if _wanted(f, options))
+    ordered = correlate(findings)
+    targets = [facts.ref(o, c.KIND_RAYCLUSTER) for o in snap.rayclusters]
+    missing: list[ObjectRef] = []
+    if snap.targets is not None and snap.has(s.RAYCLUSTERS):
+        present = {(r.namespace, r.name) for r in targets}
+        missing = [ObjectRef(c.KIND_RAYCLUSTER, n, ns) for ns, n in snap.targets if (ns, n) not in present]
+    crd_versions = sorted(
+        str(v.get("name"))
+        for crd in snap.all(s.CRDS)
+        for v in (crd.get("spec") or {}).get("versions") or []
+        if v.get("served")
+    )
+    return Report(
+        targets=targets,
+        findings=ordered,
+        not_checked=[*snap.not_checked, IN_POD_CHECKS],
+        rule_failures=failures,
+        operators=facts.operators(snap),
+        crd_versions=crd_versions,
+        source=snap.source,
+        captured_at=facts.format_time(snap.now),
+        fail_on=options.fail_on,
+        missing_targets=missing,
+    )
+
+
+def client_for(kubeconfig: Path | None, context: str | None = None) -> tuple[AsyncClient, str]:
+    """A lightkube client (no proxies from the environment) and the context's namespace."""
+    config = KubeConfig.from_file(kubeconfig) if kubeconfig else KubeConfig.from_env()
+    single = config.get(context_name=context) if context else config.get()
+    if single is None:
+        raise ValueError("the kubeconfig has no current context")
+    namespace = single.namespace or "default"
+    return AsyncClient(single, trust_env=False), namespace
+
+
+async def diagnose_live(
+    client: AsyncClient,
+    scope: Scope,
+    options: Options | None = None,
+    *,
+    dump_to: Path | None = None,
+    now: datetime | None = None,
+) -> tuple[Report, Snapshot]:
+    snap = await gather(client, scope, now=now)
+    if dump_to is not None:
+        dumps.write(snap, dump_to)
+    return diagnose(snap, options), snap
+
+
+def diagnose_dump(
+    directory: Path,
+    *,
+    namespaces: tuple[str, ...] | None = None,
+    targets: Iterable[tuple[str, str]] | None = None,
+    options: Options | None = None,
+) -> tuple[Report, Snapshot]:
+    snap = dumps.read(directory, namespaces=namespaces, targets=tuple(targets) if targets is not None else None)
+    return diagnose(snap, options), snap

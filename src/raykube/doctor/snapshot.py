@@ -1,0 +1,310 @@
+"""The object graph the doctor reasons about, gathered once: every rule is a pure function of a :class:`Snapshot`.
+
+A snapshot is a set of plain dicts per resource type (exactly what ``kubectl get -o json`` shows, minus
+``managedFields`` outside RayClusters and minus every value of a Secret or ConfigMap, of which only the keys are
+kept), plus what could not be read (:class:`~raykube.doctor.model.NotChecked`) and the moment it was taken. It
+comes from the API server (:mod:`raykube.doctor.gather`) or from a directory of YAML (:mod:`raykube.doctor.dump`);
+the rules cannot tell the difference.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import cached_property
+from typing import Any, Final
+
+from raykube.api import constants as c
+from raykube.doctor.model import NotChecked
+
+Obj = dict[str, Any]
+
+# Kubernetes discovery.k8s.io/v1: the label that ties an EndpointSlice to its Service.
+SERVICE_NAME_LABEL: Final = "kubernetes.io/service-name"
+# Kubernetes storage.k8s.io: the annotation that marks the default StorageClass.
+DEFAULT_STORAGE_CLASS_ANNOTATION: Final = "storageclass.kubernetes.io/is-default-class"
+# kubectl apply: keeps the whole applied object, Secret data included, so it is dropped from Secrets.
+LAST_APPLIED_ANNOTATION: Final = "kubectl.kubernetes.io/last-applied-configuration"
+# The CRD the doctor reads (KubeRay config/crd/bases/ray.io_rayclusters.yaml).
+RAYCLUSTER_CRD_NAME: Final = f"rayclusters.{c.API_GROUP}"
+
+
+@dataclass(frozen=True)
+class ResourceType:
+    """A resource type the doctor reads. ``key`` is its plural and its file name in a dump."""
+
+    key: str
+    group: str
+    version: str
+    kind: str
+    namespaced: bool
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def title(self) -> str:
+        return self.key if not self.group else f"{self.key}.{self.group}"
+
+
+RAYCLUSTERS = ResourceType("rayclusters", c.API_GROUP, "v1", c.KIND_RAYCLUSTER, True, ("raycluster",))
+PODS = ResourceType("pods", "", "v1", "Pod", True, ("pod", "po"))
+EVENTS = ResourceType("events", "", "v1", "Event", True, ("event", "ev"))
+SERVICES = ResourceType("services", "", "v1", "Service", True, ("service", "svc"))
+ENDPOINTSLICES = ResourceType("endpointslices", "discovery.k8s.io", "v1", "EndpointSlice", True, ("endpointslice",))
+CONFIGMAPS = ResourceType("configmaps", "", "v1", "ConfigMap", True, ("configmap", "cm"))
+SECRETS = ResourceType("secrets", "", "v1", "Secret", True, ("secret",))
+PVCS = ResourceType("persistentvolumeclaims", "", "v1", "PersistentVolumeClaim", True, ("pvc", "pvcs"))
+HPAS = ResourceType("horizontalpodautoscalers", "autoscaling", "v2", "HorizontalPodAutoscaler", True, ("hpa",))
+QUOTAS = ResourceType("resourcequotas", "", "v1", "ResourceQuota", True, ("resourcequota", "quota"))
+INGRESSES = ResourceType("ingresses", "networking.k8s.io", "v1", "Ingress", True, ("ingress", "ing"))
+NETWORKPOLICIES = ResourceType("networkpolicies", "networking.k8s.io", "v1", "NetworkPolicy", True, ("netpol",))
+DEPLOYMENTS = ResourceType("deployments", "apps", "v1", "Deployment", True, ("deployment", "deploy"))
+NODES = ResourceType("nodes", "", "v1", "Node", False, ("node", "no"))
+STORAGECLASSES = ResourceType("storageclasses", "storage.k8s.io", "v1", "StorageClass", False, ("sc",))
+CRDS = ResourceType(
+    "customresourcedefinitions", "apiextensions.k8s.io", "v1", "CustomResourceDefinition", False, ("crd",)
+)
+ACCESS_REVIEWS = ResourceType("subjectaccessreviews", "authorization.k8s.io", "v1", "SubjectAccessReview", False)
+
+# Namespaced types listed once per namespace in scope (the operator's Deployments are looked up separately).
+NAMESPACED_TYPES: Final = (
+    RAYCLUSTERS,
+    PODS,
+    EVENTS,
+    SERVICES,
+    ENDPOINTSLICES,
+    CONFIGMAPS,
+    SECRETS,
+    PVCS,
+    HPAS,
+    QUOTAS,
+    INGRESSES,
+    NETWORKPOLICIES,
+)
+CLUSTER_TYPES: Final = (NODES, STORAGECLASSES)
+ALL_TYPES: Final = (*NAMESPACED_TYPES, DEPLOYMENTS, *CLUSTER_TYPES, CRDS, ACCESS_REVIEWS)
+BY_KEY: Final[Mapping[str, ResourceType]] = {t.key: t for t in ALL_TYPES}
+# Types whose absence stops the core rules (exit code 3).
+CORE_TYPES: Final = frozenset({RAYCLUSTERS.key, PODS.key})
+
+
+def type_of(obj: Mapping[str, Any]) -> ResourceType | None:
+    """The resource type of an object by its apiVersion group and kind (any version of the group)."""
+    api_version = str(obj.get("apiVersion") or "")
+    group = api_version.rpartition("/")[0] if "/" in api_version else ""
+    kind = obj.get("kind")
+    for candidate in ALL_TYPES:
+        if candidate.kind == kind and candidate.group == group:
+            return candidate
+    return None
+
+
+def _keys_only(values: object) -> dict[str, str] | None:
+    if not isinstance(values, Mapping):
+        return None
+    return dict.fromkeys(sorted(str(k) for k in values), "")
+
+
+def sanitize(resource: ResourceType, obj: Mapping[str, Any]) -> Obj:
+    """The object as the doctor keeps it: apiVersion/kind set, no managedFields (except on RayClusters, whose field
+    managers tell who last changed the replicas), Secrets and ConfigMaps reduced to their keys."""
+    out: Obj = dict(obj)
+    out.setdefault("apiVersion", resource.api_version)
+    out.setdefault("kind", resource.kind)
+    meta = dict(out.get("metadata") or {})
+    if resource is not RAYCLUSTERS:
+        meta.pop("managedFields", None)
+    if resource in (SECRETS, CONFIGMAPS):
+        annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k != LAST_APPLIED_ANNOTATION}
+        if annotations:
+            meta["annotations"] = annotations
+        else:
+            meta.pop("annotations", None)
+        for key in ("data", "stringData", "binaryData"):
+            if key in out:
+                kept = _keys_only(out[key])
+                if kept is None:
+                    out.pop(key)
+                else:
+                    out[key] = kept
+    out["metadata"] = meta
+    return out
+
+
+def meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    value: Mapping[str, Any] = obj.get("metadata") or {}
+    return value
+
+
+def name_of(obj: Mapping[str, Any]) -> str:
+    return str(meta(obj).get("name") or "")
+
+
+def namespace_of(obj: Mapping[str, Any]) -> str:
+    return str(meta(obj).get("namespace") or "")
+
+
+def labels_of(obj: Mapping[str, Any]) -> Mapping[str, str]:
+    value: Mapping[str, str] = meta(obj).get("labels") or {}
+    return value
+
+
+def key_of(obj: Mapping[str, Any]) -> str:
+    """``<namespace>/<name>`` (or ``<name>`` for a cluster-scoped object)."""
+    namespace = namespace_of(obj)
+    return f"{namespace}/{name_of(obj)}" if namespace else name_of(obj)
+
+
+@dataclass
+class Snapshot:
+    """Everything one doctor run looks at. ``gathered`` names the types that were read (possibly empty);
+    a type not in it was not read at all, and ``not_checked`` says why."""
+
+    objects: dict[str, list[Obj]]
+    gathered: frozenset[str]
+    not_checked: list[NotChecked]
+    now: datetime
+    source: str  # "live" | "dump"
+    namespaces: tuple[str, ...] | None = None  # None: every namespace
+    targets: tuple[tuple[str, str], ...] | None = None  # (namespace, name) asked for; None: every RayCluster
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def has(self, resource: ResourceType) -> bool:
+        return resource.key in self.gathered
+
+    def all(self, resource: ResourceType) -> list[Obj]:
+        return self.objects.get(resource.key, [])
+
+    def in_namespace(self, resource: ResourceType, namespace: str) -> list[Obj]:
+        return self._by_namespace(resource.key).get(namespace, [])
+
+    def get(self, resource: ResourceType, namespace: str | None, name: str) -> Obj | None:
+        return self._by_name(resource.key).get((namespace or "", name))
+
+    def _by_namespace(self, key: str) -> dict[str, list[Obj]]:
+        cache: dict[str, dict[str, list[Obj]]] = self.__dict__.setdefault("_ns_index", {})
+        if key not in cache:
+            index: dict[str, list[Obj]] = defaultdict(list)
+            for obj in self.objects.get(key, []):
+                index[namespace_of(obj)].append(obj)
+            cache[key] = dict(index)
+        return cache[key]
+
+    def _by_name(self, key: str) -> dict[tuple[str, str], Obj]:
+        cache: dict[str, dict[tuple[str, str], Obj]] = self.__dict__.setdefault("_name_index", {})
+        if key not in cache:
+            cache[key] = {(namespace_of(o), name_of(o)): o for o in self.objects.get(key, [])}
+        return cache[key]
+
+    # --- indexes the rules share ----------------------------------------------------------------------------------
+
+    @cached_property
+    def rayclusters(self) -> list[Obj]:
+        clusters = self.all(RAYCLUSTERS)
+        if self.targets is not None:
+            wanted = set(self.targets)
+            clusters = [o for o in clusters if (namespace_of(o), name_of(o)) in wanted]
+        return sorted(clusters, key=lambda o: (namespace_of(o), name_of(o)))
+
+    @cached_property
+    def ray_pods(self) -> dict[tuple[str, str], list[Obj]]:
+        """Pods by (namespace, ``ray.io/cluster`` label)."""
+        index: dict[tuple[str, str], list[Obj]] = defaultdict(list)
+        for pod in self.all(PODS):
+            cluster = labels_of(pod).get(c.RAY_CLUSTER_LABEL)
+            if cluster:
+                index[(namespace_of(pod), cluster)].append(pod)
+        for pods in index.values():
+            pods.sort(key=name_of)
+        return dict(index)
+
+    @cached_property
+    def _events_by_uid(self) -> dict[str, list[Obj]]:
+        index: dict[str, list[Obj]] = defaultdict(list)
+        for event in self.all(EVENTS):
+            uid = (event.get("involvedObject") or event.get("regarding") or {}).get("uid")
+            if uid:
+                index[str(uid)].append(event)
+        return dict(index)
+
+    @cached_property
+    def _events_by_name(self) -> dict[tuple[str, str, str], list[Obj]]:
+        index: dict[tuple[str, str, str], list[Obj]] = defaultdict(list)
+        for event in self.all(EVENTS):
+            involved = event.get("involvedObject") or event.get("regarding") or {}
+            key = (str(involved.get("kind") or ""), str(involved.get("namespace") or ""), str(involved.get("name")))
+            index[key].append(event)
+        return dict(index)
+
+    def events_for(self, obj: Mapping[str, Any]) -> list[Obj]:
+        """Events whose involved object is ``obj``: by UID, else by kind, namespace and name (events written without
+        a UID, or by tools that do not know it)."""
+        found: dict[int, Obj] = {}
+        uid = meta(obj).get("uid")
+        if uid:
+            for event in self._events_by_uid.get(str(uid), []):
+                found[id(event)] = event
+        by_name = (str(obj.get("kind") or ""), namespace_of(obj), name_of(obj))
+        for event in self._events_by_name.get(by_name, []):
+            involved_uid = (event.get("involvedObject") or event.get("regarding") or {}).get("uid")
+            if not uid or not involved_uid or involved_uid == uid:
+                found[id(event)] = event
+        return list(found.values())
+
+    def endpointslices_for(self, namespace: str, service: str) -> list[Obj]:
+        return [
+            s for s in self.in_namespace(ENDPOINTSLICES, namespace) if labels_of(s).get(SERVICE_NAME_LABEL) == service
+        ]
+
+    @cached_property
+    def default_storage_class(self) -> Obj | None:
+        for sc in self.all(STORAGECLASSES):
+            if (meta(sc).get("annotations") or {}).get(DEFAULT_STORAGE_CLASS_ANNOTATION) == "true":
+                return sc
+        return None
+
+    def pods_mounting(self, namespace: str, claim: str) -> list[Obj]:
+        return [
+            pod
+            for pod in self.in_namespace(PODS, namespace)
+            if any(
+                ((v.get("persistentVolumeClaim") or {}).get("claimName")) == claim
+                for v in (pod.get("spec") or {}).get("volumes") or []
+            )
+        ]
+
+
+def build(
+    objects: Mapping[str, Iterable[Mapping[str, Any]]],
+    *,
+    gathered: Iterable[str],
+    not_checked: Iterable[NotChecked],
+    now: datetime,
+    source: str,
+    namespaces: tuple[str, ...] | None = None,
+    targets: tuple[tuple[str, str], ...] | None = None,
+) -> Snapshot:
+    """A snapshot from raw objects per type key: sanitized, de-duplicated by UID (or namespace/name), sorted."""
+    kept: dict[str, list[Obj]] = {}
+    for key, items in objects.items():
+        resource = BY_KEY[key]
+        seen: dict[str, Obj] = {}
+        for item in items:
+            obj = sanitize(resource, item)
+            identity = str(meta(obj).get("uid") or key_of(obj) or id(obj))
+            seen[identity] = obj
+        kept[key] = sorted(seen.values(), key=lambda o: (namespace_of(o), name_of(o)))
+    return Snapshot(
+        objects=kept,
+        gathered=frozenset(gathered),
+        not_checked=list(not_checked),
+        now=now,
+        source=source,
+        namespaces=namespaces,
+        targets=targets,
+    )
