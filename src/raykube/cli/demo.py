@@ -1,42 +1,435 @@
-"""``raykube demo``: the main job.
+"""``raykube demo``: the seed chapter's deployment, played on the local Kubernetes (the README's main command).
 
-For now (until the seed's RayCluster walkthrough lands, issue 9) it brings the local sandbox up, building it the
-first time, and shows its nodes with the sandbox's own kubectl, as the README promises.
+Act one walks the chapter's objects in its order, the way a user would do it: the operator (installed like the Helm
+chart installs it, and running as its own ServiceAccount so its RBAC is real), the Secret and ConfigMap injected by
+envFrom, the PVC, the RayCluster of 1 head + 2 workers; then the chapter's checks (``kubectl get raycluster``, the
+Pods, the head Service and its endpoints) with what each proves, and ``raykube doctor`` on the healthy cluster.
+
+Act two breaks it the way the chapter warns (more workers than the nodes can hold), shows the symptom, lets doctor
+name the root cause, fixes it and watches the cluster recover.
+
+Every claim the demo prints is checked; a failed check ends it with a non-zero exit status. The sandbox is left up
+(a second run reuses it); the demo's own namespace and operator process are removed unless ``--keep``.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
+import shlex
 import subprocess
-from typing import Annotated
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.markup import escape
+from rich.rule import Rule
 
 from raykube.cli.output import err, fail, out
 from raykube.cli.sandbox import NameOption, bring_up
 from raykube.sandbox.components import Binaries, SandboxConfig
+from raykube.sandbox.errors import SandboxError
 from raykube.sandbox.ports import DEFAULT_PORT_BASE, Ports
+
+if TYPE_CHECKING:
+    from raykube.runtime.kube import Kube
+    from raykube.sandbox.cluster import Sandbox
+
+NAMESPACE = "raykube-demo"
+CLUSTER = "raycluster-demo"
+OPERATOR_NAMESPACE = "kuberay-operator"
+OPERATOR_ACCOUNT = "kuberay-operator"
+OPERATOR_PROCESS = "raykube-operator"
+WORKERS = 2
+MAX_WORKERS = 10  # examples/04-raycluster.yaml's maxReplicas
+TOO_MANY_WORKERS = 24  # 1 CPU each: more than the sandbox's default 2 nodes x 8 CPUs can hold
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+
+
+class DemoFailed(RuntimeError):
+    """A claim the demo makes did not hold."""
+
+
+@dataclass
+class Stage:
+    sandbox: Sandbox
+    kubeconfig: Path
+    kube: Kube
+
+    def kubectl(self, *args: str, show: bool = True, check: bool = True) -> str:
+        """Run the sandbox's kubectl as the user would, and show the command and its output."""
+        command = [str(Binaries.from_cache().kubectl), *args]
+        if show:
+            out.print(f"[bold]$ kubectl {escape(shlex.join(args))}[/bold]")
+        result = subprocess.run(
+            command, env={**os.environ, "KUBECONFIG": str(self.kubeconfig)}, capture_output=True, text=True,
+            check=False,
+        )  # fmt: skip
+        if show:
+            out.print(escape(result.stdout.rstrip()), highlight=False)
+            if result.stderr.strip():
+                out.print(f"[yellow]{escape(result.stderr.rstrip())}[/yellow]")
+        if check and result.returncode != 0:
+            raise DemoFailed(f"kubectl {' '.join(args)} failed: {result.stderr.strip()}")
+        return result.stdout
+
+    def doctor(self, *args: str, show: bool = True) -> tuple[int, str]:
+        command = [sys.executable, "-m", "raykube.cli.main", "doctor", f"raycluster/{CLUSTER}", "-n", NAMESPACE,
+                   "--kubeconfig", str(self.kubeconfig), *args]  # fmt: skip
+        if show:
+            shown = shlex.join(["raykube", "doctor", f"raycluster/{CLUSTER}", "-n", NAMESPACE, *args])
+            out.print(f"[bold]$ {escape(shown)}[/bold]")
+        result = subprocess.run(command, capture_output=True, text=True, check=False,
+                                env={**os.environ, "COLUMNS": "120"})  # fmt: skip
+        if show:
+            out.print(result.stdout.rstrip(), highlight=False, markup=False)
+        return result.returncode, result.stdout
+
+
+def chapter(title: str) -> None:
+    out.print()
+    out.print(Rule(f"[bold]{escape(title)}[/bold]", align="left"))
+
+
+def claim(text: str) -> None:
+    out.print(f"[green]✓[/green] {escape(text)}")
+
+
+# ---------------------------------------------------------------------------------------------------- act one
+async def install_operator(stage: Stage) -> None:
+    from lightkube import AsyncClient, KubeConfig  # noqa: PLC0415 - heavy imports load per command
+
+    from raykube.cli.install import FIELD_MANAGER, install_operator  # noqa: PLC0415
+
+    chapter("1. The operator: its Deployment, its RBAC, and the process")
+    client = AsyncClient(KubeConfig.from_file(stage.kubeconfig), field_manager=FIELD_MANAGER, trust_env=False)
+    try:
+        await install_operator(client, OPERATOR_NAMESPACE, available_within=120)
+    finally:
+        await client.close()
+    stage.kubectl("-n", OPERATOR_NAMESPACE, "get", "deployment", "kuberay-operator")
+    stage.kubectl("get", "clusterrole", "kuberay-operator")
+    account = f"system:serviceaccount:{OPERATOR_NAMESPACE}:{OPERATOR_ACCOUNT}"
+    answer = stage.kubectl("auth", "can-i", "create", "pods", f"--as={account}", "-n", NAMESPACE).strip()
+    if answer != "yes":
+        raise DemoFailed(f"the operator's ServiceAccount may not create Pods: {answer}")
+    claim("the ClusterRole lets the operator's ServiceAccount create Pods (a missing rule shows as 'forbidden')")
+
+    # The Deployment's Pod sits on a kwok node, which runs nothing; the real operator runs here, as that account.
+    token_kubeconfig = await stage.sandbox.service_account_kubeconfig(
+        OPERATOR_NAMESPACE, OPERATOR_ACCOUNT, stage.sandbox.layout.root / "kubeconfigs" / "demo-operator.yaml"
+    )
+    argv = [sys.executable, "-m", "raykube.cli.main", "operator", f"--kubeconfig={token_kubeconfig}",
+            f"--leader-election-namespace={OPERATOR_NAMESPACE}", "--health-probe-bind-address=127.0.0.1:0",
+            "--enable-metrics", f"--metrics-addr=127.0.0.1:{Ports.free().etcd}"]  # fmt: skip
+    record = await stage.sandbox.start_extra(OPERATOR_PROCESS, argv, env=dict(os.environ))
+    await wait_for_leader(stage)
+    claim(f"the raykube operator runs locally as {account} (pid {record.pid}) and holds the leader Lease")
+
+
+async def wait_for_leader(stage: Stage) -> None:
+    from raykube.controllers.ports import LEASES, ApiError  # noqa: PLC0415
+    from raykube.waiting import NotYet, wait_for  # noqa: PLC0415
+
+    async def leader() -> str | NotYet:
+        if stage.sandbox.running_extra(OPERATOR_PROCESS) is None:
+            log = stage.sandbox.layout.log(OPERATOR_PROCESS)
+            raise DemoFailed(f"the operator exited; see {log}")
+        try:
+            lease = await stage.kube.get(LEASES, "ray-operator-leader", OPERATOR_NAMESPACE)
+        except ApiError:
+            return NotYet("no leader Lease yet")
+        holder = str((lease.get("spec") or {}).get("holderIdentity") or "")
+        return holder or NotYet("the Lease has no holder")
+
+    await wait_for(leader, 60, what="the operator to hold the leader Lease")
+
+
+async def create_objects(stage: Stage) -> None:
+    chapter("2. Secret and ConfigMap for envFrom, and the PVC")
+    await wait_namespace_gone_if_terminating(stage)
+    for name in ("00-namespace.yaml", "01-minio-credentials.yaml", "02-ray-env.yaml", "03-shared-data.yaml"):
+        stage.kubectl("apply", "-f", str(EXAMPLES / name))
+    await wait_pvc_bound(stage)
+    stage.kubectl("-n", NAMESPACE, "get", "secret/minio-credentials", "configmap/ray-env", "pvc/ray-shared-data")
+    claim("the PVC is Bound, so the Pods that mount it can be scheduled")
+
+
+async def wait_namespace_gone_if_terminating(stage: Stage) -> None:
+    from raykube.controllers.ports import NAMESPACES, ApiError  # noqa: PLC0415
+    from raykube.waiting import NotYet, wait_for  # noqa: PLC0415
+
+    async def usable() -> bool | NotYet:
+        try:
+            namespace = await stage.kube.get(NAMESPACES, NAMESPACE)
+        except ApiError as exc:
+            if exc.not_found:
+                return True
+            raise
+        terminating = (namespace.get("status") or {}).get("phase") == "Terminating"
+        return NotYet("the previous demo's namespace is still terminating") if terminating else True
+
+    await wait_for(usable, 120, what=f"namespace {NAMESPACE} to be usable")
+
+
+async def wait_pvc_bound(stage: Stage) -> None:
+    from raykube.controllers.ports import Resource  # noqa: PLC0415
+    from raykube.waiting import NotYet, wait_for  # noqa: PLC0415
+
+    claims = Resource("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims")
+
+    async def bound() -> bool | NotYet:
+        pvc = await stage.kube.get(claims, "ray-shared-data", NAMESPACE)
+        phase = (pvc.get("status") or {}).get("phase")
+        return phase == "Bound" or NotYet(f"PVC is {phase}")
+
+    await wait_for(bound, 60, what="the PVC to be Bound")
+
+
+async def cluster_state(stage: Stage) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    from raykube.controllers.ports import PODS, RAYCLUSTERS  # noqa: PLC0415
+
+    cluster = await stage.kube.get(RAYCLUSTERS, CLUSTER, NAMESPACE)
+    listed = await stage.kube.list(PODS, NAMESPACE, label_selector=f"ray.io/cluster={CLUSTER}")
+    return cluster, [p for p in listed.items if not p["metadata"].get("deletionTimestamp")]
+
+
+def _ready(pod: dict[str, Any]) -> bool:
+    status = pod.get("status") or {}
+    conditions = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
+    return status.get("phase") == "Running" and conditions.get("Ready") == "True"
+
+
+def summarise(cluster: dict[str, Any], pods: list[dict[str, Any]]) -> str:
+    kinds = {"head": [0, 0], "worker": [0, 0]}
+    for pod in pods:
+        entry = kinds.setdefault(pod["metadata"]["labels"].get("ray.io/node-type", "?"), [0, 0])
+        entry[0] += 1
+        entry[1] += _ready(pod)
+    state = (cluster.get("status") or {}).get("state") or "-"
+    return f"state {state}; head {kinds['head'][1]}/{kinds['head'][0]} ready; workers {kinds['worker'][1]}/" \
+           f"{kinds['worker'][0]} ready"  # fmt: skip
+
+
+async def wait_ready(stage: Stage, workers: int, within: float = 120) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Wait, with a live line, until the cluster is ready with 1 head + ``workers`` workers Running and Ready."""
+    from raykube.waiting import NotYet, wait_for  # noqa: PLC0415
+
+    with err.status("waiting for the RayCluster") as live:
+
+        async def ready() -> tuple[dict[str, Any], list[dict[str, Any]]] | NotYet:
+            cluster, pods = await cluster_state(stage)
+            line = summarise(cluster, pods)
+            live.update(f"waiting for the RayCluster: {line}")
+            heads = [p for p in pods if p["metadata"]["labels"].get("ray.io/node-type") == "head"]
+            workers_now = [p for p in pods if p["metadata"]["labels"].get("ray.io/node-type") == "worker"]
+            done = (
+                (cluster.get("status") or {}).get("state") == "ready"
+                and len(heads) == 1
+                and len(workers_now) == workers
+                and all(_ready(p) for p in pods)
+            )
+            return (cluster, pods) if done else NotYet(line)
+
+        return await wait_for(ready, within, what=f"1 head + {workers} workers Running and Ready")
+
+
+async def create_cluster(stage: Stage) -> None:
+    chapter("3. The RayCluster: 1 head + 2 workers")
+    stage.kubectl("apply", "-f", str(EXAMPLES / "04-raycluster.yaml"))
+    cluster, pods = await wait_ready(stage, WORKERS)
+    claim(f"{summarise(cluster, pods)}: 1 head + {WORKERS} workers Running and Ready")
+
+
+async def chapter_checks(stage: Stage) -> None:
+    chapter("4. The chapter's checks, and what they prove")
+    stage.kubectl("-n", NAMESPACE, "get", "raycluster", CLUSTER)
+    claim("the operator reconciled the RayCluster: its status says ready, with the desired workers available")
+    stage.kubectl("-n", NAMESPACE, "get", "pods", "-l", f"ray.io/cluster={CLUSTER}", "-o", "wide")
+    cluster, pods = await cluster_state(stage)
+    [head] = [p for p in pods if p["metadata"]["labels"]["ray.io/node-type"] == "head"]
+    nodes = {p["spec"].get("nodeName") for p in pods}
+    claim(f"the controller created the Pods directly (no Deployment), scheduled onto {len(nodes)} node(s)")
+    service = f"{CLUSTER}-head-svc"
+    stage.kubectl("-n", NAMESPACE, "get", "svc", service)
+    stage.kubectl("-n", NAMESPACE, "get", "endpointslices", "-l", f"kubernetes.io/service-name={service}")
+    slices = json.loads(stage.kubectl("-n", NAMESPACE, "get", "endpointslices", "-l",
+                                      f"kubernetes.io/service-name={service}", "-o", "json", show=False))  # fmt: skip
+    addresses = [a for s in slices["items"] for e in s.get("endpoints") or [] for a in e.get("addresses") or []]
+    head_ip = head["status"].get("podIP")
+    if addresses != [head_ip]:
+        raise DemoFailed(f"the head Service's endpoints are {addresses}, not the head Pod's IP {head_ip}")
+    claim(f"the head Service's endpoint is the head Pod's IP {head_ip}: workers reach the GCS through "
+          f"{service}:6379")  # fmt: skip
+    if (cluster.get("status") or {}).get("head", {}).get("serviceIP") != head_ip:
+        raise DemoFailed("status.head.serviceIP is not the head Pod IP of the headless Service")
+    claim("status.head.serviceIP is that IP too: the head Service is headless, as KubeRay makes it")
+
+
+async def doctor_healthy(stage: Stage, title: str) -> None:
+    chapter(title)
+    code, _ = stage.doctor()
+    if code != 0:
+        raise DemoFailed(f"raykube doctor found problems in a cluster that should be healthy (exit {code})")
+    claim("doctor: healthy (exit 0)")
+
+
+# ---------------------------------------------------------------------------------------------------- act two
+def unschedulable(pod: dict[str, Any]) -> bool:
+    """Pending because the scheduler found no node: condition PodScheduled=False, reason Unschedulable."""
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "PodScheduled" and c.get("reason") == "Unschedulable" for c in conditions)
+
+
+async def break_and_fix(stage: Stage) -> None:
+    from raykube.controllers.ports import RAYCLUSTERS  # noqa: PLC0415
+    from raykube.waiting import NotYet, wait_for  # noqa: PLC0415
+
+    chapter(f"6. Break it: {TOO_MANY_WORKERS} workers, more than the nodes hold")
+    patch = json.dumps(
+        [
+            {"op": "replace", "path": "/spec/workerGroupSpecs/0/maxReplicas", "value": TOO_MANY_WORKERS},
+            {"op": "replace", "path": "/spec/workerGroupSpecs/0/replicas", "value": TOO_MANY_WORKERS},
+        ]
+    )
+    stage.kubectl("-n", NAMESPACE, "patch", "raycluster", CLUSTER, "--type=json", "-p", patch)
+
+    async def pending() -> list[dict[str, Any]] | NotYet:
+        _, pods = await cluster_state(stage)
+        stuck = [p for p in pods if unschedulable(p)]
+        return stuck or NotYet(f"{len(pods)} pods, none marked Unschedulable by the scheduler yet")
+
+    stuck = await wait_for(pending, 60, what="workers to be Pending for lack of CPU")
+    stage.kubectl(
+        "-n", NAMESPACE, "get", "pods", "-l", f"ray.io/cluster={CLUSTER}", "--field-selector=status.phase=Pending"
+    )
+    name = stuck[0]["metadata"]["name"]
+
+    async def scheduling_event() -> str | NotYet:
+        text = stage.kubectl("-n", NAMESPACE, "get", "events", f"--field-selector=involvedObject.name={name}",
+                             "-o", "json", show=False)  # fmt: skip
+        messages = [e.get("message", "") for e in json.loads(text)["items"] if e.get("reason") == "FailedScheduling"]
+        return messages[0] if messages else NotYet("no FailedScheduling event yet")
+
+    message = await wait_for(scheduling_event, 60, what="the scheduler's FailedScheduling event")
+    out.print(f"[bold]$ kubectl -n {NAMESPACE} describe pod {name}[/bold]  [dim](its event)[/dim]")
+    out.print(f"  Warning  FailedScheduling  {escape(message)}", highlight=False)
+    _, pods = await cluster_state(stage)
+    stuck = [p for p in pods if unschedulable(p)]
+    claim(f"{len(stuck)} worker(s) Pending: the symptom the chapter calls 'RayCluster stuck Pending'")
+
+    chapter("7. raykube doctor names the root cause")
+    code, _ = stage.doctor()
+    if code == 0:
+        raise DemoFailed("raykube doctor called a cluster with Pending workers healthy")
+    _, report = stage.doctor("-o", "json", show=False)
+    parsed = json.loads(report)
+    root_ids = {i for target in parsed.get("targets", []) for i in target.get("rootCauses", [])}
+    codes = {str(f.get("code", "")) for f in parsed.get("findings", []) if f.get("id") in root_ids}
+    if not any("UNSCHEDULABLE" in c or "INSUFFICIENT" in c for c in codes):
+        raise DemoFailed(f"doctor's root causes {sorted(codes)} do not name the lack of capacity")
+    claim(f"doctor's root cause: {', '.join(sorted(codes))} (exit {code})")
+
+    chapter(f"8. Fix it: back to {WORKERS} workers")
+    patch = json.dumps(
+        [
+            {"op": "replace", "path": "/spec/workerGroupSpecs/0/replicas", "value": WORKERS},
+            {"op": "replace", "path": "/spec/workerGroupSpecs/0/maxReplicas", "value": MAX_WORKERS},
+        ]
+    )
+    stage.kubectl("-n", NAMESPACE, "patch", "raycluster", CLUSTER, "--type=json", "-p", patch)
+    cluster, pods = await wait_ready(stage, WORKERS)
+    claim(f"{summarise(cluster, pods)}: recovered")
+    await stage.kube.get(RAYCLUSTERS, CLUSTER, NAMESPACE)
+
+
+# ---------------------------------------------------------------------------------------------------- ending
+async def clean_up(stage: Stage) -> None:
+    from raykube.controllers.ports import NAMESPACES, ApiError  # noqa: PLC0415
+
+    chapter("Cleaning up (the sandbox stays up)")
+    try:
+        await stage.kube.delete(NAMESPACES, NAMESPACE)
+    except ApiError as exc:
+        if not exc.not_found:
+            raise
+    await wait_namespace_gone(stage)
+    if await stage.sandbox.stop_extra(OPERATOR_PROCESS):
+        claim("stopped the local operator process")
+    claim(f"deleted namespace {NAMESPACE}")
+
+
+async def wait_namespace_gone(stage: Stage) -> None:
+    from raykube.controllers.ports import NAMESPACES, ApiError  # noqa: PLC0415
+    from raykube.waiting import NotYet, wait_for  # noqa: PLC0415
+
+    async def gone() -> bool | NotYet:
+        try:
+            await stage.kube.get(NAMESPACES, NAMESPACE)
+        except ApiError as exc:
+            if exc.not_found:
+                return True
+            raise
+        return NotYet("namespace still terminating")
+
+    await wait_for(gone, 120, what=f"namespace {NAMESPACE} to be deleted")
+
+
+def how_to_reach(stage: Stage, name: str) -> None:
+    flag = "" if name == "default" else f" --name {name}"
+    out.print()
+    out.print("Everything is still running. To look around:")
+    out.print(f'  eval "$(uv run raykube sandbox env{flag})"   # KUBECONFIG and the sandbox\'s kubectl')
+    out.print(f"  kubectl -n {NAMESPACE} get raycluster,pods,svc,endpointslices")
+    out.print(f"  uv run raykube doctor raycluster/{CLUSTER} -n {NAMESPACE}")
+    out.print(f"Operator log: {stage.sandbox.layout.log(OPERATOR_PROCESS)}")
+    out.print(f"Stop everything with `make demo-down` (or `uv run raykube sandbox down{flag}`).")
+
+
+async def play(stage: Stage, *, keep: bool, name: str) -> None:
+    await install_operator(stage)
+    await create_objects(stage)
+    await create_cluster(stage)
+    await chapter_checks(stage)
+    await doctor_healthy(stage, "5. raykube doctor on the healthy cluster")
+    await break_and_fix(stage)
+    await doctor_healthy(stage, "9. raykube doctor after the fix")
+    if keep:
+        how_to_reach(stage, name)
+    else:
+        await clean_up(stage)
 
 
 def demo(
     name: NameOption = "default",
     port_base: Annotated[int, typer.Option(help="First of the sandbox's seven 127.0.0.1 ports.")] = DEFAULT_PORT_BASE,
+    keep: Annotated[bool, typer.Option(help="Leave the RayCluster and the operator running at the end.")] = False,
 ) -> None:
-    """Bring the local Kubernetes up (building it the first time) and show `kubectl get nodes`."""
+    """The seed chapter's deployment on the local Kubernetes: operator, Secret, ConfigMap, PVC, a RayCluster of
+    1 head + 2 workers, the chapter's checks, doctor; then break it, diagnose, fix."""
+    from raykube.runtime.kube import Kube  # noqa: PLC0415
+    from raykube.sandbox.cluster import Sandbox  # noqa: PLC0415
+
     try:
         config = SandboxConfig(name=name, ports=Ports.from_base(port_base))
     except ValueError as exc:
         fail(str(exc), code=2)
     result = bring_up(config)
-    kubectl = Binaries.from_cache().kubectl
-    command = [str(kubectl), "get", "nodes", "-o", "wide"]
-    err.print("\n[bold]$ kubectl get nodes -o wide[/bold]")
-    completed = subprocess.run(command, env={**os.environ, "KUBECONFIG": str(result.kubeconfig)}, check=False)
-    if completed.returncode != 0:
-        fail(f"kubectl get nodes failed (exit {completed.returncode})")
+    sandbox = Sandbox.named(name)
+
+    async def run() -> None:
+        kube = Kube.from_config(result.kubeconfig)
+        try:
+            await play(Stage(sandbox, result.kubeconfig, kube), keep=keep, name=name)
+        finally:
+            await kube.close()
+
+    try:
+        asyncio.run(run())
+    except (DemoFailed, SandboxError) as exc:
+        fail(f"the demo stopped: {exc}")
     out.print()
-    out.print("Use it yourself:")
-    flag = "" if name == "default" else f" --name {name}"
-    out.print(f'  eval "$(uv run raykube sandbox env{flag})"   # KUBECONFIG and the sandbox\'s kubectl')
-    out.print("  kubectl get nodes")
-    out.print(f"Stop it with `make demo-down` (or `uv run raykube sandbox down{flag}`).")
+    out.print("[bold green]The demo finished: every check above held.[/bold green]")
