@@ -155,6 +155,16 @@ async def test_the_redis_cleanup_finalizer_runs_the_cleanup_job_before_the_clust
 
     await runtime_kube.delete(RAYCLUSTERS, "ft", namespace)
 
+    async def cleanup_job() -> dict[str, Any] | NotYet:
+        try:  # read it while it exists: it is owned by the RayCluster, so GC removes it once the cluster goes
+            return await runtime_kube.get(JOBS, "ft-redis-cleanup", namespace)
+        except ApiError as exc:
+            if exc.not_found:
+                return NotYet("no cleanup Job yet")
+            raise
+
+    job = await wait_for(cleanup_job, 60, what="the Redis cleanup Job")
+
     async def cleaned() -> bool | NotYet:
         try:
             await runtime_kube.get(RAYCLUSTERS, "ft", namespace)
@@ -163,7 +173,6 @@ async def test_the_redis_cleanup_finalizer_runs_the_cleanup_job_before_the_clust
         return NotYet("the RayCluster still exists")
 
     await wait_for(cleaned, 90, what="the cleanup Job to finish and the finalizer to go")
-    job = await runtime_kube.get(JOBS, "ft-redis-cleanup", namespace)  # owned, so GC removes it later
     assert job["spec"]["backoffLimit"] == 0
     assert job["spec"]["activeDeadlineSeconds"] == 300
     assert job["spec"]["template"]["metadata"]["labels"]["ray.io/node-type"] == "redis-cleanup"
