@@ -319,6 +319,20 @@ def test_other_kuberay_values_render_as_kuberay_renders_them() -> None:
     assert "--batch-scheduler=volcano" in container(render("--set", "batchScheduler.enabled=true"))["args"]
 
 
+def test_the_batch_scheduler_brings_its_rbac_rules() -> None:
+    """As KubeRay's chart: the podgroups rule only with batchScheduler volcano (name or the deprecated enabled)."""
+    volcano = rbac.policy_rules(rbac.operator_rules("volcano"))
+    assert volcano == rbac.policy_rules(rbac.OPERATOR_RULES) + rules_file("batch-scheduler-volcano-rules.yaml")
+    for values in (["--set", "batchScheduler.name=volcano"], ["--set", "batchScheduler.enabled=true"]):
+        (cluster_role,) = find(render(*values), "ClusterRole")
+        assert cluster_role["rules"] == volcano
+    (role,) = find(render("--set", "batchScheduler.name=volcano", "--set", "singleNamespaceInstall=true"), "Role",
+                   "kuberay-operator")  # fmt: skip
+    assert role["rules"] == volcano
+    (cluster_role,) = find(render("--set", "batchScheduler.name=yunikorn"), "ClusterRole")
+    assert cluster_role["rules"] == rbac.policy_rules(rbac.OPERATOR_RULES)
+
+
 def test_service_monitor_is_optional() -> None:
     assert not find(render(), "ServiceMonitor")
     objects = render("--set", "metrics.serviceMonitor.enabled=true", "--set", "metrics.serviceMonitor.namespace=mon")

@@ -20,4 +20,15 @@ def test_rules_allow_exactly_what_they_list() -> None:
     assert not rbac.allows(rbac.OPERATOR_RULES, "update", "", "pods")
     assert not rbac.allows(rbac.OPERATOR_RULES, "create", "apps", "pods")
     assert rbac.allows(rbac.OPERATOR_RULES, "patch", "ray.io", "rayclusters/status")
-    assert not rbac.allows(rbac.OPERATOR_RULES, "patch", "ray.io", "rayclusters")  # the spec is never written
+    assert not rbac.allows(rbac.OPERATOR_RULES, "update", "ray.io", "rayclusters")  # the spec is never replaced
+
+
+def test_batch_scheduler_rules_come_only_with_their_scheduler() -> None:
+    assert rbac.operator_rules() == rbac.OPERATOR_RULES
+    assert rbac.operator_rules("yunikorn") == rbac.OPERATOR_RULES  # YuniKorn creates nothing
+    assert not rbac.allows(rbac.OPERATOR_RULES, "create", "scheduling.volcano.sh", "podgroups")
+    volcano = rbac.operator_rules("volcano")
+    for verb in ("create", "list", "update", "watch"):
+        assert rbac.allows(volcano, verb, "scheduling.volcano.sh", "podgroups")
+    assert not rbac.allows(volcano, "delete", "scheduling.volcano.sh", "podgroups")  # the GC deletes them
+    assert (FILES / "batch-scheduler-volcano-rules.yaml").exists()

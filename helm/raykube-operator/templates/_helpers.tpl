@@ -126,12 +126,22 @@ singleNamespaceInstall, else empty (all namespaces). */}}
 {{- $_ := include "raykube-operator.batchScheduler" . -}}
 {{- end -}}
 
-{{/* The rules of a generated rules file (files/*.yaml, written by `raykube rbac generate`); fails when missing. */}}
+{{/* The rules of a generated rules file (files/*.yaml, written by `raykube rbac generate`); fails when missing.
+With "batch" true, the chosen batch scheduler's rules (files/batch-scheduler-<name>-rules.yaml, when that scheduler
+needs any) follow, as KubeRay's chart adds the podgroups rule for batchScheduler.name=volcano. */}}
 {{- define "raykube-operator.rules" -}}
 {{- $text := .context.Files.Get .file -}}
 {{- $rules := fromYamlArray $text -}}
 {{- if not $rules -}}
 {{- fail (printf "%s is missing or empty: run `raykube rbac generate`" .file) -}}
+{{- end -}}
+{{- if .batch -}}
+{{- with (include "raykube-operator.batchScheduler" .context) -}}
+{{- $extra := $.context.Files.Get (printf "files/batch-scheduler-%s-rules.yaml" .) -}}
+{{- if $extra -}}
+{{- $rules = concat $rules (fromYamlArray $extra) -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 rules:
 {{ toYaml $rules | trim }}

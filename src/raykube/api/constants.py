@@ -598,3 +598,52 @@ AUTOSCALER_ROLE_RULES: Final = (
 )
 # KubeRay utils/constant.go: "false" turns off the GCS FT Redis cleanup finalizer and Job.
 ENABLE_GCS_FT_REDIS_CLEANUP_ENV: Final = "ENABLE_GCS_FT_REDIS_CLEANUP"
+
+# --- Batch schedulers (KubeRay batchscheduler/*, main.go --batch-scheduler; docs.ray.io "KubeRay integration with
+# Volcano" / "... with Apache YuniKorn"; volcano.sh/apis; yunikorn-k8shim) ---------------------------------------
+
+# KubeRay main.go --batch-scheduler / Configuration.batchScheduler: the plugin names KubeRay v1.6.1 accepts.
+BATCH_SCHEDULER_VOLCANO: Final = "volcano"
+BATCH_SCHEDULER_YUNIKORN: Final = "yunikorn"
+BATCH_SCHEDULER_KAI: Final = "kai-scheduler"
+BATCH_SCHEDULER_SCHEDULER_PLUGINS: Final = "scheduler-plugins"
+KUBERAY_BATCH_SCHEDULERS: Final = (
+    BATCH_SCHEDULER_VOLCANO,
+    BATCH_SCHEDULER_YUNIKORN,
+    BATCH_SCHEDULER_KAI,
+    BATCH_SCHEDULER_SCHEDULER_PLUGINS,
+)
+# KubeRay utils/constant.go RayPriorityClassName: RayCluster label → PodGroup priorityClassName, copied onto Pods.
+RAY_PRIORITY_CLASS_NAME_LABEL: Final = "ray.io/priority-class-name"
+# KubeRay utils/constant.go RayGangSchedulingEnabled: present (any value) turns on YuniKorn task groups.
+RAY_GANG_SCHEDULING_ENABLED_LABEL: Final = "ray.io/gang-scheduling-enabled"
+# KubeRay utils/constant.go RaySchedulerName: per-cluster scheduler label of KubeRay < v1.5; v1.6.1 ignores it.
+RAY_SCHEDULER_NAME_LABEL: Final = "ray.io/scheduler-name"
+# volcano.sh/apis scheduling/v1beta1: the PodGroup API KubeRay's Volcano plugin writes.
+VOLCANO_SCHEDULING_GROUP: Final = "scheduling.volcano.sh"
+VOLCANO_PODGROUP_API_VERSION: Final = "scheduling.volcano.sh/v1beta1"
+KIND_VOLCANO_PODGROUP: Final = "PodGroup"
+VOLCANO_PODGROUPS_PLURAL: Final = "podgroups"
+# volcano.sh/apis scheduling/v1beta1 PodGroupPending: the phase KubeRay writes into a new PodGroup.
+VOLCANO_PODGROUP_PHASE_PENDING: Final = "Pending"
+# KubeRay volcano plugin: PodGroup name "ray-<cluster or originating RayJob>-pg".
+VOLCANO_PODGROUP_NAME_FORMAT: Final = "ray-{name}-pg"
+# KubeRay volcano QueueNameLabelKey: RayCluster label → PodGroup spec.queue, copied onto Pods.
+VOLCANO_QUEUE_NAME_LABEL: Final = "volcano.sh/queue-name"
+# KubeRay volcano NetworkTopologyModeLabelKey / ...HighestTierAllowedLabelKey (kuberay#4105): PodGroup networkTopology.
+VOLCANO_NETWORK_TOPOLOGY_MODE_LABEL: Final = "volcano.sh/network-topology-mode"
+VOLCANO_NETWORK_TOPOLOGY_HIGHEST_TIER_LABEL: Final = "volcano.sh/network-topology-highest-tier-allowed"
+# volcano.sh/apis scheduling/v1beta1 KubeGroupNameAnnotationKey: the Pod's PodGroup.
+VOLCANO_GROUP_NAME_ANNOTATION: Final = "scheduling.k8s.io/group-name"
+# volcano.sh/apis batch/v1alpha1 TaskSpecKey: the Pod's task (KubeRay: headgroup or the worker group's name).
+VOLCANO_TASK_SPEC_ANNOTATION: Final = "volcano.sh/task-spec"
+# KubeRay yunikorn plugin RayApplicationIDLabelName / RayApplicationQueueLabelName: RayCluster labels users set.
+YUNIKORN_APP_ID_LABEL: Final = "yunikorn.apache.org/app-id"
+YUNIKORN_QUEUE_LABEL: Final = "yunikorn.apache.org/queue"
+# KubeRay yunikorn plugin YuniKornPodApplicationIDLabelName / YuniKornPodQueueLabelName: the Pod labels the
+# yunikorn-k8shim reads (KubeRay translates the two labels above into these).
+YUNIKORN_POD_APPLICATION_ID_LABEL: Final = "applicationId"
+YUNIKORN_POD_QUEUE_LABEL: Final = "queue"
+# KubeRay yunikorn plugin / yunikorn-k8shim: the task groups of a gang (JSON) and the Pod's own task group.
+YUNIKORN_TASK_GROUPS_ANNOTATION: Final = "yunikorn.apache.org/task-groups"
+YUNIKORN_TASK_GROUP_NAME_ANNOTATION: Final = "yunikorn.apache.org/task-group-name"

@@ -51,6 +51,21 @@ OPERATOR_RULES: tuple[Rule, ...] = (
     Rule(c.API_GROUP, ("rayclusters/finalizers",), ("update",)),
 )
 
+# What the --batch-scheduler plugins add (raykube.build.batch): their objects are created, watched (KubeRay ``Owns``)
+# and updated. Granted only when that scheduler is chosen, as KubeRay's chart grants podgroups only for
+# batchScheduler.name=volcano (or the deprecated batchScheduler.enabled). YuniKorn creates nothing.
+BATCH_SCHEDULER_RULES: Mapping[str, tuple[Rule, ...]] = {
+    c.BATCH_SCHEDULER_VOLCANO: (
+        Rule(c.VOLCANO_SCHEDULING_GROUP, (c.VOLCANO_PODGROUPS_PLURAL,), ("create", "list", "update", "watch")),
+    ),
+}
+
+
+def operator_rules(batch_scheduler: str = "") -> tuple[Rule, ...]:
+    """The operator's rules with ``--batch-scheduler=<batch_scheduler>`` ("" for none)."""
+    return OPERATOR_RULES + BATCH_SCHEDULER_RULES.get(batch_scheduler, ())
+
+
 # What leader election calls, in the leader-election namespace only (raykube.runtime.leader).
 LEADER_ELECTION_RULES: tuple[Rule, ...] = (
     Rule("coordination.k8s.io", ("leases",), ("create", "get", "update")),

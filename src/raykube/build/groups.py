@@ -121,3 +121,17 @@ def desired_resources(spec: RayClusterSpec) -> dict[str, Quantity]:
             added = multiply(quantity, times)
             total[name] = total[name] + added if name in total else added
     return total
+
+
+def min_resources(spec: RayClusterSpec) -> dict[str, Quantity]:
+    """``CalculateMinResources``: the head Pod's resources plus, for every group that is not suspended, its Pod's
+    resources ``minReplicas * numOfHosts`` times (what a batch scheduler must reserve when the autoscaler is on)."""
+    total = dict(pod_resources(spec.head_group_spec.template))
+    for group in _groups(spec):
+        if _suspended(group):
+            continue
+        times = int32(group.min_replicas * group.num_of_hosts)
+        for name, quantity in pod_resources(group.template).items():
+            added = multiply(quantity, times)
+            total[name] = total[name] + added if name in total else added
+    return total

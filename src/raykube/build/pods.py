@@ -15,8 +15,8 @@ Build order, head: template copy → name/namespace → group ``resources``/``la
 missing rayStartParams → annotations → autoscaler (``no-monitor``, service account, sidecar, v2 env and restartPolicy)
 → GCS fault tolerance → metrics port → token auth → operator head sidecars → default Pod labels/annotations →
 ``BuildPod`` (``ray.io/serve``, ``/dev/shm``, ``/tmp/ray``, command and args, init-container env, Ray container env,
-probes) → the recreate hash and KubeRay version annotations → owner reference. Workers: the same, with the
-``wait-gcs-ready`` init container first and the multi-host labels after the labels.
+probes) → the recreate hash and KubeRay version annotations → owner reference → batch-scheduler metadata. Workers:
+the same, with the ``wait-gcs-ready`` init container first and the multi-host labels after the labels.
 
 Where KubeRay v1.6.1 differs from the research (read at v1.7.0-rc), v1.6.1 is followed:
 
@@ -46,9 +46,13 @@ kept; identical to v1.6.1 unless a user changes ``dashboard-port`` or ``dashboar
 Quantities are passed through as written, except the ``shared-mem`` sizeLimit, which is derived and written in the
 canonical form the API server stores (``5Gi``, ``40G``).
 
+Batch schedulers: when ``BuildOptions.batch_scheduler`` names one, its plugin (:mod:`raykube.build.batch`) adds its
+labels, annotations and ``schedulerName`` last, after the owner reference, as KubeRay's ``createHeadPod`` /
+``createWorkerPod`` call ``AddMetadataToChildResource`` on the built Pod (group ``headgroup`` or the worker group's
+name).
+
 Left out: TLS (``tlsOptions``, ``wait-for-tls-ip-san``), the history-server collector and the RocksDB GCS backend, all
-later than v1.6.1 and absent from its CRD; batch-scheduler metadata (Volcano, Yunikorn, KAI) is the scheduler
-plugins' business, not the Pod builders'.
+later than v1.6.1 and absent from its CRD.
 """
 
 from __future__ import annotations
@@ -71,7 +75,7 @@ from raykube.api.raycluster import (
     WorkerGroupSpec,
 )
 from raykube.api.resources import RayCluster
-from raykube.build import names
+from raykube.build import batch, names
 from raykube.build.command import (
     container_command,
     generate_ray_start_command,
@@ -196,7 +200,7 @@ def head_pod(cluster: RayCluster, options: BuildOptions) -> dict[str, Any]:
     pod_annotations: dict[str, str] = pod["metadata"].setdefault("annotations", {})
     pod_annotations[c.RAY_UPGRADE_STRATEGY_RECREATE_HASH_ANNOTATION] = cluster_spec_hash(ctx.spec)
     pod_annotations[c.RAY_KUBERAY_VERSION_ANNOTATION] = options.kuberay_version
-    return pod
+    return batch.decorate_pod(options.batch_scheduler, cluster, c.HEAD_GROUP_NAME, pod)
 
 
 def worker_pod(
@@ -238,7 +242,8 @@ def worker_pod(
     if ctx.auth is not None:
         _add_token_auth(ctx, spec, ctx.auth)
     _append_copies(spec, options.worker_sidecar_containers)
-    return _build_pod(ctx, meta, annotations, spec, params, head=False, autoscaling=is_autoscaling_enabled(ctx.spec))
+    pod = _build_pod(ctx, meta, annotations, spec, params, head=False, autoscaling=is_autoscaling_enabled(ctx.spec))
+    return batch.decorate_pod(options.batch_scheduler, cluster, group.group_name, pod)
 
 
 def should_delete_pod(pod: Mapping[str, Any]) -> bool:

@@ -14,6 +14,7 @@ def operator(ctx: typer.Context) -> None:
     from raykube.cli.output import fail  # noqa: PLC0415 - heavy imports load per command
     from raykube.runtime import logs  # noqa: PLC0415
     from raykube.runtime.config import FLAGS_HELP, ConfigError, parse_flags  # noqa: PLC0415
+    from raykube.runtime.manager import StartupError  # noqa: PLC0415
     from raykube.runtime.operator import run_until_signalled  # noqa: PLC0415
 
     try:
@@ -24,5 +25,8 @@ def operator(ctx: typer.Context) -> None:
         typer.echo(FLAGS_HELP)
         return
     logs.configure(config.log_stdout_encoder, config.log_file_path, config.log_file_encoder)
-    status = asyncio.run(run_until_signalled(config))
+    try:
+        status = asyncio.run(run_until_signalled(config))
+    except StartupError as exc:
+        fail(str(exc), code=1)
     raise typer.Exit(status)

@@ -20,11 +20,15 @@ def rendered() -> dict[str, str]:
     """File name -> YAML text of each rules list, as the Helm chart includes them."""
     from raykube.api import rbac  # noqa: PLC0415 - keep CLI start-up light
 
-    return {
+    files = {
         "operator-rules.yaml": HEADER + yaml.safe_dump(rbac.policy_rules(rbac.OPERATOR_RULES), sort_keys=False),
         "leader-election-rules.yaml": HEADER
         + yaml.safe_dump(rbac.policy_rules(rbac.LEADER_ELECTION_RULES), sort_keys=False),
     }
+    # Added to the operator's rules when the chart's batchScheduler picks that scheduler.
+    for name, rules in rbac.BATCH_SCHEDULER_RULES.items():
+        files[f"batch-scheduler-{name}-rules.yaml"] = HEADER + yaml.safe_dump(rbac.policy_rules(rules), sort_keys=False)
+    return files
 
 
 @app.command()

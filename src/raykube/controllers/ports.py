@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from raykube.api import constants as c
+from raykube.build.batch import ObjectKind
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,11 @@ INGRESSES = Resource("networking.k8s.io", "v1", "Ingress", "ingresses")
 RAYCLUSTERS = Resource(c.API_GROUP, "v1", c.KIND_RAYCLUSTER, "rayclusters")
 RAYJOBS = Resource(c.API_GROUP, "v1", c.KIND_RAYJOB, "rayjobs")
 RAYSERVICES = Resource(c.API_GROUP, "v1", c.KIND_RAYSERVICE, "rayservices")
+
+
+def resource_of(kind: ObjectKind) -> Resource:
+    """The ``Resource`` of a type a batch scheduler plugin creates (Volcano's PodGroup)."""
+    return Resource(kind.group, kind.version, kind.kind, kind.plural)
 
 
 class ApiError(Exception):

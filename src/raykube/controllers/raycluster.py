@@ -9,7 +9,9 @@ caused it, so a missed or duplicated event costs nothing but a pass. The pass fo
    nothing else. Being deleted → nothing (owner references let the garbage collector remove the children).
 3. The head Service (created once, never updated: a user's edits to it are not fought over), the headless worker
    Service of multi-host groups, the serve Service when asked for by annotation.
-4. Pods: suspend (delete all, then stop), Recreate upgrades, the head Pod, then each worker group in spec order:
+4. Pods: suspend (delete all, then stop), Recreate upgrades, the batch scheduler's objects (Volcano's PodGroup:
+   created if missing, its ``minMember``/``minResources`` kept in step; ``raykube.build.batch``), the head Pod, then
+   each worker group in spec order:
    unhealthy Pods, ``scaleStrategy.workersToDelete`` (deleted every pass, never cleared: the autoscaler owns the
    list), then create or delete to reach ``clamp(replicas, min, max) * numOfHosts``. Surplus Pods are deleted only
    when in-tree autoscaling is off. Pods with a deletionTimestamp are not counted. Scale expectations keep a lagging
@@ -34,12 +36,12 @@ from raykube.api import constants as c
 from raykube.api.raycluster import WorkerGroupSpec
 from raykube.api.resources import RayCluster
 from raykube.api.validation import FieldError, validate_raycluster
-from raykube.build import groups, pods, services, status
+from raykube.build import batch, groups, pods, services, status
 from raykube.build.options import BuildOptions
 from raykube.build.patch import merge_patch
 from raykube.controllers.children import ChildError, Children
 from raykube.controllers.expectations import ScaleExpectations
-from raykube.controllers.ports import PODS, RAYCLUSTERS, SERVICES, Api, ApiError, Cache, Recorder
+from raykube.controllers.ports import PODS, RAYCLUSTERS, SERVICES, Api, ApiError, Cache, Recorder, resource_of
 
 log = logging.getLogger(__name__)
 
@@ -289,6 +291,7 @@ class RayClusterReconciler:
                     self.recorder.event(obj, NORMAL, "DeletedPod", "Delete", note)
                     return
 
+        await self._reconcile_batch_objects(obj, cluster)
         waiting = not await self._reconcile_head(obj, cluster, heads)
         for index, group in enumerate(spec.worker_group_specs or []):
             group_pods = [
@@ -303,6 +306,28 @@ class RayClusterReconciler:
             await self._reconcile_group(obj, cluster, index, group_pods)
         if waiting:
             raise _NotYet
+
+    async def _reconcile_batch_objects(self, obj: Mapping[str, Any], cluster: RayCluster) -> None:
+        """KubeRay ``DoBatchSchedulingOnSubmission``: the batch scheduler's objects exist, and are in step, before
+        any Pod is created. A failure fails the pass (no event, as in KubeRay); the retry comes with back-off."""
+        plugin = batch.get(self.options.batch_scheduler)
+        if plugin is None:
+            return
+        namespace = str(_meta(obj)["namespace"])
+        try:
+            desired = plugin.objects(cluster)
+        except batch.BatchSchedulingError as exc:
+            raise ReconcileError(str(exc)) from exc
+        kinds = {(kind.api_version, kind.kind): kind for kind in plugin.kinds}
+        for body in desired:
+            res = resource_of(kinds[(body["apiVersion"], body["kind"])])
+            live = self.cache.get(res, namespace, _name(body))
+            if live is None:
+                await self._create(obj, res, body)  # AlreadyExists: the cache has not seen it yet
+                continue
+            update = plugin.updated(live, body)
+            if update is not None:
+                await self.api.replace(res, _name(body), update, namespace)  # 409 if stale: the pass is retried
 
     async def _reconcile_head(
         self, obj: Mapping[str, Any], cluster: RayCluster, heads: Sequence[Mapping[str, Any]]

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.alias_generators import to_camel
 
 from raykube.api import constants as c
+from raykube.build import batch as batch_schedulers
 
 CONFIG_API_VERSION = "config.ray.io/v1alpha1"
 CONFIG_KIND = "Configuration"
@@ -143,7 +144,9 @@ Runs the RayCluster controller, with KubeRay's flags (Go syntax: --flag=value, -
   --log-stdout-encoder json|console   log format on stdout (default json)
   --log-file-path PATH                also log to this file (--log-file-encoder json|console)
   --enable-metrics[=BOOL]             serve Prometheus metrics on --metrics-addr (default false)
-  --batch-scheduler NAME              accepted for compatibility; batch schedulers are not implemented yet
+  --batch-scheduler NAME              volcano or yunikorn: their Pod metadata (and Volcano PodGroups); KubeRay's
+                                      kai-scheduler and scheduler-plugins are refused (not implemented yet)
+  --enable-batch-scheduler[=BOOL]     deprecated spelling of --batch-scheduler=volcano
   --config FILE                       a config.ray.io/v1alpha1 Configuration; other flags then ignored
   --kubeconfig FILE                   kubeconfig (default: $KUBECONFIG, ~/.kube/config, then in-cluster)
 """
@@ -213,7 +216,9 @@ def load_config_file(path: Path) -> OperatorConfig:
         log_stdout_encoder=parsed.log_stdout_encoder or "json",
         log_file_path=parsed.log_file,
         log_file_encoder=parsed.log_file_encoder or "json",
-        batch_scheduler=parsed.batch_scheduler or ("volcano" if parsed.enable_batch_scheduler else ""),
+        batch_scheduler=_batch_scheduler(
+            parsed.batch_scheduler, enable=parsed.enable_batch_scheduler, source=f"--config {path}"
+        ),
         enable_metrics=parsed.enable_metrics,
         use_kubernetes_proxy=parsed.use_kubernetes_proxy,
         delete_rayjob_after_job_finishes=parsed.delete_ray_job_after_job_finishes,
@@ -225,6 +230,28 @@ def load_config_file(path: Path) -> OperatorConfig:
         config_file=path,
     )
     return _checked(config, source=f"--config {path}")
+
+
+def _batch_scheduler(name: str, *, enable: bool, source: str) -> str:
+    """The batch scheduler plugin to run, checked as KubeRay's ``ValidateBatchSchedulerConfig`` checks it (same
+    messages), plus raykube's refusal of the KubeRay schedulers it does not implement yet: started anyway, the
+    operator would leave their Pods to the default scheduler and silently bypass the scheduler's queues and gangs."""
+    if enable and name:
+        raise ConfigError(
+            f"{source}: both feature flags enable-batch-scheduler (deprecated) and batch-scheduler are set. "
+            "Please use batch-scheduler only"
+        )
+    if enable:
+        return c.BATCH_SCHEDULER_VOLCANO
+    if not name or name in batch_schedulers.PLUGINS:
+        return name
+    implemented = ", ".join(sorted(batch_schedulers.PLUGINS))
+    if name in c.KUBERAY_BATCH_SCHEDULERS:
+        raise ConfigError(
+            f"{source}: batch scheduler {name!r} is a KubeRay batch scheduler raykube does not implement yet "
+            f"(implemented: {implemented}); refusing to start rather than leave the Pods to the default scheduler"
+        )
+    raise ConfigError(f"{source}: scheduler is not supported, name={name} (implemented: {implemented})")
 
 
 def _checked(config: OperatorConfig, source: str) -> OperatorConfig:
@@ -263,8 +290,10 @@ def parse_flags(args: Sequence[str]) -> OperatorConfig | None:
     def flag(value: str | None, option: str, *, default: bool) -> bool:
         return default if value is None else parse_bool(value, option)
 
-    batch = ns.batch_scheduler or (
-        "volcano" if flag(ns.enable_batch_scheduler, "--enable-batch-scheduler", default=False) else ""
+    batch = _batch_scheduler(
+        ns.batch_scheduler or "",
+        enable=flag(ns.enable_batch_scheduler, "--enable-batch-scheduler", default=False),
+        source="flags",
     )
     config = OperatorConfig(
         metrics_addr=ns.metrics_addr if ns.metrics_addr is not None else ":8080",

@@ -8,6 +8,10 @@ node types, as KubeRay's own cache is; Services), waits for their first lists, t
   annotation changes of the CR itself, so its own status writes do not cause another pass);
 * a Pod or Service event → the RayCluster named by its controller owner reference (``ray.io`` kind RayCluster).
 
+With a ``--batch-scheduler`` whose plugin creates objects (Volcano's PodGroups), those are watched too (KubeRay's
+``Owns``), and :meth:`Manager.preflight` first checks that the API server serves them: without Volcano's CRD the
+informer could never sync, so the operator stops at start-up with a message saying what to install.
+
 A worker takes a key, runs the reconciler, and requeues as it asks (``requeue_after``) or, on an error, with
 per-key exponential back-off. The queue never gives one key to two workers at once.
 """
@@ -24,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from raykube.api import constants as c
+from raykube.build import batch
 from raykube.build.options import BuildOptions
 from raykube.controllers.expectations import ScaleExpectations
 from raykube.controllers.ports import (
@@ -36,7 +41,9 @@ from raykube.controllers.ports import (
     SECRETS,
     SERVICE_ACCOUNTS,
     SERVICES,
+    ApiError,
     Resource,
+    resource_of,
 )
 from raykube.controllers.raycluster import CONTROLLER_NAME, RayClusterReconciler
 from raykube.runtime.events import EventRecorder
@@ -87,6 +94,10 @@ class InformerCache:
         return found
 
 
+class StartupError(RuntimeError):
+    """The operator cannot run as configured (the message says what to do)."""
+
+
 def _owner_cluster(obj: Mapping[str, Any] | None) -> Key | None:
     meta = (obj or {}).get("metadata") or {}
     for ref in meta.get("ownerReferences") or []:
@@ -130,6 +141,9 @@ class Manager:
         )
         self.stats = ReconcileStats()
         self.informers: list[Informer] = []
+        plugin = batch.get(self.options.batch_scheduler)
+        self.batch_resources = [resource_of(kind) for kind in (plugin.kinds if plugin else ())]
+        self._preflight_done = False
         for namespace in self.namespaces:
             clusters = Informer(kube, RAYCLUSTERS, namespace=namespace)
             pods = Informer(
@@ -146,6 +160,8 @@ class Manager:
                 Informer(kube, JOBS, namespace=namespace, label_selector=created_by),
                 Informer(kube, SECRETS, namespace=namespace, label_selector=c.RAY_CLUSTER_LABEL),
                 Informer(kube, INGRESSES, namespace=namespace, label_selector=c.RAY_CLUSTER_LABEL),
+                # The batch scheduler's objects (Volcano PodGroups): not labelled, so all of them, as KubeRay.
+                *(Informer(kube, res, namespace=namespace) for res in self.batch_resources),
             ]
             clusters.add_handler(self._on_cluster)
             for informer in (pods, svcs, *owned):
@@ -213,8 +229,30 @@ class Manager:
                 reconcile_context.reset(token)
                 self.queue.done(key)
 
+    async def preflight(self) -> None:
+        """Refuse to start when the batch scheduler's object types are not served (its CRDs are not installed)."""
+        if self._preflight_done:
+            return
+        namespace = self.namespaces[0]
+        for res in self.batch_resources:
+            try:
+                await self.kube.request("list", "GET", res, res.path(namespace), params={"limit": 1})
+            except ApiError as exc:
+                if not exc.not_found:
+                    raise StartupError(
+                        f"--batch-scheduler={self.options.batch_scheduler}: cannot list {res.plural}.{res.group}: "
+                        f"{exc} (the operator's RBAC needs list and watch on them)"
+                    ) from exc
+                raise StartupError(
+                    f"--batch-scheduler={self.options.batch_scheduler} needs {res.kind} objects "
+                    f"({res.plural}.{res.group}/{res.version}), which the API server does not serve: install "
+                    f"{self.options.batch_scheduler} (its CRDs) first, or run without --batch-scheduler"
+                ) from exc
+        self._preflight_done = True
+
     async def start_caches(self) -> None:
         """Start the informers and wait for their first lists (a standby keeps warm caches this way)."""
+        await self.preflight()
         if not self._tasks:
             self._tasks = [asyncio.create_task(i.run(), name=f"informer {i.res}") for i in self.informers]
         await asyncio.gather(*(i.synced.wait() for i in self.informers))

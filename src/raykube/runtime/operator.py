@@ -52,6 +52,7 @@ def build_options(config: OperatorConfig) -> BuildOptions:
         worker_sidecar_containers=config.worker_sidecar_containers,
         default_pod_labels=config.default_pod_labels,
         default_pod_annotations=config.default_pod_annotations,
+        batch_scheduler=config.batch_scheduler,
     )
 
 
@@ -106,11 +107,8 @@ class Operator:
     async def start(self) -> None:
         log.info("starting raykube operator", extra={"config": describe(self.config), "identity": self.identity})
         if self.config.batch_scheduler:
-            log.warning(
-                "batch scheduler %r is accepted for compatibility but not implemented; Pods are scheduled "
-                "by the default scheduler",
-                self.config.batch_scheduler,
-            )
+            log.info("batch scheduler %s: Ray Pods get its scheduling metadata", self.config.batch_scheduler)
+        await self.manager.preflight()  # StartupError before anything listens, e.g. Volcano's CRD missing
         await self.probes.start()
         if self.metrics_server is not None:
             await self.metrics_server.start()

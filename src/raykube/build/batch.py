@@ -1,0 +1,385 @@
+"""Batch schedulers: what KubeRay v1.6.1's ``--batch-scheduler`` plugins add to a RayCluster's Pods, and the extra
+objects (Volcano's PodGroup) they create around it.
+
+A plugin is pure, like every builder here: a :class:`~raykube.api.resources.RayCluster` in, objects out.
+
+* :meth:`BatchScheduler.decorate_pod` is KubeRay's ``AddMetadataToChildResource``: labels, annotations and
+  ``spec.schedulerName`` on a Pod the Pod builders made (``group`` is ``headgroup`` or the worker group's name). The
+  Pod builders call it last, when :class:`~raykube.build.options.BuildOptions` names a scheduler, so
+  ``pods.head_pod``/``pods.worker_pod`` return exactly what is POSTed.
+* :meth:`BatchScheduler.objects` is what ``DoBatchSchedulingOnSubmission`` keeps in the cluster: the objects to
+  create before any Pod (each with a controller owner reference to the RayCluster, so the garbage collector removes
+  them with it), and :meth:`BatchScheduler.updated` says how a live one is brought back in step.
+* :attr:`BatchScheduler.kinds` are the types of those objects, so the runtime can watch them (KubeRay ``Owns``) and
+  the RBAC rules (``raykube.api.rbac``) can grant them.
+
+One plugin per operator, chosen with ``--batch-scheduler`` (KubeRay v1.5+ applies it to every RayCluster; the
+``ray.io/scheduler-name`` label of older KubeRay versions is ignored, as v1.6.1 ignores it). Implemented:
+
+**volcano** — a PodGroup ``ray-<cluster>-pg`` (``scheduling.volcano.sh/v1beta1``) with ``minMember`` = head + the
+desired workers (``clamp(replicas, min, max) * numOfHosts`` over groups that are not suspended), or + the minimum
+workers when in-tree autoscaling is on; ``minResources`` = the head Pod's resources plus each group's Pod resources
+times ``replicas * numOfHosts`` (``minReplicas * numOfHosts`` with autoscaling), requests winning over limits per
+container, as ``status.desiredCPU`` is computed; ``queue`` from the cluster label ``volcano.sh/queue-name``,
+``priorityClassName`` from ``ray.io/priority-class-name``, ``networkTopology`` from
+``volcano.sh/network-topology-mode`` and ``volcano.sh/network-topology-highest-tier-allowed``; the cluster's
+annotations copied onto it; ``status.phase: Pending``. Kept in step afterwards: ``minMember`` and ``minResources``
+only (the other fields are set once, at creation). Pods get the annotations ``scheduling.k8s.io/group-name`` (the
+PodGroup) and ``volcano.sh/task-spec`` (their group), the cluster's ``volcano.sh/queue-name`` and
+``ray.io/priority-class-name`` labels, and ``schedulerName: volcano``. A RayCluster created by a RayJob
+(``ray.io/originated-from-crd: RayJob``) gets no PodGroup of its own: its Pods point at ``ray-<rayjob>-pg``, which
+KubeRay's RayJob controller makes (raykube has no RayJob controller yet).
+
+**yunikorn** — no objects. Pods get ``schedulerName: yunikorn`` and the labels ``applicationId`` and ``queue`` from
+the cluster's ``yunikorn.apache.org/app-id`` and ``yunikorn.apache.org/queue``. With the cluster label
+``ray.io/gang-scheduling-enabled`` (present, whatever its value) they also get ``yunikorn.apache.org/task-group-name``
+(their group) and ``yunikorn.apache.org/task-groups``: the cluster's own annotation of that name when it has one (a
+RayJob puts it there), else a JSON list with ``headgroup`` (``minMember`` 1) and one entry per worker group
+(``minMember`` = ``minReplicas * numOfHosts``), each with its Pod's ``minResource``, ``nodeSelector``, ``affinity``
+and ``tolerations``, serialised as Go's ``encoding/json`` does (KubeRay's field order, no spaces, ``<>&`` escaped).
+
+KubeRay's ``kai-scheduler`` and ``scheduler-plugins`` are not implemented; the operator refuses to start with them
+(``raykube.runtime.config``) rather than let their Pods go to the default scheduler unnoticed.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol
+
+from raykube.api import constants as c
+from raykube.api.resources import RayCluster
+from raykube.build import groups, names
+from raykube.build.quantity import Quantity, QuantityError, format_quantity, parse_quantity
+
+__all__ = [
+    "PLUGINS",
+    "BatchScheduler",
+    "BatchSchedulingError",
+    "ObjectKind",
+    "Volcano",
+    "YuniKorn",
+    "decorate_pod",
+    "get",
+    "go_json",
+]
+
+
+class BatchSchedulingError(ValueError):
+    """The cluster asks for something its scheduler's objects cannot express (the reconcile pass fails with it)."""
+
+
+@dataclass(frozen=True)
+class ObjectKind:
+    """A type of object a plugin creates: enough to address it (the controllers map it to a ``Resource``)."""
+
+    api_version: str
+    kind: str
+    plural: str
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rpartition("/")[0]
+
+    @property
+    def version(self) -> str:
+        return self.api_version.rpartition("/")[2]
+
+
+class BatchScheduler(Protocol):
+    """One ``--batch-scheduler`` plugin. Pure: no I/O, inputs never mutated."""
+
+    name: ClassVar[str]  # the --batch-scheduler value
+    kinds: ClassVar[tuple[ObjectKind, ...]]  # the types objects() returns
+
+    def decorate_pod(self, cluster: RayCluster, group: str, pod: Mapping[str, Any]) -> dict[str, Any]:
+        """``pod`` with this scheduler's labels, annotations and schedulerName (a new dict)."""
+        ...
+
+    def objects(self, cluster: RayCluster) -> list[dict[str, Any]]:
+        """The objects to create before the cluster's Pods (none when the scheduler needs none)."""
+        ...
+
+    def updated(self, live: Mapping[str, Any], desired: Mapping[str, Any]) -> dict[str, Any] | None:
+        """``live`` brought in step with ``desired`` (to PUT back), or None when nothing KubeRay syncs differs."""
+        ...
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Helpers
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def _labels(cluster: RayCluster) -> Mapping[str, str]:
+    labels: Mapping[str, str] = cluster.metadata.get("labels") or {}
+    return labels
+
+
+def _annotations(cluster: RayCluster) -> Mapping[str, str]:
+    annotations: Mapping[str, str] = cluster.metadata.get("annotations") or {}
+    return annotations
+
+
+def _copy_pod(pod: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str], dict[str, str], dict[str, Any]]:
+    """A deep copy of ``pod`` and its (created if missing) labels, annotations and spec."""
+    new = copy.deepcopy(dict(pod))
+    meta = new.setdefault("metadata", {})
+    return new, meta.setdefault("labels", {}), meta.setdefault("annotations", {}), new.setdefault("spec", {})
+
+
+def _tidy(pod: dict[str, Any]) -> dict[str, Any]:
+    """Drop the labels/annotations maps :func:`_copy_pod` added when nothing went into them."""
+    meta = pod["metadata"]
+    for key in ("labels", "annotations"):
+        if not meta.get(key):
+            meta.pop(key, None)
+    return pod
+
+
+def _copy_label(cluster: RayCluster, source: str, target: dict[str, str], key: str) -> None:
+    """KubeRay ``populateLabelsFromObject``: copy a cluster label to the Pod when it is set and not empty."""
+    value = _labels(cluster).get(source)
+    if value:
+        target[key] = value
+
+
+def _resource_map(resources: Mapping[str, Quantity]) -> dict[str, str]:
+    """A ``corev1.ResourceList`` as JSON: canonical quantities, keys sorted (Go marshals maps sorted)."""
+    return {name: format_quantity(resources[name]) for name in sorted(resources)}
+
+
+def go_json(value: Any) -> str:
+    """Go ``json.Marshal`` of already-ordered data: no spaces, non-ASCII as is, ``<``, ``>``, ``&``, U+2028 and
+    U+2029 escaped (they can only occur inside strings, so replacing them in the whole text is safe)."""
+    encoded = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    for char, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028")):
+        encoded = encoded.replace(char, escaped)
+    return encoded.replace("\u2029", "\\u2029")
+
+
+_GO_ATOI = re.compile(r"\A[+-]?[0-9]+\Z")
+_INT_BITS = 64  # Go's int on the 64-bit platforms KubeRay ships for
+
+
+def _go_atoi(text: str) -> int | None:
+    """Go ``strconv.Atoi``: an optionally signed decimal integer that fits a 64-bit int, else None."""
+    if not _GO_ATOI.match(text):
+        return None
+    value = int(text)
+    return value if -(2 ** (_INT_BITS - 1)) <= value < 2 ** (_INT_BITS - 1) else None
+
+
+def _resources_equal(live: Any, desired: Mapping[str, str]) -> bool:
+    """``quotav1.Equals``: the same resource names with equal quantities (by value, not by spelling)."""
+    if not isinstance(live, Mapping) or set(live) != set(desired):
+        return False
+    try:
+        return all(parse_quantity(live[name]).value == parse_quantity(desired[name]).value for name in desired)
+    except QuantityError:
+        return False
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Volcano
+# --------------------------------------------------------------------------------------------------------------------
+
+
+class Volcano:
+    """KubeRay's ``volcano`` plugin (``batchscheduler/volcano``): a PodGroup per RayCluster, Pods pointed at it."""
+
+    name: ClassVar[str] = c.BATCH_SCHEDULER_VOLCANO
+    scheduler_name: ClassVar[str] = c.BATCH_SCHEDULER_VOLCANO  # spec.schedulerName of the Pods
+    podgroup: ClassVar[ObjectKind] = ObjectKind(
+        c.VOLCANO_PODGROUP_API_VERSION, c.KIND_VOLCANO_PODGROUP, c.VOLCANO_PODGROUPS_PLURAL
+    )
+    kinds: ClassVar[tuple[ObjectKind, ...]] = (podgroup,)
+
+    @staticmethod
+    def podgroup_name(cluster: RayCluster) -> str:
+        """``ray-<name>-pg``; for a cluster a RayJob created, the RayJob's name (its PodGroup covers the submitter)."""
+        labels = _labels(cluster)
+        name = str(cluster.metadata.get("name") or "")
+        if labels.get(c.RAY_ORIGINATED_FROM_CRD_LABEL) == c.KIND_RAYJOB:
+            name = labels.get(c.RAY_ORIGINATED_FROM_CR_NAME_LABEL) or name
+        return c.VOLCANO_PODGROUP_NAME_FORMAT.format(name=name)
+
+    @staticmethod
+    def gang(cluster: RayCluster) -> tuple[int, dict[str, Quantity]]:
+        """``(minMember, minResources)``: head + desired workers and their resources, or the minimum ones when the
+        in-tree autoscaler is on (KubeRay ``calculatePodGroupParams``)."""
+        spec = cluster.spec
+        if spec is None:
+            raise BatchSchedulingError("the RayCluster has no spec")
+        if spec.enable_in_tree_autoscaling is True:
+            return groups.int32(groups.total_min_workers(spec) + 1), groups.min_resources(spec)
+        return groups.int32(groups.total_desired_workers(spec) + 1), groups.desired_resources(spec)
+
+    def decorate_pod(self, cluster: RayCluster, group: str, pod: Mapping[str, Any]) -> dict[str, Any]:
+        new, labels, annotations, spec = _copy_pod(pod)
+        _copy_label(cluster, c.VOLCANO_QUEUE_NAME_LABEL, labels, c.VOLCANO_QUEUE_NAME_LABEL)
+        _copy_label(cluster, c.RAY_PRIORITY_CLASS_NAME_LABEL, labels, c.RAY_PRIORITY_CLASS_NAME_LABEL)
+        annotations[c.VOLCANO_GROUP_NAME_ANNOTATION] = self.podgroup_name(cluster)
+        annotations[c.VOLCANO_TASK_SPEC_ANNOTATION] = group
+        spec["schedulerName"] = self.scheduler_name
+        return _tidy(new)
+
+    def objects(self, cluster: RayCluster) -> list[dict[str, Any]]:
+        if _labels(cluster).get(c.RAY_ORIGINATED_FROM_CRD_LABEL) == c.KIND_RAYJOB:
+            return []  # the RayJob's PodGroup (KubeRay's RayJob controller) covers this cluster
+        return [self.podgroup_object(cluster)]
+
+    def podgroup_object(self, cluster: RayCluster) -> dict[str, Any]:
+        """The PodGroup as KubeRay creates it (``createPodGroup``)."""
+        labels = _labels(cluster)
+        name = self.podgroup_name(cluster)
+        namespace = str(cluster.metadata.get("namespace") or "")
+        min_member, min_resources = self.gang(cluster)
+        spec: dict[str, Any] = {"minMember": min_member, "minResources": _resource_map(min_resources)}
+        if c.VOLCANO_NETWORK_TOPOLOGY_MODE_LABEL in labels:
+            mode = labels[c.VOLCANO_NETWORK_TOPOLOGY_MODE_LABEL]
+            topology: dict[str, Any] = {"mode": mode} if mode else {}
+            if c.VOLCANO_NETWORK_TOPOLOGY_HIGHEST_TIER_LABEL in labels:
+                text = labels[c.VOLCANO_NETWORK_TOPOLOGY_HIGHEST_TIER_LABEL]
+                tier = _go_atoi(text)
+                if tier is None:
+                    raise BatchSchedulingError(
+                        f"failed to convert {c.VOLCANO_NETWORK_TOPOLOGY_HIGHEST_TIER_LABEL} label to int: "
+                        f'strconv.Atoi: parsing "{text}": invalid syntax for podgroup {name} in namespace {namespace}'
+                    )
+                topology["highestTierAllowed"] = tier
+            spec["networkTopology"] = topology
+        if labels.get(c.VOLCANO_QUEUE_NAME_LABEL):
+            spec["queue"] = labels[c.VOLCANO_QUEUE_NAME_LABEL]
+        if labels.get(c.RAY_PRIORITY_CLASS_NAME_LABEL):
+            spec["priorityClassName"] = labels[c.RAY_PRIORITY_CLASS_NAME_LABEL]
+        owner = names.owner_reference(
+            c.KIND_RAYCLUSTER, str(cluster.metadata.get("name") or ""), str(cluster.metadata.get("uid") or "")
+        )
+        metadata: dict[str, Any] = {"name": name, "namespace": namespace, "ownerReferences": [owner]}
+        if _annotations(cluster):
+            metadata["annotations"] = dict(_annotations(cluster))
+        return {
+            "apiVersion": self.podgroup.api_version,
+            "kind": self.podgroup.kind,
+            "metadata": metadata,
+            "spec": spec,
+            "status": {"phase": c.VOLCANO_PODGROUP_PHASE_PENDING},
+        }
+
+    def updated(self, live: Mapping[str, Any], desired: Mapping[str, Any]) -> dict[str, Any] | None:
+        """KubeRay ``syncPodGroup``: only ``minMember`` and ``minResources`` are kept in step."""
+        live_spec = live.get("spec") or {}
+        want = desired.get("spec") or {}
+        if live_spec.get("minMember") == want["minMember"] and _resources_equal(
+            live_spec.get("minResources"), want["minResources"]
+        ):
+            return None
+        new = copy.deepcopy(dict(live))
+        new_spec = new.setdefault("spec", {})
+        new_spec["minMember"] = want["minMember"]
+        new_spec["minResources"] = dict(want["minResources"])
+        return new
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# YuniKorn
+# --------------------------------------------------------------------------------------------------------------------
+
+
+class YuniKorn:
+    """KubeRay's ``yunikorn`` plugin (``batchscheduler/yunikorn``): Pod labels, and task groups for gang scheduling."""
+
+    name: ClassVar[str] = c.BATCH_SCHEDULER_YUNIKORN
+    scheduler_name: ClassVar[str] = c.BATCH_SCHEDULER_YUNIKORN
+    kinds: ClassVar[tuple[ObjectKind, ...]] = ()
+
+    @staticmethod
+    def gang_scheduling(cluster: RayCluster) -> bool:
+        """KubeRay ``isGangSchedulingEnabled``: the label is present; its value is not looked at ("false" too)."""
+        return c.RAY_GANG_SCHEDULING_ENABLED_LABEL in _labels(cluster)
+
+    @staticmethod
+    def task_groups(cluster: RayCluster) -> list[dict[str, Any]]:
+        """KubeRay ``newTaskGroupsFromRayClusterSpec``: the head group, then every worker group in spec order."""
+        spec = cluster.spec
+        if spec is None:
+            raise BatchSchedulingError("the RayCluster has no spec")
+        entries = [_task_group(c.HEAD_GROUP_NAME, 1, spec.head_group_spec.template)]
+        for group in spec.worker_group_specs or []:
+            min_member = groups.int32(group.min_replicas * group.num_of_hosts)
+            entries.append(_task_group(group.group_name, min_member, group.template))
+        return entries
+
+    def task_groups_annotation(self, cluster: RayCluster) -> str:
+        """The ``yunikorn.apache.org/task-groups`` value: the cluster's own, else computed from its spec."""
+        own = _annotations(cluster).get(c.YUNIKORN_TASK_GROUPS_ANNOTATION)
+        return own or go_json(self.task_groups(cluster))
+
+    def decorate_pod(self, cluster: RayCluster, group: str, pod: Mapping[str, Any]) -> dict[str, Any]:
+        new, labels, annotations, spec = _copy_pod(pod)
+        _copy_label(cluster, c.YUNIKORN_APP_ID_LABEL, labels, c.YUNIKORN_POD_APPLICATION_ID_LABEL)
+        _copy_label(cluster, c.YUNIKORN_QUEUE_LABEL, labels, c.YUNIKORN_POD_QUEUE_LABEL)
+        spec["schedulerName"] = self.scheduler_name
+        if self.gang_scheduling(cluster):
+            annotations[c.YUNIKORN_TASK_GROUPS_ANNOTATION] = self.task_groups_annotation(cluster)
+            if group:
+                annotations[c.YUNIKORN_TASK_GROUP_NAME_ANNOTATION] = group
+        return _tidy(new)
+
+    def objects(self, cluster: RayCluster) -> list[dict[str, Any]]:
+        return []  # YuniKorn forms the gang from the Pods' annotations; nothing to create
+
+    def updated(self, live: Mapping[str, Any], desired: Mapping[str, Any]) -> dict[str, Any] | None:
+        return None
+
+
+def _task_group(name: str, min_member: int, template: Mapping[str, Any] | None) -> dict[str, Any]:
+    """One YuniKorn ``TaskGroup`` in the field order of KubeRay's Go struct (``minResource``, ``nodeSelector``,
+    ``affinity``, ``name``, ``tolerations``, ``minMember``), empty optional fields left out (``omitempty``)."""
+    pod_spec: Mapping[str, Any] = (template or {}).get("spec") or {}
+    entry: dict[str, Any] = {"minResource": _resource_map(groups.pod_resources(template))}
+    node_selector = pod_spec.get("nodeSelector")
+    if node_selector:
+        entry["nodeSelector"] = {key: node_selector[key] for key in sorted(node_selector)}
+    if pod_spec.get("affinity") is not None:
+        entry["affinity"] = pod_spec["affinity"]
+    entry["name"] = name
+    if pod_spec.get("tolerations"):
+        entry["tolerations"] = [_toleration(t) for t in pod_spec["tolerations"]]
+    entry["minMember"] = min_member
+    return entry
+
+
+_TOLERATION_FIELDS = ("key", "operator", "value", "effect", "tolerationSeconds")  # corev1.Toleration field order
+
+
+def _toleration(toleration: Mapping[str, Any]) -> dict[str, Any]:
+    """A toleration with Go's field order; empty strings dropped as ``omitempty`` drops them."""
+    ordered = {key: toleration[key] for key in _TOLERATION_FIELDS if toleration.get(key) not in (None, "")}
+    ordered.update({key: value for key, value in toleration.items() if key not in _TOLERATION_FIELDS})
+    return ordered
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Registry
+# --------------------------------------------------------------------------------------------------------------------
+
+PLUGINS: Mapping[str, BatchScheduler] = {plugin.name: plugin for plugin in (Volcano(), YuniKorn())}
+
+
+def get(name: str) -> BatchScheduler | None:
+    """The plugin called ``name``; None for ``""`` (no batch scheduler). Unknown names raise ``KeyError`` (the
+    operator's configuration refuses them before anything is built)."""
+    if not name:
+        return None
+    return PLUGINS[name]
+
+
+def decorate_pod(name: str, cluster: RayCluster, group: str, pod: dict[str, Any]) -> dict[str, Any]:
+    """``pod`` with the metadata of the batch scheduler ``name`` (unchanged when ``name`` is empty)."""
+    plugin = get(name)
+    return pod if plugin is None else plugin.decorate_pod(cluster, group, pod)
