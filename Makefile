@@ -71,6 +71,7 @@ test: lint typecheck imports pytest
 
 bench: sandbox-build
 	$(RUN) python -m benchmarks.sandbox_startup
+	$(RUN) python -m benchmarks.doctor_all
 
 clean:
 	rm -rf .venv .tools .mypy_cache .ruff_cache .pytest_cache .reports .import_linter_cache
