@@ -25,10 +25,11 @@ The pass returns when to look again: soon (2 s) while things are moving, in 5 mi
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import logging
 import secrets
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -104,6 +105,25 @@ def _free_indices(used: set[str | None], count: int) -> list[int]:
             free.append(candidate)
         candidate += 1
     return free
+
+
+async def slow_start(
+    items: Sequence[Mapping[str, Any]], create: Callable[[Mapping[str, Any]], Awaitable[None]], first: int = 1
+) -> None:
+    """Create ``items`` in batches of 1, 2, 4, ... whose requests run at once, as Kubernetes' ReplicaSet controller
+    does (``slowStartBatch``): many Pods take a few round trips instead of one each, and a failing create (a quota,
+    an admission webhook) fails after one request rather than after all of them. The first failure of a batch is
+    raised once the batch has finished; later batches are not started."""
+    done = 0
+    size = first
+    while done < len(items):
+        batch = items[done : done + size]
+        results = await asyncio.gather(*(create(item) for item in batch), return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
+        done += len(batch)
+        size *= 2
 
 
 def _autoscaling(cluster: RayCluster) -> bool:
@@ -518,11 +538,13 @@ class RayClusterReconciler:
     ) -> None:
         """Create the ``numOfHosts`` Pods of one multi-host replica."""
         group = self._group(cluster, index)
-        for host in range(group.num_of_hosts):
-            body = pods.worker_pod(
+        bodies = [
+            pods.worker_pod(
                 cluster, index, self.options, replica_index=replica_index, replica_name=replica_name, host_index=host
             )
-            await self._create_worker(obj, group, body)
+            for host in range(group.num_of_hosts)
+        ]
+        await slow_start(bodies, lambda body: self._create_worker(obj, group, body))
 
     async def _create_worker(self, obj: Mapping[str, Any], group: WorkerGroupSpec, body: Mapping[str, Any]) -> None:
         namespace = str(_meta(obj)["namespace"])
@@ -543,9 +565,8 @@ class RayClusterReconciler:
         if self.options.gate(c.GATE_RAY_MULTI_HOST_INDEXING):
             used = {_labels(p).get(c.RAY_WORKER_REPLICA_INDEX_LABEL) for p in running}
             indices = list(_free_indices(used, count))
-        for replica_index in indices:
-            body = pods.worker_pod(cluster, index, self.options, replica_index=replica_index)
-            await self._create_worker(obj, group, body)
+        bodies = [pods.worker_pod(cluster, index, self.options, replica_index=i) for i in indices]
+        await slow_start(bodies, lambda body: self._create_worker(obj, group, body))
 
     # -------------------------------------------------------------------------------------------------- status
     async def _update_status(

@@ -134,7 +134,7 @@ class Manager:
         self.identity = identity or f"raykube-{uuid.uuid4().hex[:8]}"
         self.cache = InformerCache()
         self.queue: WorkQueue[Key] = WorkQueue("raycluster")
-        self.recorder = EventRecorder(kube, CONTROLLER_NAME)
+        self.recorder = EventRecorder(kube.sibling(), CONTROLLER_NAME)  # its own rate limiter, as client-go's
         self.expectations = ScaleExpectations()
         self.reconciler = RayClusterReconciler(
             kube, self.cache, self.recorder, self.options, expectations=self.expectations

@@ -79,7 +79,7 @@ class Operator:
         self.elector: LeaderElector | None = None
         if config.enable_leader_election:
             namespace = config.leader_election_namespace or pod_namespace()
-            self.elector = LeaderElector(self.kube, namespace, config.leader_election_id, self.identity)
+            self.elector = LeaderElector(self.kube.sibling(), namespace, config.leader_election_id, self.identity)
         self.lost = asyncio.Event()
         self.probes = HttpServer(config.probe_addr, {"/healthz": self._healthz, "/readyz": self._readyz})
         self.metrics_server = (

@@ -1,0 +1,81 @@
+"""The operator's client: watch stream line splitting, its own rate limiters, slow-start creation."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from raykube.controllers.raycluster import slow_start
+from raykube.runtime.kube import Kube, _lines
+
+events = st.lists(st.binary(min_size=1, max_size=40).map(lambda b: b.replace(b"\n", b"x")), max_size=20)
+
+
+async def _chunks(data: bytes, cuts: list[int]) -> AsyncIterator[bytes]:
+    start = 0
+    for cut in sorted({c % (len(data) + 1) for c in cuts}):
+        yield data[start:cut]
+        start = cut
+    yield data[start:]
+
+
+async def _collect(data: bytes, cuts: list[int]) -> list[bytes]:
+    return [line async for line in _lines(_chunks(data, cuts))]
+
+
+@given(events, st.lists(st.integers(min_value=0, max_value=2000), max_size=30), st.booleans())
+def test_lines_are_the_same_however_the_stream_is_cut(lines: list[bytes], cuts: list[int], final_newline: bool) -> None:
+    data = b"\n".join(lines) + (b"\n" if final_newline else b"")
+    expected = [line for line in data.split(b"\n") if line.strip()]
+    assert asyncio.run(_collect(data, cuts)) == expected
+
+
+def test_blank_lines_between_events_are_skipped() -> None:
+    assert asyncio.run(_collect(b'{"a":1}\n\n \n{"b":2}', [3, 9])) == [b'{"a":1}', b'{"b":2}']
+
+
+def test_a_sibling_shares_the_connection_but_not_the_rate_limiter() -> None:
+    kube = Kube(object(), qps=5, burst=7)  # type: ignore[arg-type]
+    twin = kube.sibling()
+    assert twin.http is kube.http
+    assert twin.limiter is not kube.limiter
+    assert (twin.limiter.qps, twin.limiter.burst) == (5, 7)
+
+
+@pytest.mark.parametrize(("count", "batches"), [(0, []), (1, [1]), (3, [1, 2]), (7, [1, 2, 4]), (10, [1, 2, 4, 3])])
+def test_slow_start_doubles_its_batches(count: int, batches: list[int]) -> None:
+    running = 0
+    seen: list[int] = []
+
+    async def create(item: Mapping[str, Any]) -> None:
+        nonlocal running
+        running += 1
+        await asyncio.sleep(0)
+        seen.append(running)
+        await asyncio.sleep(0)
+        running -= 1
+
+    asyncio.run(slow_start([{"i": i} for i in range(count)], create))
+    sizes: list[int] = []
+    for size in batches:
+        sizes.append(max(seen[:size]))
+        seen = seen[size:]
+    assert sizes == batches
+
+
+def test_slow_start_stops_after_the_first_failing_batch() -> None:
+    created: list[int] = []
+
+    async def create(item: Mapping[str, Any]) -> None:
+        created.append(item["i"])
+        if item["i"] == 1:
+            raise RuntimeError("quota exceeded")
+
+    with pytest.raises(RuntimeError, match="quota"):
+        asyncio.run(slow_start([{"i": i} for i in range(8)], create))
+    assert sorted(created) == [0, 1, 2]  # batch 1 (item 0), batch 2 (items 1, 2) fails; nothing after it
