@@ -39,6 +39,7 @@ from raykube.sandbox import kwok, pki, ports, process, versions
 from raykube.sandbox.build import require_built, tail
 from raykube.sandbox.components import (
     COMPONENTS,
+    KWOK_TAINT,
     PROCESS_RUNTIME,
     Binaries,
     Layout,
@@ -346,7 +347,8 @@ class Sandbox:
                 checks[PROCESS_RUNTIME] = self._lease_held(client, RUNTIME_LEASE, f"{RUNTIME_LEASE}/pid-{record.pid}")
         await asyncio.gather(*(self._wait_healthy(r, checks[r.component]) for r in rest))
         if config.runtime == "process":
-            report("creating the default StorageClass (the process runtime registered its nodes)")
+            kwok_nodes = f"{config.kwok_nodes} tainted kwok node(s) and " if config.kwok_nodes else ""
+            report(f"creating {kwok_nodes}the default StorageClass (the process runtime registered its nodes)")
         else:
             report(f"creating {config.nodes.count} kwok node(s) and the default StorageClass")
 
@@ -443,16 +445,18 @@ class Sandbox:
     # ----------------------------------------------------------------------------------------------- objects
     @staticmethod
     async def _create_cluster_objects(client: AsyncClient, config: SandboxConfig) -> None:
+        taints = [dict(KWOK_TAINT)] if config.runtime == "process" else None
+
         async def create_node(index: int) -> None:
-            body = kwok.fake_node(index, config.nodes)
+            body = kwok.fake_node(index, config.nodes, taints=taints)
             await client.create(cast(Node, Node.from_dict(body)))
             # Whether create keeps .status of a Node is not a contract; the status subresource is.
             await client.patch(
                 Node.Status, body["metadata"]["name"], {"status": body["status"]}, patch_type=PatchType.MERGE
             )
 
-        if config.runtime == "kwok":
-            await asyncio.gather(*(create_node(i) for i in range(config.nodes.count)))
+        count = config.nodes.count if config.runtime == "kwok" else config.kwok_nodes
+        await asyncio.gather(*(create_node(i) for i in range(count)))
         await client.create(cast(StorageClass, StorageClass.from_dict(kwok.default_storage_class())))
 
     async def _create_process_objects(self, client: AsyncClient, config: SandboxConfig) -> None:

@@ -32,6 +32,8 @@ COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-schedul
 # With ``runtime="process"`` the sandbox also runs the process runtime, the kubelet of its process nodes.
 PROCESS_RUNTIME = "process-runtime"
 RUNTIMES = ("kwok", "process")
+# The taint of the kwok nodes of a process sandbox (SandboxConfig.kwok_nodes): only Pods that tolerate it run there.
+KWOK_TAINT = {"key": "raykube.io/kwok", "value": "true", "effect": "NoSchedule"}
 # kwok serves `kubectl logs|exec|port-forward` of process-node Pods from per-Pod objects of these kinds.
 KWOK_CRDS = ("Exec", "Logs", "PortForward")
 
@@ -72,6 +74,9 @@ class SandboxConfig:
     # "kwok": every node is a kwok fake node (the default); "process": every node is a process node whose Pods run
     # as real processes (raykube.sandbox.kubelet), which needs root and network namespaces.
     runtime: str = "kwok"
+    # With runtime "process": this many kwok nodes beside the process nodes, tainted KWOK_TAINT so that only Pods that
+    # tolerate it land there (a Deployment whose image has no local equivalent, say); Ray Pods go to process nodes.
+    kwok_nodes: int = 0
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):
@@ -83,6 +88,8 @@ class SandboxConfig:
                 raise ValueError(f"the {option} must not be loopback (EndpointSlices reject 127.0.0.0/8): {cidr}")
         if self.runtime not in RUNTIMES:
             raise ValueError(f"--runtime must be one of {', '.join(RUNTIMES)}, got {self.runtime!r}")
+        if self.kwok_nodes and self.runtime != "process":
+            raise ValueError("extra kwok nodes go beside process nodes: they need runtime 'process'")
         unknown = set(self.extra_args) - set(self.components)
         if unknown:
             raise ValueError(
@@ -122,6 +129,7 @@ class SandboxConfig:
             "podCIDR": self.pod_cidr,
             "extraArgs": {k: list(v) for k, v in self.extra_args.items()},
             "runtime": self.runtime,
+            "kwokNodes": self.kwok_nodes,
         }
 
     @classmethod
@@ -135,6 +143,7 @@ class SandboxConfig:
             pod_cidr=data["podCIDR"],
             extra_args={k: tuple(v) for k, v in data.get("extraArgs", {}).items()},
             runtime=data.get("runtime", "kwok"),
+            kwok_nodes=int(data.get("kwokNodes", 0)),
         )
 
 

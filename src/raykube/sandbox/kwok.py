@@ -30,9 +30,10 @@ def node_name(index: int) -> str:
     return f"kwok-node-{index}"
 
 
-def fake_node(index: int, pool: NodePool) -> dict[str, Any]:
+def fake_node(index: int, pool: NodePool, *, taints: list[dict[str, str]] | None = None) -> dict[str, Any]:
     """A Node for kwok to manage. Its InternalIP is 127.0.0.1 so that the API server's kubelet calls
-    (``kubectl logs``/``exec``) reach kwok on loopback; nothing is tainted, so Pods need no toleration."""
+    (``kubectl logs``/``exec``) reach kwok on loopback. Nothing is tainted (Pods need no toleration) unless ``taints``
+    says so: the kwok nodes beside process nodes carry KWOK_TAINT."""
     name = node_name(index)
     resources_ = {
         "cpu": pool.cpu,
@@ -54,7 +55,7 @@ def fake_node(index: int, pool: NodePool) -> dict[str, Any]:
                 NODE_LABEL_TYPE: "kwok",
             },
         },
-        "spec": {},
+        "spec": {"taints": taints} if taints else {},
         "status": {
             "capacity": resources_,
             "allocatable": resources_,
