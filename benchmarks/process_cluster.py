@@ -100,11 +100,12 @@ async def one_run() -> dict[str, Any]:
             await wait_for(ready, 600, what="the RayCluster to be ready")
             ready_seconds = time.monotonic() - started
             memory = sum(pss_mib(pid) for pid in pod_processes(sandbox.layout.root))
-            head = next(
+            heads = [
                 p.metadata.name
                 async for p in kube.list(Pod, namespace=NAMESPACE, labels={"ray.io/node-type": "head"})
                 if p.metadata
-            )
+            ]
+            head = heads[0]
 
             async def three() -> bool | NotYet:
                 run = await asyncio.to_thread(
