@@ -13,7 +13,7 @@ from tests.support import raykube
 def test_the_demo_plays_the_chapter_and_a_second_run_reuses_the_sandbox(tmp_path: Path) -> None:
     base = str(Ports.free().etcd)
     try:
-        first = raykube("demo", "--name", "e2e", "--port-base", base, state_root=tmp_path)
+        first = raykube("demo", "--name", "e2e", "--port-base", base, "--runtime", "kwok", state_root=tmp_path)
         assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
         output = first.stdout
         assert "1 head + 2 workers Running and Ready" in output
@@ -23,7 +23,7 @@ def test_the_demo_plays_the_chapter_and_a_second_run_reuses_the_sandbox(tmp_path
         assert "recovered" in output
         assert "The demo finished: every check above held." in output
 
-        second = raykube("demo", "--name", "e2e", "--port-base", base, state_root=tmp_path)
+        second = raykube("demo", "--name", "e2e", "--port-base", base, "--runtime", "kwok", state_root=tmp_path)
         assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
         assert "already up" in second.stderr
     finally:

@@ -125,3 +125,20 @@ def test_the_storage_class_is_the_default_and_binds_immediately() -> None:
     klass = default_storage_class()
     assert klass["metadata"]["annotations"]["storageclass.kubernetes.io/is-default-class"] == "true"
     assert klass["volumeBindingMode"] == "Immediate"
+
+
+def test_a_process_sandbox_keeps_its_runtime_and_kwok_nodes_and_only_it_may_have_extra_kwok_nodes() -> None:
+    config = SandboxConfig(name="p", runtime="process", kwok_nodes=1)
+    again = SandboxConfig.from_json(config.to_json())
+    assert (again.runtime, again.kwok_nodes) == ("process", 1)
+    assert again.components[-1] == "process-runtime"
+    with pytest.raises(ValueError, match="need runtime 'process'"):
+        SandboxConfig(name="k", kwok_nodes=1)
+    with pytest.raises(ValueError, match="--runtime must be one of"):
+        SandboxConfig(name="x", runtime="docker")
+
+
+def test_the_kwok_nodes_beside_process_nodes_are_tainted() -> None:
+    taint = {"key": "raykube.io/kwok", "value": "true", "effect": "NoSchedule"}
+    assert fake_node(0, NodePool(), taints=[taint])["spec"] == {"taints": [taint]}
+    assert fake_node(0, NodePool())["spec"] == {}

@@ -17,10 +17,11 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -30,9 +31,10 @@ from rich.rule import Rule
 
 from raykube.cli.output import err, fail, out
 from raykube.cli.sandbox import NameOption, bring_up
-from raykube.sandbox.components import Binaries, SandboxConfig
+from raykube.sandbox.components import KWOK_TAINT, Binaries, NodePool, SandboxConfig
 from raykube.sandbox.errors import SandboxError
 from raykube.sandbox.ports import DEFAULT_PORT_BASE, Ports
+from raykube.waiting import WaitTimeout
 
 if TYPE_CHECKING:
     from raykube.runtime.kube import Kube
@@ -58,6 +60,13 @@ class Stage:
     sandbox: Sandbox
     kubeconfig: Path
     kube: Kube
+    process: bool = False  # process nodes: the Pods run real Ray
+
+    @property
+    def ready_within(self) -> float:
+        """How long the RayCluster may take to be ready: real Ray on process nodes (the first run also creates the
+        Ray venv) takes longer than kwok's instant Pods."""
+        return 600 if self.process else 120
 
     def kubectl(self, *args: str, show: bool = True, check: bool = True) -> str:
         """Run the sandbox's kubectl as the user would, and show the command and its output."""
@@ -106,8 +115,15 @@ async def install_operator(stage: Stage) -> None:
 
     chapter("1. The operator: its Deployment, its RBAC, and the process")
     client = AsyncClient(KubeConfig.from_file(stage.kubeconfig), field_manager=FIELD_MANAGER, trust_env=False)
+    # On process nodes a Pod runs for real and the operator's image has no local equivalent: its Pod goes to the
+    # sandbox's tainted kwok node (a toleration and a nodeSelector), and the operator runs as a local process.
+    placement = (
+        {"nodeSelector": {"type": "kwok"}, "tolerations": [{**KWOK_TAINT, "operator": "Equal"}]}
+        if stage.process
+        else None
+    )
     try:
-        await install_operator(client, OPERATOR_NAMESPACE, available_within=120)
+        await install_operator(client, OPERATOR_NAMESPACE, available_within=120, pod_spec=placement)
     finally:
         await client.close()
     stage.kubectl("-n", OPERATOR_NAMESPACE, "get", "deployment", "kuberay-operator")
@@ -240,7 +256,7 @@ async def wait_ready(stage: Stage, workers: int, within: float = 120) -> tuple[d
 async def create_cluster(stage: Stage) -> None:
     chapter("3. The RayCluster: 1 head + 2 workers")
     stage.kubectl("apply", "-f", str(EXAMPLES / "04-raycluster.yaml"))
-    cluster, pods = await wait_ready(stage, WORKERS)
+    cluster, pods = await wait_ready(stage, WORKERS, stage.ready_within)
     claim(f"{summarise(cluster, pods)}: 1 head + {WORKERS} workers Running and Ready")
 
 
@@ -267,6 +283,29 @@ async def chapter_checks(stage: Stage) -> None:
     if (cluster.get("status") or {}).get("head", {}).get("serviceIP") != head_ip:
         raise DemoFailed("status.head.serviceIP is not the head Pod IP of the headless Service")
     claim("status.head.serviceIP is that IP too: the head Service is headless, as KubeRay makes it")
+
+
+def ray_status_nodes(output: str) -> int:
+    """The nodes ``ray status`` lists as active or idle (the autoscaler groups them: `` 2 workers``)."""
+    section = output.split("Node status", 1)[-1].split("Pending:", 1)[0]
+    return sum(int(m[1]) for m in re.finditer(r"^\s*(\d+) \S+\s*$", section, re.MULTILINE))
+
+
+async def ray_itself(stage: Stage) -> None:
+    """On process nodes the Pods run Ray: the chapter's last check, ``ray status`` from inside the head."""
+    from raykube.waiting import NotYet, wait_for  # noqa: PLC0415
+
+    chapter("4b. Ray itself: `ray status` inside the head Pod")
+    _, pods = await cluster_state(stage)
+    [head] = [p["metadata"]["name"] for p in pods if p["metadata"]["labels"]["ray.io/node-type"] == "head"]
+
+    async def three() -> str | NotYet:  # ray status shows the autoscaler's view, which lags a few seconds
+        text = stage.kubectl("-n", NAMESPACE, "exec", head, "--", "ray", "status", show=False, check=False)
+        return text if ray_status_nodes(text) == 1 + WORKERS else NotYet(text[-300:] or "no output yet")
+
+    await wait_for(three, 120, what=f"`ray status` to list {1 + WORKERS} nodes")
+    stage.kubectl("-n", NAMESPACE, "exec", head, "--", "ray", "status")
+    claim(f"Ray's own view: {1 + WORKERS} nodes joined the head's GCS through {CLUSTER}-head-svc (cluster DNS)")
 
 
 async def doctor_healthy(stage: Stage, title: str) -> None:
@@ -341,7 +380,7 @@ async def break_and_fix(stage: Stage) -> None:
         ]
     )
     stage.kubectl("-n", NAMESPACE, "patch", "raycluster", CLUSTER, "--type=json", "-p", patch)
-    cluster, pods = await wait_ready(stage, WORKERS)
+    cluster, pods = await wait_ready(stage, WORKERS, stage.ready_within)
     claim(f"{summarise(cluster, pods)}: recovered")
     await stage.kube.get(RAYCLUSTERS, CLUSTER, NAMESPACE)
 
@@ -394,6 +433,8 @@ async def play(stage: Stage, *, keep: bool, name: str) -> None:
     await create_objects(stage)
     await create_cluster(stage)
     await chapter_checks(stage)
+    if stage.process:
+        await ray_itself(stage)
     await doctor_healthy(stage, "5. raykube doctor on the healthy cluster")
     await break_and_fix(stage)
     await doctor_healthy(stage, "9. raykube doctor after the fix")
@@ -403,33 +444,66 @@ async def play(stage: Stage, *, keep: bool, name: str) -> None:
         await clean_up(stage)
 
 
+# Three process nodes that hold one of the chapter's Ray Pods (2Gi) each, as the cluster spreads on real nodes.
+PROCESS_NODES = NodePool(count=3, cpu="2", memory="3Gi")
+
+
+def choose_runtime(wanted: str) -> str:
+    """``process`` or ``kwok`` for ``--runtime`` (``auto``: process nodes if this machine can run them, else kwok,
+    saying why)."""
+    if wanted != "auto":
+        return wanted
+    from raykube.sandbox.kubelet.network import preflight  # noqa: PLC0415
+
+    problems = preflight()
+    if not problems:
+        return "process"
+    err.print("[yellow]process nodes are not possible here, so the demo runs on kwok nodes (Pods are simulated, no "
+              "Ray runs):[/yellow]\n  - " + "\n  - ".join(problems))  # fmt: skip
+    return "kwok"
+
+
 def demo(
     name: NameOption = "default",
     port_base: Annotated[int, typer.Option(help="First of the sandbox's seven 127.0.0.1 ports.")] = DEFAULT_PORT_BASE,
     keep: Annotated[bool, typer.Option(help="Leave the RayCluster and the operator running at the end.")] = False,
+    runtime: Annotated[
+        str,
+        typer.Option(
+            help="auto: process nodes (real Ray in the Pods) where the machine allows it (root, namespaces), else "
+            "kwok nodes (simulated Pods); or process, or kwok. A running sandbox is reused as it is."
+        ),
+    ] = "auto",
 ) -> None:
     """The seed chapter's deployment on the local Kubernetes: operator, Secret, ConfigMap, PVC, a RayCluster of
     1 head + 2 workers, the chapter's checks, doctor; then break it, diagnose, fix."""
     from raykube.runtime.kube import Kube  # noqa: PLC0415
     from raykube.sandbox.cluster import Sandbox  # noqa: PLC0415
 
+    if runtime not in ("auto", "process", "kwok"):
+        fail(f"--runtime must be auto, process or kwok, not {runtime!r}", code=2)
     try:
         config = SandboxConfig(name=name, ports=Ports.from_base(port_base))
+        if choose_runtime(runtime) == "process":
+            config = replace(config, nodes=PROCESS_NODES, runtime="process", kwok_nodes=1)
     except ValueError as exc:
         fail(str(exc), code=2)
     result = bring_up(config)
     sandbox = Sandbox.named(name)
+    process = result.config.runtime == "process"
+    if process:
+        err.print("[dim]process nodes: the Pods run real Ray processes (images map to a local Ray venv)[/dim]")
 
     async def run() -> None:
         kube = Kube.from_config(result.kubeconfig)
         try:
-            await play(Stage(sandbox, result.kubeconfig, kube), keep=keep, name=name)
+            await play(Stage(sandbox, result.kubeconfig, kube, process), keep=keep, name=name)
         finally:
             await kube.close()
 
     try:
         asyncio.run(run())
-    except (DemoFailed, SandboxError) as exc:
+    except (DemoFailed, SandboxError, WaitTimeout) as exc:
         fail(f"the demo stopped: {exc}")
     out.print()
     out.print("[bold green]The demo finished: every check above held.[/bold green]")

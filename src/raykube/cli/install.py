@@ -358,12 +358,16 @@ async def install_operator(
     available_within: float = 300,
     manifests: Path | None = None,
     on_progress: Callable[[Applied | str], None] | None = None,
+    pod_spec: Mapping[str, Any] | None = None,
 ) -> InstallReport:
     """CRDs, namespace, operator manifests (retargeted to ``namespace``), then wait for the Deployment.
 
     ``on_progress`` hears each object as it is applied, then what is being waited for."""
     tell = on_progress or (lambda _: None)
     objects = retarget(load_manifests(manifests), namespace, image=image)
+    for obj in objects if pod_spec else ():  # fields for the operator Pod's spec (where it may be scheduled)
+        if obj.get("kind") == "Deployment":
+            obj["spec"]["template"]["spec"].update(copy.deepcopy(dict(pod_spec or {})))
     applied: list[Applied] = []
     for step in (_apply_crds(client), _ensure_namespace_step(client, namespace), apply_objects(client, objects)):
         done = await step

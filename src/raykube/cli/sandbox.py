@@ -13,7 +13,7 @@ from rich.table import Table
 from raykube.cli.output import err, fail, out, progress, success
 from raykube.sandbox import versions
 from raykube.sandbox.build import missing_artifacts
-from raykube.sandbox.components import COMPONENTS, NodePool, SandboxConfig
+from raykube.sandbox.components import NodePool, SandboxConfig
 from raykube.sandbox.errors import SandboxError
 from raykube.sandbox.ports import DEFAULT_PORT_BASE, Ports
 
@@ -83,6 +83,13 @@ def up(
             metavar="COMPONENT=FLAG",
         ),
     ] = None,
+    runtime: Annotated[
+        str,
+        typer.Option(
+            help="kwok: fake nodes, Pods are simulated (default). process: process nodes that run each Pod's "
+            "containers as real processes in its own network namespace (needs root; Ray images run from a venv).",
+        ),
+    ] = "kwok",
 ) -> None:
     """Start the control plane (building it first if needed) and print the kubeconfig path."""
     try:
@@ -91,6 +98,7 @@ def up(
             ports=Ports.from_base(port_base),
             nodes=NodePool(count=nodes, cpu=node_cpu, memory=node_memory, pods=node_pods),
             extra_args=parse_extra_args(extra_arg or []),
+            runtime=runtime,
         )
     except ValueError as exc:
         fail(str(exc), code=2)
@@ -120,7 +128,7 @@ def bring_up(config: SandboxConfig) -> UpResult:
     else:
         success(
             f"sandbox {config.name!r} is up in {result.seconds:.1f}s: API server {running.server}, "
-            f"{running.nodes.count} kwok node(s); logs in {sandbox.layout.logs}"
+            f"{running.nodes.count} {running.runtime} node(s); logs in {sandbox.layout.logs}"
         )
     return result
 
@@ -190,13 +198,14 @@ def status(
             "[green]running[/green]" if c.running else "[red]stopped[/red]",
             ", ".join(f"{a}:{p}" for a, p in c.listeners) or "-",
         )
-    for missing in (c for c in COMPONENTS if c not in {s.component for s in st.components}):
+    for missing in (c for c in st.state.config.components if c not in {s.component for s in st.components}):
         table.add_row(missing, "-", "[red]not started[/red]", "-")
     out.print(table)
     cfg = st.state.config
     out.print(f"API server:  {cfg.server}")
     out.print(
-        f"nodes:       {cfg.nodes.count} x (cpu {cfg.nodes.cpu}, memory {cfg.nodes.memory}, pods {cfg.nodes.pods})"
+        f"nodes:       {cfg.nodes.count} {cfg.runtime} x (cpu {cfg.nodes.cpu}, memory {cfg.nodes.memory}, "
+        f"pods {cfg.nodes.pods})"
     )
     out.print(f"kubeconfig:  {st.kubeconfig}")
     out.print(f"logs:        {sandbox.layout.logs}/<component>.log")

@@ -29,20 +29,31 @@ import yaml
 from lightkube import ApiError, AsyncClient, KubeConfig
 from lightkube.models.authentication_v1 import TokenRequestSpec
 from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 from lightkube.resources.coordination_v1 import Lease
-from lightkube.resources.core_v1 import Node, ServiceAccount
+from lightkube.resources.core_v1 import Node, Service, ServiceAccount
 from lightkube.resources.storage_v1 import StorageClass
 from lightkube.types import PatchType
 
 from raykube.sandbox import kwok, pki, ports, process, versions
 from raykube.sandbox.build import require_built, tail
-from raykube.sandbox.components import COMPONENTS, Binaries, Layout, SandboxConfig, argv, scheduler_config
+from raykube.sandbox.components import (
+    COMPONENTS,
+    KWOK_TAINT,
+    PROCESS_RUNTIME,
+    Binaries,
+    Layout,
+    SandboxConfig,
+    argv,
+    scheduler_config,
+)
 from raykube.sandbox.errors import ComponentFailed, SandboxError
 from raykube.sandbox.process import ProcessRecord
 from raykube.sandbox.provisioner import LEASE_NAME, LEASE_NAMESPACE, holder_identity
 from raykube.waiting import NotYet, WaitTimeout, wait_for
 
 Report = Callable[[str], None]
+RUNTIME_LEASE = "raykube-process-runtime"  # held by the process runtime in kube-system while it works
 
 STARTUP_TIMEOUT = {  # generous: these bound a failure, they are not speed targets (see `make bench`)
     "etcd": 30.0,
@@ -51,9 +62,22 @@ STARTUP_TIMEOUT = {  # generous: these bound a failure, they are not speed targe
     "kube-scheduler": 60.0,
     "kwok": 60.0,
     "provisioner": 60.0,
+    PROCESS_RUNTIME: 60.0,
 }
 CLUSTER_READY_TIMEOUT = 90.0
-STOP_ORDER = tuple(reversed(COMPONENTS))
+STOP_ORDER = (PROCESS_RUNTIME, *reversed(COMPONENTS))  # the process runtime first: it stops the Pods' processes
+
+
+def check_process_runtime() -> None:
+    """Raise SandboxError saying why this machine cannot run process nodes (root, namespaces, tools)."""
+    from raykube.sandbox.kubelet.network import preflight  # noqa: PLC0415 - only process sandboxes need it
+
+    problems = preflight()
+    if problems:
+        raise SandboxError(
+            "this machine cannot run process nodes:\n  - " + "\n  - ".join(problems),
+            hint="run `raykube sandbox up` without --runtime process for kwok nodes (Pods are simulated)",
+        )
 
 
 def state_root() -> Path:
@@ -119,7 +143,7 @@ class Status:
 
     @property
     def up(self) -> bool:
-        return self.state is not None and set(self.running) == set(COMPONENTS)
+        return self.state is not None and set(self.running) == set(self.state.config.components)
 
 
 @dataclass(frozen=True)
@@ -250,17 +274,26 @@ class Sandbox:
             raise ValueError(f"config is for sandbox {config.name!r}, not {self.name!r}")
         require_built((versions.KUBERNETES, versions.ETCD, versions.KWOK), cache)
         ports.check_free(config.ports)
+        if config.runtime == "process":
+            check_process_runtime()
         bins = Binaries.from_cache(cache)
         self._prepare_files(config, bins)
+        if config.runtime == "process":
+            self._prepare_process_runtime(config, cache)
         records: list[ProcessRecord] = []
         state_started = time.time()
 
         async def start(component: str) -> ProcessRecord:
+            env = None
+            if component == "kwok" and config.runtime == "process":
+                # kwok runs `kubectl exec` commands by name from PATH: only the runtime's exec-bin (see kubelet).
+                env = {**os.environ, "PATH": str(self.layout.exec_bin)}
             record = await process.spawn(
                 component,
                 argv(component, config, self.layout, bins),
                 self.layout.log(component),
                 self.layout.root,
+                env=env,
             )
             records.append(record)
             self._save_state(State(config, tuple(records), state_started))
@@ -272,16 +305,7 @@ class Sandbox:
             report("starting kube-apiserver")
             await self._wait_healthy(await start("kube-apiserver"), self._apiserver_ready(config))
             async with self._client() as client:
-                report("starting kube-controller-manager, kube-scheduler, kwok and the volume provisioner")
-                rest = [await start(c) for c in ("kube-controller-manager", "kube-scheduler", "kwok", "provisioner")]
-                checks = {
-                    "kube-controller-manager": self._https_healthy(config.ports.kube_controller_manager),
-                    "kube-scheduler": self._https_healthy(config.ports.kube_scheduler),
-                    "kwok": self._http_healthy(config.ports.kwok),
-                    "provisioner": self._provisioner_ready(client, rest[-1]),
-                }
-                await asyncio.gather(*(self._wait_healthy(r, checks[r.component]) for r in rest))
-                report(f"creating {config.nodes.count} kwok node(s) and the default StorageClass")
+                await self._start_the_rest(client, config, start, report)
                 await self._create_cluster_objects(client, config)
                 await self._wait_cluster_ready(client, config, records)
             self._check_loopback_only(records)
@@ -290,6 +314,43 @@ class Sandbox:
                 await process.terminate(record, grace=5)
             raise
         return UpResult(self.layout.kubeconfig, False, time.monotonic() - started, config)
+
+    async def _start_the_rest(
+        self,
+        client: AsyncClient,
+        config: SandboxConfig,
+        start: Callable[[str], Awaitable[ProcessRecord]],
+        report: Report,
+    ) -> None:
+        """Everything after the API server, started together; returns once each is healthy."""
+        group = ["kube-controller-manager", "kube-scheduler", "kwok", "provisioner"]
+        if config.runtime == "process":
+            report("installing kwok's Exec, Logs and PortForward CRDs and the kube-dns Service")
+            await self._create_process_objects(client, config)
+            group.append(PROCESS_RUNTIME)
+            report(
+                "starting kube-controller-manager, kube-scheduler, kwok, the volume provisioner and the "
+                f"process runtime ({config.nodes.count} process node(s))"
+            )
+        else:
+            report("starting kube-controller-manager, kube-scheduler, kwok and the volume provisioner")
+        rest = [await start(c) for c in group]
+        checks = {
+            "kube-controller-manager": self._https_healthy(config.ports.kube_controller_manager),
+            "kube-scheduler": self._https_healthy(config.ports.kube_scheduler),
+            "kwok": self._http_healthy(config.ports.kwok),
+        }
+        for record in rest:
+            if record.component == "provisioner":
+                checks["provisioner"] = self._provisioner_ready(client, record)
+            elif record.component == PROCESS_RUNTIME:
+                checks[PROCESS_RUNTIME] = self._lease_held(client, RUNTIME_LEASE, f"{RUNTIME_LEASE}/pid-{record.pid}")
+        await asyncio.gather(*(self._wait_healthy(r, checks[r.component]) for r in rest))
+        if config.runtime == "process":
+            kwok_nodes = f"{config.kwok_nodes} tainted kwok node(s) and " if config.kwok_nodes else ""
+            report(f"creating {kwok_nodes}the default StorageClass (the process runtime registered its nodes)")
+        else:
+            report(f"creating {config.nodes.count} kwok node(s) and the default StorageClass")
 
     def _prepare_files(self, config: SandboxConfig, bins: Binaries) -> None:
         layout = self.layout
@@ -302,7 +363,7 @@ class Sandbox:
         pki.write_kubeconfig(
             layout.kubeconfig, pki.kubeconfig(authority, config.server, "admin", f"raykube-{config.name}")
         )
-        for component in ("kube-controller-manager", "kube-scheduler", "kwok", "provisioner"):
+        for component in ("kube-controller-manager", "kube-scheduler", "kwok", "provisioner", PROCESS_RUNTIME):
             pki.write_kubeconfig(
                 layout.component_kubeconfig(component),
                 pki.kubeconfig(authority, config.server, component, f"raykube-{config.name}"),
@@ -355,15 +416,19 @@ class Sandbox:
     def _http_healthy(self, port: int) -> Callable[[], Awaitable[bool | NotYet]]:
         return lambda: self._get(f"http://{ports.HOST}:{port}/healthz")
 
+    @classmethod
+    def _provisioner_ready(cls, client: AsyncClient, record: ProcessRecord) -> Callable[[], Awaitable[bool | NotYet]]:
+        return cls._lease_held(client, LEASE_NAME, holder_identity(record.pid))
+
     @staticmethod
-    def _provisioner_ready(client: AsyncClient, record: ProcessRecord) -> Callable[[], Awaitable[bool | NotYet]]:
+    def _lease_held(client: AsyncClient, name: str, holder: str) -> Callable[[], Awaitable[bool | NotYet]]:
         async def check() -> bool | NotYet:
             try:
-                lease = await client.get(Lease, LEASE_NAME, namespace=LEASE_NAMESPACE)
+                lease = await client.get(Lease, name, namespace=LEASE_NAMESPACE)
             except ApiError as exc:
-                return NotYet(f"lease {LEASE_NAMESPACE}/{LEASE_NAME}: {exc.status.reason}")
-            holder = lease.spec.holderIdentity if lease.spec else None
-            return True if holder == holder_identity(record.pid) else NotYet(f"lease held by {holder!r}")
+                return NotYet(f"lease {LEASE_NAMESPACE}/{name}: {exc.status.reason}")
+            current = lease.spec.holderIdentity if lease.spec else None
+            return True if current == holder else NotYet(f"lease held by {current!r}")
 
         return check
 
@@ -380,16 +445,60 @@ class Sandbox:
     # ----------------------------------------------------------------------------------------------- objects
     @staticmethod
     async def _create_cluster_objects(client: AsyncClient, config: SandboxConfig) -> None:
+        taints = [dict(KWOK_TAINT)] if config.runtime == "process" else None
+
         async def create_node(index: int) -> None:
-            body = kwok.fake_node(index, config.nodes)
+            body = kwok.fake_node(index, config.nodes, taints=taints)
             await client.create(cast(Node, Node.from_dict(body)))
             # Whether create keeps .status of a Node is not a contract; the status subresource is.
             await client.patch(
                 Node.Status, body["metadata"]["name"], {"status": body["status"]}, patch_type=PatchType.MERGE
             )
 
-        await asyncio.gather(*(create_node(i) for i in range(config.nodes.count)))
+        count = config.nodes.count if config.runtime == "kwok" else config.kwok_nodes
+        await asyncio.gather(*(create_node(i) for i in range(count)))
         await client.create(cast(StorageClass, StorageClass.from_dict(kwok.default_storage_class())))
+
+    async def _create_process_objects(self, client: AsyncClient, config: SandboxConfig) -> None:
+        """kwok's CRDs for per-Pod exec/logs/port-forward (Established before kwok starts) and the kube-dns
+        Service, which reserves the DNS ClusterIP that process-node Pods' resolv.conf names."""
+        for crd in kwok.debugging_crds():
+            await client.create(cast(CustomResourceDefinition, CustomResourceDefinition.from_dict(crd)))
+
+        async def established() -> bool | NotYet:
+            for crd in kwok.debugging_crds():
+                got = await client.get(CustomResourceDefinition, crd["metadata"]["name"])
+                conditions = {c.type: c.status for c in (got.status.conditions if got.status else None) or []}
+                if conditions.get("Established") != "True":
+                    return NotYet(f"CRD {crd['metadata']['name']} not Established yet")
+            return True
+
+        await wait_for(established, 60, what="kwok's CRDs to be Established")
+        await client.create(cast(Service, Service.from_dict(kwok.dns_service(config.dns_ip))))
+
+    def _prepare_process_runtime(self, config: SandboxConfig, cache: Path | None) -> None:
+        from raykube.sandbox.kubelet import network  # noqa: PLC0415 - only process sandboxes need it
+        from raykube.sandbox.kubelet.main import NodeConfig, RuntimeConfig  # noqa: PLC0415
+
+        shutil.rmtree(self.layout.kubelet, ignore_errors=True)
+        self.layout.kubelet.mkdir(parents=True)
+        self.layout.exec_bin.mkdir()
+        subnet = network.choose_subnet(network.host_routes())
+        runtime = RuntimeConfig(
+            kubeconfig=self.layout.component_kubeconfig(PROCESS_RUNTIME),
+            state_dir=self.layout.kubelet,
+            sandbox_root=self.layout.root,
+            cache_dir=cache or versions.cache_root(),
+            nodes=tuple(
+                NodeConfig(kwok.process_node_name(i), i, config.nodes.cpu, config.nodes.memory, config.nodes.pods)
+                for i in range(config.nodes.count)
+            ),
+            network=network.PodNetwork(network.bridge_name(self.layout.root), subnet, config.service_cidr),
+            dns_ip=config.dns_ip,
+            apiserver_port=config.ports.apiserver,
+            kubelet_port=config.ports.kwok,
+        )
+        self.layout.kubelet_config.write_text(json.dumps(runtime.to_json(), indent=2) + "\n")
 
     async def _wait_cluster_ready(
         self, client: AsyncClient, config: SandboxConfig, records: list[ProcessRecord]
@@ -457,18 +566,30 @@ class Sandbox:
             record = by_component.get(component)
             if record is None:
                 continue
-            if await process.terminate(record):
+            if await process.terminate(record, grace=60 if component == PROCESS_RUNTIME else 15):
                 stopped.append(component)
                 report(f"stopped {component} (pid {record.pid})")
             elif Path(f"/proc/{record.pid}").exists():
                 report(f"pid {record.pid} no longer runs {component}; left it alone")
+        if state.config.runtime == "process" or self.layout.kubelet.exists():
+            self._stop_runtime_leftovers(report)
+        self._remove_files(keep_logs=keep_logs)
+        return stopped
+
+    def _remove_files(self, *, keep_logs: bool) -> None:
         if keep_logs:
             for entry in self.layout.root.iterdir():
                 if entry != self.layout.logs:
                     shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
         else:
             shutil.rmtree(self.layout.root, ignore_errors=True)
-        return stopped
+
+    def _stop_runtime_leftovers(self, report: Report) -> None:
+        """The process runtime stops its Pods itself; this is for when it could not (it crashed, or was killed)."""
+        from raykube.sandbox.kubelet import cleanup, network  # noqa: PLC0415 - only process sandboxes need it
+
+        for done in cleanup.stop_leftovers(self.layout.kubelet, network.bridge_name(self.layout.root)):
+            report(f"process runtime leftovers: {done}")
 
     async def service_account_kubeconfig(
         self, namespace: str, name: str, path: Path, *, expiration_seconds: int = 86400

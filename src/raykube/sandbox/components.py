@@ -29,6 +29,13 @@ from raykube.sandbox import versions
 from raykube.sandbox.ports import HOST, Ports
 
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "provisioner")
+# With ``runtime="process"`` the sandbox also runs the process runtime, the kubelet of its process nodes.
+PROCESS_RUNTIME = "process-runtime"
+RUNTIMES = ("kwok", "process")
+# The taint of the kwok nodes of a process sandbox (SandboxConfig.kwok_nodes): only Pods that tolerate it run there.
+KWOK_TAINT = {"key": "raykube.io/kwok", "value": "true", "effect": "NoSchedule"}
+# kwok serves `kubectl logs|exec|port-forward` of process-node Pods from per-Pod objects of these kinds.
+KWOK_CRDS = ("Exec", "Logs", "PortForward")
 
 # Kubernetes resource quantities (k8s.io/apimachinery/pkg/api/resource): a number with an optional suffix.
 _QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$")
@@ -64,6 +71,12 @@ class SandboxConfig:
     pod_cidr: str = "10.244.0.0/16"
     # Extra flags per component, appended last so they win (e.g. {"kube-apiserver": ("--feature-gates=X=true",)}).
     extra_args: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # "kwok": every node is a kwok fake node (the default); "process": every node is a process node whose Pods run
+    # as real processes (raykube.sandbox.kubelet), which needs root and network namespaces.
+    runtime: str = "kwok"
+    # With runtime "process": this many kwok nodes beside the process nodes, tainted KWOK_TAINT so that only Pods that
+    # tolerate it land there (a Deployment whose image has no local equivalent, say); Ray Pods go to process nodes.
+    kwok_nodes: int = 0
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):
@@ -73,9 +86,25 @@ class SandboxConfig:
             if network.is_loopback:
                 # Endpoints and EndpointSlices reject loopback addresses: every Service would stay empty.
                 raise ValueError(f"the {option} must not be loopback (EndpointSlices reject 127.0.0.0/8): {cidr}")
-        unknown = set(self.extra_args) - set(COMPONENTS)
+        if self.runtime not in RUNTIMES:
+            raise ValueError(f"--runtime must be one of {', '.join(RUNTIMES)}, got {self.runtime!r}")
+        if self.kwok_nodes and self.runtime != "process":
+            raise ValueError("extra kwok nodes go beside process nodes: they need runtime 'process'")
+        unknown = set(self.extra_args) - set(self.components)
         if unknown:
-            raise ValueError(f"--extra-arg names unknown component(s) {sorted(unknown)}; known: {list(COMPONENTS)}")
+            raise ValueError(
+                f"--extra-arg names unknown component(s) {sorted(unknown)}; known: {list(self.components)}"
+            )
+
+    @property
+    def components(self) -> tuple[str, ...]:
+        """What this sandbox runs, in start order."""
+        return (*COMPONENTS, PROCESS_RUNTIME) if self.runtime == "process" else COMPONENTS
+
+    @property
+    def dns_ip(self) -> str:
+        """The cluster DNS ClusterIP (the tenth address of the service range, as kubeadm picks it)."""
+        return str(ipaddress.ip_network(self.service_cidr).network_address + 10)
 
     @property
     def service_ip(self) -> str:
@@ -99,6 +128,8 @@ class SandboxConfig:
             "serviceCIDR": self.service_cidr,
             "podCIDR": self.pod_cidr,
             "extraArgs": {k: list(v) for k, v in self.extra_args.items()},
+            "runtime": self.runtime,
+            "kwokNodes": self.kwok_nodes,
         }
 
     @classmethod
@@ -111,6 +142,8 @@ class SandboxConfig:
             service_cidr=data["serviceCIDR"],
             pod_cidr=data["podCIDR"],
             extra_args={k: tuple(v) for k, v in data.get("extraArgs", {}).items()},
+            runtime=data.get("runtime", "kwok"),
+            kwok_nodes=int(data.get("kwokNodes", 0)),
         )
 
 
@@ -159,6 +192,20 @@ class Layout:
 
     def log(self, component: str) -> Path:
         return self.logs / f"{component}.log"
+
+    @property
+    def kubelet(self) -> Path:
+        """The process runtime's state: its configuration, the Pods' directories, the exec-bin of kwok."""
+        return self.root / "kubelet"
+
+    @property
+    def kubelet_config(self) -> Path:
+        return self.kubelet / "config.json"
+
+    @property
+    def exec_bin(self) -> Path:
+        """kwok's PATH in process mode: a command name per symlink, each entering the container (see kubelet)."""
+        return self.kubelet / "exec-bin"
 
 
 @dataclass(frozen=True)
@@ -293,6 +340,7 @@ def scheduler_argv(cfg: SandboxConfig, layout: Layout, bins: Binaries) -> list[s
 
 
 def kwok_argv(cfg: SandboxConfig, layout: Layout, bins: Binaries) -> list[str]:
+    crds = [f"--enable-crds={','.join(KWOK_CRDS)}"] if cfg.runtime == "process" else []
     return [
         str(bins.kwok),
         f"--kubeconfig={layout.component_kubeconfig('kwok')}",
@@ -304,6 +352,7 @@ def kwok_argv(cfg: SandboxConfig, layout: Layout, bins: Binaries) -> list[str]:
         f"--node-port={cfg.ports.kwok}",
         f"--server-address={HOST}:{cfg.ports.kwok}",
         "--node-lease-duration-seconds=200",
+        *crds,
     ]
 
 
@@ -317,6 +366,10 @@ def provisioner_argv(cfg: SandboxConfig, layout: Layout, bins: Binaries) -> list
     ]
 
 
+def process_runtime_argv(cfg: SandboxConfig, layout: Layout, bins: Binaries) -> list[str]:
+    return [sys.executable, "-m", "raykube.sandbox.kubelet", f"--config={layout.kubelet_config}"]
+
+
 ARGV = {
     "etcd": etcd_argv,
     "kube-apiserver": apiserver_argv,
@@ -324,6 +377,7 @@ ARGV = {
     "kube-scheduler": scheduler_argv,
     "kwok": kwok_argv,
     "provisioner": provisioner_argv,
+    PROCESS_RUNTIME: process_runtime_argv,
 }
 
 

@@ -30,9 +30,10 @@ def node_name(index: int) -> str:
     return f"kwok-node-{index}"
 
 
-def fake_node(index: int, pool: NodePool) -> dict[str, Any]:
+def fake_node(index: int, pool: NodePool, *, taints: list[dict[str, str]] | None = None) -> dict[str, Any]:
     """A Node for kwok to manage. Its InternalIP is 127.0.0.1 so that the API server's kubelet calls
-    (``kubectl logs``/``exec``) reach kwok on loopback; nothing is tainted, so Pods need no toleration."""
+    (``kubectl logs``/``exec``) reach kwok on loopback. Nothing is tainted (Pods need no toleration) unless ``taints``
+    says so: the kwok nodes beside process nodes carry KWOK_TAINT."""
     name = node_name(index)
     resources_ = {
         "cpu": pool.cpu,
@@ -54,7 +55,7 @@ def fake_node(index: int, pool: NodePool) -> dict[str, Any]:
                 NODE_LABEL_TYPE: "kwok",
             },
         },
-        "spec": {},
+        "spec": {"taints": taints} if taints else {},
         "status": {
             "capacity": resources_,
             "allocatable": resources_,
@@ -76,4 +77,59 @@ def default_storage_class() -> dict[str, Any]:
         "reclaimPolicy": "Delete",
         "volumeBindingMode": "Immediate",
         "allowVolumeExpansion": False,
+    }
+
+
+def process_node_name(index: int) -> str:
+    return f"process-node-{index}"
+
+
+def debugging_crds() -> list[dict[str, Any]]:
+    """kwok's per-Pod ``Exec``, ``Logs`` and ``PortForward`` kinds (``kwok --enable-crds``), with open schemas: kwok
+    decodes them itself, the API server only stores them. The process runtime creates one of each per Pod."""
+    crds = []
+    for kind, plural in (("Exec", "execs"), ("Logs", "logs"), ("PortForward", "portforwards")):
+        crds.append(
+            {
+                "apiVersion": "apiextensions.k8s.io/v1",
+                "kind": "CustomResourceDefinition",
+                "metadata": {"name": f"{plural}.kwok.x-k8s.io"},
+                "spec": {
+                    "group": "kwok.x-k8s.io",
+                    "names": {"kind": kind, "listKind": f"{kind}List", "plural": plural, "singular": kind.lower()},
+                    "scope": "Namespaced",
+                    "versions": [
+                        {
+                            "name": "v1alpha1",
+                            "served": True,
+                            "storage": True,
+                            "subresources": {"status": {}},
+                            "schema": {
+                                "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+                            },
+                        }
+                    ],
+                },
+            }
+        )
+    return crds
+
+
+def dns_service(cluster_ip: str) -> dict[str, Any]:
+    """``kube-system/kube-dns``: reserves the cluster DNS address (the process runtime answers on it)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": "kube-dns",
+            "namespace": "kube-system",
+            "labels": {"k8s-app": "kube-dns", "kubernetes.io/name": "CoreDNS"},
+        },
+        "spec": {
+            "clusterIP": cluster_ip,
+            "ports": [
+                {"name": "dns", "port": 53, "protocol": "UDP", "targetPort": 53},
+                {"name": "dns-tcp", "port": 53, "protocol": "TCP", "targetPort": 53},
+            ],
+        },
     }

@@ -34,6 +34,7 @@ CLIENTS: dict[str, tuple[str, str]] = {
     "kube-scheduler": ("system:kube-scheduler", _ADMIN_GROUP),
     "kwok": ("kwok-controller", _ADMIN_GROUP),
     "provisioner": ("raykube-sandbox-provisioner", _ADMIN_GROUP),
+    "process-runtime": ("raykube-process-runtime", _ADMIN_GROUP),
 }
 
 

@@ -83,6 +83,7 @@ async def spawn(
             stdout=out,
             stderr=subprocess.STDOUT,
             cwd=cwd,
+            env=env,
             start_new_session=True,
         )
     # The process belongs to the sandbox, not to this Python process, and outlives it; while we are its parent,

@@ -1,0 +1,168 @@
+"""Benchmark: a 3-node Ray cluster on process nodes, from `kubectl apply` to Ready, and the memory its Pods use.
+
+Target (issue 11): the chapter's RayCluster (1 head + 2 workers, examples/01..04) Ready in under 30 s and under 2 GB.
+"Ready" is the RayCluster's ``status.state == ready`` (every Ray Pod passed Ray's own probes); the benchmark also
+times until ``ray status`` in the head lists 3 nodes. Memory is the PSS of every process of the Pods (those whose
+root is inside the sandbox), at that moment. Each run uses a fresh process sandbox on free ports in a temporary
+directory (the sandbox's own start is not counted) and raykube's operator in-process. Needs root; the Ray venv is
+created first if missing.
+
+    uv run python -m benchmarks.process_cluster [--runs 1]
+
+Appends one JSON line per invocation to benchmarks/results/process-cluster.jsonl.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+from lightkube import AsyncClient, KubeConfig
+from lightkube.codecs import from_dict
+from lightkube.generic_resource import create_namespaced_resource
+from lightkube.resources.core_v1 import Pod
+
+from raykube.api.crd import load_generated
+from raykube.runtime.crds import install_crds
+from raykube.runtime.kube import Kube
+from raykube.runtime.manager import Manager
+from raykube.sandbox import Binaries, NodePool, Ports, Sandbox, SandboxConfig
+from raykube.sandbox.kubelet.network import preflight
+from raykube.waiting import NotYet, wait_for
+
+TARGET_SECONDS = 30.0
+TARGET_GB = 2.0
+NAMESPACE = "raykube-demo"
+EXAMPLES = Path(__file__).parents[1] / "examples"
+RESULTS = Path(__file__).parent / "results" / "process-cluster.jsonl"
+RAYCLUSTER = create_namespaced_resource("ray.io", "v1", "RayCluster", "rayclusters")
+
+
+def pss_mib(pid: int) -> float:
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def pod_processes(root: Path) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if os.readlink(entry / "root").startswith(str(root)):
+                    found.append(int(entry.name))
+    return found
+
+
+def ray_nodes(output: str) -> int:
+    section = output.split("Node status", 1)[-1].split("Pending:", 1)[0]
+    return sum(int(m[1]) for m in re.finditer(r"^\s*(\d+) \S+\s*$", section, re.MULTILINE))
+
+
+async def one_run() -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="raykube-bench-process-") as root:
+        sandbox = Sandbox.named("bench", Path(root))
+        config = SandboxConfig(
+            name="bench", ports=Ports.free(), nodes=NodePool(count=3, cpu="2", memory="3Gi"), runtime="process"
+        )
+        result = await sandbox.up(config)
+        kube = AsyncClient(KubeConfig.from_file(result.kubeconfig), trust_env=False, field_manager="bench")
+        client = Kube.from_config(result.kubeconfig)
+        manager = Manager(client, namespaces=[NAMESPACE])
+        try:
+            await install_crds(kube, load_generated())
+            await manager.start()
+            documents = [d for p in sorted(EXAMPLES.glob("0*.yaml")) for d in yaml.safe_load_all(p.read_text()) if d]
+            started = time.monotonic()
+            for doc in documents:
+                resource = RAYCLUSTER.from_dict(doc) if doc["kind"] == "RayCluster" else from_dict(doc)
+                await kube.create(resource)  # type: ignore[call-overload]
+
+            async def ready() -> bool | NotYet:
+                got = (await kube.get(RAYCLUSTER, "raycluster-demo", namespace=NAMESPACE)).to_dict()
+                state = (got.get("status") or {}).get("state")
+                return True if state == "ready" else NotYet(f"state {state}")
+
+            await wait_for(ready, 600, what="the RayCluster to be ready")
+            ready_seconds = time.monotonic() - started
+            memory = sum(pss_mib(pid) for pid in pod_processes(sandbox.layout.root))
+            heads = [
+                p.metadata.name
+                async for p in kube.list(Pod, namespace=NAMESPACE, labels={"ray.io/node-type": "head"})
+                if p.metadata
+            ]
+            head = heads[0]
+
+            async def three() -> bool | NotYet:
+                run = await asyncio.to_thread(
+                    subprocess.run,
+                    [str(Binaries.from_cache().kubectl), "exec", "-n", NAMESPACE, str(head), "--", "ray", "status"],
+                    env={**os.environ, "KUBECONFIG": str(result.kubeconfig)},
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                )
+                return True if ray_nodes(run.stdout) == 3 else NotYet(run.stdout[-200:])
+
+            await wait_for(three, 180, what="ray status to list 3 nodes")
+            status_seconds = time.monotonic() - started
+        finally:
+            await manager.stop()
+            await client.close()
+            await kube.close()
+            await sandbox.down()
+    return {
+        "ready_seconds": round(ready_seconds, 1),
+        "ray_status_3_nodes_seconds": round(status_seconds, 1),
+        "pods_pss_mib": round(memory, 1),
+    }
+
+
+async def main_async(runs: int) -> dict[str, object]:
+    samples = [await one_run() for _ in range(runs)]
+    ready = [float(s["ready_seconds"]) for s in samples]
+    memory = [float(s["pods_pss_mib"]) for s in samples]
+    return {
+        "benchmark": "process-cluster",
+        "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "kernel": platform.release()},
+        "load_average_1m": os.getloadavg()[0],
+        "settings": {"runs": runs, "cluster": "examples/04-raycluster.yaml (1 head + 2 workers, 1 CPU 2Gi each)"},
+        "ready_seconds": {"median": statistics.median(ready), "max": max(ready), "all": ready},
+        "ray_status_3_nodes_seconds": [s["ray_status_3_nodes_seconds"] for s in samples],
+        "pods_pss_mib": {"median": statistics.median(memory), "max": max(memory)},
+        "target": {"seconds": TARGET_SECONDS, "gb": TARGET_GB},
+        "meets_target": max(ready) < TARGET_SECONDS and max(memory) < TARGET_GB * 1024,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=1)
+    args = parser.parse_args()
+    problems = preflight()
+    if problems:
+        raise SystemExit("process nodes are not possible here: " + "; ".join(problems))
+    result = asyncio.run(main_async(args.runs))
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    with RESULTS.open("a") as out:
+        out.write(json.dumps(result) + "\n")
+    print(json.dumps(result, indent=2))  # noqa: T201 - a benchmark reports on stdout
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,3 @@
+from raykube.sandbox.kubelet.main import main
+
+main()

@@ -1,0 +1,1060 @@
+"""One Pod on a process node, from scheduled to deleted: what a kubelet's pod worker does.
+
+``PodWorker.run``:
+
+1. **Sandbox**: the Pod's directory, the pause process (network/UTS/IPC/mount namespaces, tmpfs volumes), ``eth0``
+   on the bridge with an IP from the node's range, ``/etc/hosts``, ``/etc/resolv.conf`` and ``/etc/hostname``, then
+   the volumes (a ``FailedMount`` is retried until it resolves or the Pod goes), and kwok's ``Logs``, ``Exec`` and
+   ``PortForward`` objects for the Pod (``kubectl logs|exec|port-forward``).
+2. **Init containers** in order, each to completion (restarted per ``restartPolicy``; ``restartPolicy: Always`` ones
+   are sidecars that keep running once started).
+3. **Containers**, each in its own task: image -> venv, env (``CreateContainerConfigError`` starts nothing), the
+   process, probes (startup gates liveness and readiness; liveness and startup failures restart it), exit codes and
+   ``lastState``, restarts per ``restartPolicy`` with the kubelet's back-off (``CrashLoopBackOff``).
+4. **Termination** when the Pod is deleted: ``preStop``, SIGTERM, the grace period, SIGKILL; then the sandbox goes
+   and the Pod object is deleted with grace 0, as the kubelet confirms a deletion.
+
+Status is written by one publisher task, from the state here, whenever it changes (merge patch of ``/status``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import signal
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from raykube.sandbox.kubelet import api as kapi
+from raykube.sandbox.kubelet import images, network, nstools, probes, volumes
+from raykube.sandbox.kubelet.env import ContainerConfigError, NodeCapacity, command_line, container_env
+from raykube.sandbox.kubelet.events import Recorder
+
+log = logging.getLogger("raykube.sandbox.kubelet.pod")
+
+BACKOFF_START = 10.0
+BACKOFF_MAX = 300.0
+BACKOFF_RESET_AFTER = 600.0  # a container that ran this long restarts without back-off
+CONFIG_RETRY = 5.0
+MOUNT_RETRY = 3.0
+SHUTDOWN_GRACE = 2.0  # when the runtime itself stops (sandbox down), Pods get this long
+KWOK_API = "kwok.x-k8s.io/v1alpha1"
+FIELD_MANAGER = "raykube-process-runtime"
+DEFAULT_GRACE = 30
+
+
+class Host(Protocol):
+    """What a Pod worker needs from the runtime."""
+
+    api: kapi.Api
+    recorder: Recorder
+    image_store: images.ImageStore
+    net: network.PodNetwork
+    dns_ip: str
+    nstools_path: Path
+    hide_paths: list[str]
+    shutting_down: bool
+
+    def service_env(self, namespace: str, enable_links: bool) -> dict[str, str]: ...
+
+    async def configmap(self, namespace: str, name: str) -> Mapping[str, Any] | None: ...
+
+    async def secret(self, namespace: str, name: str) -> Mapping[str, Any] | None: ...
+
+    def new_venv(self, venv: Path) -> None: ...
+
+
+@dataclass
+class Node:
+    name: str
+    index: int
+    pool: network.IpPool
+    capacity: NodeCapacity
+    host_ip: str = "127.0.0.1"
+
+
+class Terminating(Exception):
+    """The Pod is being deleted (or the runtime stops): stop what you are doing."""
+
+
+@dataclass
+class Container:
+    spec: dict[str, Any]
+    kind: str  # init | sidecar | main
+    dir: Path
+    restart_count: int = 0
+    state: dict[str, Any] = field(default_factory=dict)
+    last_state: dict[str, Any] = field(default_factory=dict)
+    ready: bool = False
+    started: bool = False
+    container_id: str = ""
+    image_id: str = ""
+    image: str = ""
+    pid: int = 0
+    start_time: int = 0
+    monitor: asyncio.subprocess.Process | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    failures: int = 0  # restarts in a row without a long run, for the back-off
+    started_monotonic: float = 0.0
+    run_dir: Path = Path()
+    runnable: images.Runnable | None = None
+    runs: int = 0  # processes started so far; run N logs to N.log
+    probe_tasks: list[asyncio.Task[None]] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return str(self.spec["name"])
+
+    @property
+    def field_path(self) -> str:
+        return f"spec.{'initContainers' if self.kind != 'main' else 'containers'}{{{self.name}}}"
+
+    @property
+    def running(self) -> bool:
+        return "running" in self.state
+
+    def log_file(self, run: int) -> Path:
+        return self.dir / "logs" / f"{run}.log"
+
+    def status(self) -> dict[str, Any]:
+        status: dict[str, Any] = {
+            "name": self.name,
+            "image": self.spec.get("image", ""),
+            "imageID": self.image_id,
+            "ready": self.ready,
+            "restartCount": self.restart_count,
+            "started": self.started,
+            "state": self.state,
+            "lastState": self.last_state,
+        }
+        if self.container_id:
+            status["containerID"] = self.container_id
+        return status
+
+
+def _backoff(failures: int) -> float:
+    if failures <= 0:
+        return 0.0
+    return float(min(BACKOFF_START * 2 ** (failures - 1), BACKOFF_MAX))
+
+
+class PodWorker:
+    def __init__(self, host: Host, node: Node, pod: dict[str, Any], pods_root: Path) -> None:
+        self.host = host
+        self.node = node
+        self.pod = pod
+        meta = pod["metadata"]
+        self.uid = str(meta["uid"])
+        self.namespace = str(meta["namespace"])
+        self.name = str(meta["name"])
+        self.dir = pods_root / self.uid
+        self.ip = ""
+        self.pause: asyncio.subprocess.Process | None = None
+        self.pause_pid = 0
+        self.veth = network.veth_name(self.uid)
+        self.sandbox_ready = False
+        self.volumes: dict[str, Path] = {}
+        spec = pod["spec"]
+        self.containers: dict[str, Container] = {}
+        for init in spec.get("initContainers") or []:
+            kind = "sidecar" if init.get("restartPolicy") == "Always" else "init"
+            self.containers[init["name"]] = Container(
+                init, kind, self.dir / "containers" / init["name"], state={"waiting": {"reason": "PodInitializing"}}
+            )
+        has_init = any(c.kind == "init" for c in self.containers.values())
+        for container in spec["containers"]:
+            reason = "PodInitializing" if has_init else "ContainerCreating"
+            self.containers[container["name"]] = Container(
+                container, "main", self.dir / "containers" / container["name"], state={"waiting": {"reason": reason}}
+            )
+        for c in self.containers.values():
+            if c.kind != "main":
+                c.state = {"waiting": {"reason": "PodInitializing"}}
+        self.terminating = asyncio.Event()
+        self.gone = False  # the Pod object no longer exists
+        self.grace: float | None = None
+        self.dirty = asyncio.Event()
+        self.changed = asyncio.Event()
+        self.terminal_phase: str | None = None
+        self.conditions: dict[str, tuple[str, str, str, str]] = {}
+        self.start_time = nstools.now_rfc3339()[:19] + "Z"
+        self.initialized = False
+        self._published: dict[str, Any] | None = None
+        self._warned: set[tuple[str, str]] = set()
+
+    # ------------------------------------------------------------------------------------------------ inputs
+    def update(self, pod: dict[str, Any]) -> None:
+        self.pod = pod
+        meta = pod["metadata"]
+        if meta.get("deletionTimestamp") and not self.terminating.is_set():
+            grace = meta.get("deletionGracePeriodSeconds")
+            self.grace = float(grace) if grace is not None else None
+            self.terminating.set()
+
+    def deleted(self) -> None:
+        self.gone = True
+        self.grace = 0.0
+        self.terminating.set()
+
+    def stop(self) -> None:
+        """The runtime stops: take everything down quickly."""
+        self.grace = SHUTDOWN_GRACE
+        self.terminating.set()
+
+    # ------------------------------------------------------------------------------------------------ helpers
+    def _mark(self) -> None:
+        self.dirty.set()
+        self.changed.set()
+
+    async def _event(self, kind: str, reason: str, message: str, container: Container | None = None) -> None:
+        await self.host.recorder.record(
+            self.pod, self.node.name, kind, reason, message, field_path=container.field_path if container else None
+        )
+
+    async def _warn_once(self, reason: str, message: str, container: Container | None = None) -> None:
+        key = (reason, message)
+        if key not in self._warned:
+            self._warned.add(key)
+            await self._event("Warning", reason, message, container)
+
+    async def _sleep_or_terminate(self, seconds: float) -> None:
+        """Sleep ``seconds`` unless the Pod starts terminating first (then raise Terminating)."""
+        if self.terminating.is_set():
+            raise Terminating
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.terminating.wait(), seconds)
+        if self.terminating.is_set():
+            raise Terminating
+
+    def _grace_seconds(self) -> float:
+        if self.grace is not None:
+            return self.grace
+        return float(self.pod["spec"].get("terminationGracePeriodSeconds", DEFAULT_GRACE))
+
+    # ------------------------------------------------------------------------------------------------ main
+    async def run(self) -> None:
+        publisher = asyncio.create_task(self._publisher(), name=f"status {self.namespace}/{self.name}")
+        self._mark()
+        try:
+            await self._create_sandbox()
+            await self._initialize()
+            await self._run_containers()
+            if not self.terminating.is_set():  # the Pod ended for good: free its sandbox, keep its status
+                await self._shutdown()
+                self._mark()
+                await self.terminating.wait()
+        except Terminating:
+            pass
+        except Exception:
+            log.exception("pod %s/%s failed in the runtime", self.namespace, self.name)
+            await self._event("Warning", "FailedSync", "the process runtime failed on this Pod; see its log")
+            await self.terminating.wait()
+        finally:
+            await self._shutdown()
+            self._mark()
+            await asyncio.sleep(0)
+            publisher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await publisher
+            if not self.gone and not self.host.shutting_down and self.terminating.is_set():
+                await self._publish()
+                with contextlib.suppress(kapi.ApiError):
+                    await self.host.api.request(
+                        "DELETE",
+                        kapi.path("v1", "pods", self.namespace, self.name),
+                        body={"gracePeriodSeconds": 0, "preconditions": {"uid": self.uid}},
+                    )
+            self.host.recorder.forget(self.uid)
+            if self.ip:
+                self.node.pool.release(self.ip)
+            if not self.host.shutting_down:
+                volumes.remove_pod_dir(self.dir)
+
+    # ------------------------------------------------------------------------------------------------ sandbox
+    async def _create_sandbox(self) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        spec_file = self.dir / "pause-spec.json"
+        ready = self.dir / "pause.json"
+        shm = self.dir / "shm"
+        memory = [{"path": str(shm), "sizeBytes": 64 * 1024 * 1024}]
+        memory += [m.to_json() for m in volumes.memory_volumes(self.pod, self.dir)]
+        spec_file.write_text(json.dumps({"hostname": self.hostname, "tmpfs": memory, "readyFile": str(ready)}))
+        self.pause = await _spawn_helper(self.host.nstools_path, "pause", spec_file, self.dir / "pause.log")
+        await _wait_file(ready, self.pause, 30, "the Pod sandbox")
+        self.pause_pid = int(json.loads(ready.read_text())["pid"])
+        self.ip = self.node.pool.take()
+        await network.attach(self.host.net, self.pause_pid, self.veth, self.ip)
+        self._write_etc_files()
+        self.sandbox_ready = True
+        self._mark()
+        await self._mount_volumes()
+        await self._kwok_objects()
+
+    @property
+    def hostname(self) -> str:
+        return str(self.pod["spec"].get("hostname") or self.name)[:63]
+
+    def _write_etc_files(self) -> None:
+        spec = self.pod["spec"]
+        etc = self.dir / "etc"
+        etc.mkdir(exist_ok=True)
+        lines = [
+            "# Kubernetes-managed hosts file (raykube process runtime).",
+            "127.0.0.1\tlocalhost",
+            "::1\tlocalhost ip6-localhost ip6-loopback",
+            "fe00::0\tip6-localnet",
+            "fe00::0\tip6-mcastprefix",
+            "fe00::1\tip6-allnodes",
+            "fe00::2\tip6-allrouters",
+        ]
+        if subdomain := spec.get("subdomain"):
+            fqdn = f"{self.hostname}.{subdomain}.{self.namespace}.svc.cluster.local"
+            lines.append(f"{self.ip}\t{fqdn}\t{self.hostname}")
+        else:
+            lines.append(f"{self.ip}\t{self.hostname}")
+        for alias in spec.get("hostAliases") or []:
+            lines.append(f"{alias.get('ip')}\t{' '.join(alias.get('hostnames') or [])}")
+        (etc / "hosts").write_text("\n".join(lines) + "\n")
+        search = [f"{self.namespace}.svc.cluster.local", "svc.cluster.local", "cluster.local"]
+        nameservers = [self.host.dns_ip]
+        options = ["ndots:5"]
+        dns_config = spec.get("dnsConfig") or {}
+        if spec.get("dnsPolicy") == "None":
+            search, nameservers, options = [], [], []
+        search += list(dns_config.get("searches") or [])
+        nameservers += list(dns_config.get("nameservers") or [])
+        for option in dns_config.get("options") or []:
+            options.append(f"{option['name']}:{option['value']}" if option.get("value") else option["name"])
+        resolv = [f"search {' '.join(search)}"] if search else []
+        resolv += [f"nameserver {ns}" for ns in nameservers]
+        if options:
+            resolv.append(f"options {' '.join(options)}")
+        (etc / "resolv.conf").write_text("\n".join(resolv) + "\n")
+        (etc / "hostname").write_text(self.hostname + "\n")
+
+    async def _mount_volumes(self) -> None:
+        context = volumes.VolumeContext(
+            self.pod,
+            self.dir,
+            self.host.api,
+            self.ip,
+            self.node.host_ip,
+            self.node.capacity,
+            self.host.configmap,
+            self.host.secret,
+            self.node.name,
+        )
+        last = ""
+        reported = 0.0
+        while True:
+            try:
+                self.volumes = await volumes.prepare(context)
+            except volumes.VolumeError as exc:
+                message = str(exc)
+                if message != last or time.monotonic() - reported > 60:
+                    await self._event("Warning", "FailedMount", message)
+                    last, reported = message, time.monotonic()
+            else:
+                return
+            await self._sleep_or_terminate(MOUNT_RETRY)
+
+    async def _kwok_objects(self) -> None:
+        """kwok serves ``kubectl logs|exec|port-forward`` for the Pod from these (owned by the Pod: GC removes
+        them with it)."""
+        owner = [{"apiVersion": "v1", "kind": "Pod", "name": self.name, "uid": self.uid}]
+        meta = {"name": self.name, "namespace": self.namespace, "ownerReferences": owner}
+        execs = [
+            {
+                "containers": [c.name],
+                "local": {"envs": [{"name": nstools.EXEC_TARGET_ENV, "value": str(c.dir)}]},
+            }
+            for c in self.containers.values()
+        ]
+        ports = sorted(
+            {
+                int(port["containerPort"])
+                for c in self.containers.values()
+                for port in c.spec.get("ports") or []
+                if (port.get("protocol") or "TCP") == "TCP"
+            }
+        )
+        forwards = [
+            {
+                "ports": [port],
+                "command": [
+                    sys.executable,
+                    "-S",
+                    str(self.host.nstools_path),
+                    "port-forward",
+                    str(self.pause_pid),
+                    str(port),
+                ],
+            }
+            for port in ports
+        ]
+        objects: list[tuple[str, str, dict[str, Any]]] = [("execs", "Exec", {"execs": execs})]
+        if forwards:
+            objects.append(("portforwards", "PortForward", {"forwards": forwards}))
+        for plural, kind, spec in objects:
+            body = {"apiVersion": KWOK_API, "kind": kind, "metadata": meta, "spec": spec}
+            await self.host.api.apply(kapi.path(KWOK_API, plural, self.namespace, self.name), body, FIELD_MANAGER)
+        await self._kwok_logs()
+
+    async def _kwok_logs(self) -> None:
+        owner = [{"apiVersion": "v1", "kind": "Pod", "name": self.name, "uid": self.uid}]
+        entries = []
+        for c in self.containers.values():
+            entry: dict[str, Any] = {
+                "containers": [c.name],
+                "logsFile": str(c.log_file(max(c.runs - 1, 0))),
+                "follow": True,
+            }
+            if c.runs > 1:
+                entry["previousLogsFile"] = str(c.log_file(c.runs - 2))
+            entries.append(entry)
+        body = {
+            "apiVersion": KWOK_API,
+            "kind": "Logs",
+            "metadata": {"name": self.name, "namespace": self.namespace, "ownerReferences": owner},
+            "spec": {"logs": entries},
+        }
+        with contextlib.suppress(kapi.ApiError):
+            await self.host.api.apply(kapi.path(KWOK_API, "logs", self.namespace, self.name), body, FIELD_MANAGER)
+
+    # ------------------------------------------------------------------------------------------------ phases
+    async def _initialize(self) -> None:
+        policy = self.pod["spec"].get("restartPolicy", "Always")
+        for c in [c for c in self.containers.values() if c.kind in ("init", "sidecar")]:
+            if c.kind == "sidecar":
+                asyncio.create_task(self._runner(c), name=f"sidecar {c.name}")  # noqa: RUF006 - ends with the Pod
+                while not (c.running and c.started):
+                    await self._wait_change()
+                continue
+            while True:
+                code = await self._run_once(c)
+                if code == 0:
+                    break
+                if policy == "Never":
+                    self.terminal_phase = "Failed"
+                    self._mark()
+                    for other in self.containers.values():
+                        if other.kind == "main":
+                            other.state = {"waiting": {"reason": "PodInitializing"}}
+                    await self.terminating.wait()
+                    raise Terminating
+                await self._back_off(c)
+        self.initialized = True
+        for c in self.containers.values():
+            if c.kind == "main":
+                c.state = {"waiting": {"reason": "ContainerCreating"}}
+        self._mark()
+
+    async def _run_containers(self) -> None:
+        tasks = [
+            asyncio.create_task(self._runner(c), name=f"container {c.name}")
+            for c in self.containers.values()
+            if c.kind == "main"
+        ]
+        done_waiter = asyncio.create_task(self.terminating.wait())
+        try:
+            pending = {*tasks, done_waiter}
+            while True:
+                finished, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                if done_waiter in finished:
+                    break
+                if all(t.done() for t in tasks):  # every container ended for good (restartPolicy)
+                    for task in tasks:
+                        if not task.cancelled() and (exc := task.exception()) and not isinstance(exc, Terminating):
+                            raise exc
+                    self.terminal_phase = self._phase()
+                    self._mark()
+                    break
+        finally:
+            done_waiter.cancel()
+
+    async def _wait_change(self) -> None:
+        self.changed.clear()
+        waiter = asyncio.create_task(self.changed.wait())
+        stop = asyncio.create_task(self.terminating.wait())
+        try:
+            await asyncio.wait({waiter, stop}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiter.cancel()
+            stop.cancel()
+        if self.terminating.is_set():
+            raise Terminating
+
+    async def _runner(self, c: Container) -> None:
+        policy = "Always" if c.kind == "sidecar" else self.pod["spec"].get("restartPolicy", "Always")
+        while not self.terminating.is_set():
+            code = await self._run_once(c)
+            if self.terminating.is_set():
+                return
+            if policy == "Never" or (policy == "OnFailure" and code == 0):
+                return
+            await self._back_off(c)
+
+    async def _back_off(self, c: Container) -> None:
+        ran = time.monotonic() - c.started_monotonic if c.started_monotonic else 0.0
+        c.failures = 1 if ran >= BACKOFF_RESET_AFTER else c.failures + 1
+        delay = _backoff(c.failures - 1)
+        if delay > 0:
+            message = (
+                f"back-off {int(delay)}s restarting failed container={c.name} "
+                f"pod={self.name}_{self.namespace}({self.uid})"
+            )
+            c.state = {"waiting": {"reason": "CrashLoopBackOff", "message": message}}
+            self._mark()
+            await self._event(
+                "Warning",
+                "BackOff",
+                f"Back-off restarting failed container {c.name} in pod {self.name}_{self.namespace}({self.uid})",
+                c,
+            )
+            await self._sleep_or_terminate(delay)
+
+    # ------------------------------------------------------------------------------------------------ one run
+    async def _run_once(self, c: Container) -> int:
+        """Start ``c`` (retrying what keeps it from starting) and wait for it to exit; its exit code."""
+        await self._prepare(c)
+        code = await self._start(c)
+        if code is None:
+            self._start_probes(c)
+            try:
+                code = await self._wait_exit(c)
+            finally:
+                for task in c.probe_tasks:
+                    task.cancel()
+                c.probe_tasks.clear()
+        c.ready = False
+        c.started = False
+        self._mark()
+        return code
+
+    async def _prepare(self, c: Container) -> None:
+        """Image and configuration, retried (with the kubelet's waiting reasons) until both are fine."""
+        image_failures = 0
+        while True:
+            if self.terminating.is_set():
+                raise Terminating
+            if c.runnable is None or c.image != c.spec.get("image"):
+                try:
+                    c.runnable = await self._pull(c)
+                    c.image = str(c.spec.get("image"))
+                    image_failures = 0
+                except images.UnsupportedImage as exc:
+                    c.state = {"waiting": {"reason": "ErrImageNeverPull", "message": str(exc)}}
+                    self._mark()
+                    await self._warn_once("ErrImageNeverPull", str(exc), c)
+                    await self._sleep_or_terminate(10)
+                    continue
+                except images.InstallFailed as exc:
+                    image_failures += 1
+                    c.state = {
+                        "waiting": {
+                            "reason": "ErrImagePull" if image_failures == 1 else "ImagePullBackOff",
+                            "message": str(exc),
+                        }
+                    }
+                    self._mark()
+                    await self._event("Warning", "Failed", f'Failed to pull image "{c.spec.get("image")}": {exc}', c)
+                    await self._sleep_or_terminate(_backoff(image_failures))
+                    continue
+            try:
+                c.env = await self._environment(c)
+            except ContainerConfigError as exc:
+                c.state = {"waiting": {"reason": "CreateContainerConfigError", "message": str(exc)}}
+                self._mark()
+                await self._event("Warning", "Failed", f"Error: {exc}", c)
+                await self._sleep_or_terminate(CONFIG_RETRY)
+            else:
+                return
+
+    async def _pull(self, c: Container) -> images.Runnable:
+        reference = str(c.spec.get("image") or "")
+        image = images.parse(reference)
+        cached = self.host.image_store.installed(image.version)
+        notes: list[str] = []
+        if cached is None:
+            await self._event(
+                "Normal",
+                "Pulling",
+                f'Pulling image "{reference}" (the process runtime installs ray[default]=={image.version} into a venv '
+                "in the sandbox cache)",
+                c,
+            )
+        started = time.monotonic()
+
+        def report(text: str) -> None:
+            notes.append(text)
+
+        runnable = await self.host.image_store.ensure(image, report)
+        self.host.new_venv(runnable.venv)
+        mapping = f"venv {runnable.venv} with ray[default]=={runnable.ray_version}"
+        extra = [n for n in notes if "nearest" in n]
+        if image.note:
+            extra.append(image.note)
+        suffix = f"; {'; '.join(extra)}" if extra else ""
+        if cached is None:
+            message = (
+                f'Successfully pulled image "{reference}" in {time.monotonic() - started:.1f}s ({mapping}{suffix})'
+            )
+        else:
+            message = f'Container image "{reference}" already present on machine ({mapping}{suffix})'
+        await self._event("Normal", "Pulled", message, c)
+        if runnable.ray_version != image.version:
+            await self._warn_once(
+                "ImageVersionMapped",
+                f'"{reference}" runs Ray {runnable.ray_version}, the nearest version installable for Python '
+                f"{images.python_version()} (Ray {image.version} is not)",
+                c,
+            )
+        c.image_id = f"raykube-venv://{runnable.venv}"
+        return runnable
+
+    async def _environment(self, c: Container) -> dict[str, str]:
+        spec = self.pod["spec"]
+        kubelet_env = await container_env(
+            self.pod,
+            c.spec,
+            pod_ip=self.ip,
+            host_ip=self.node.host_ip,
+            configmap=self.host.configmap,
+            secret=self.host.secret,
+            services=self.host.service_env(self.namespace, spec.get("enableServiceLinks", True) is not False),
+            node=self.node.capacity,
+        )
+        if c.runnable is None:
+            raise RuntimeError(f"container {c.name}: no image prepared")
+        return {**c.runnable.env, "HOSTNAME": self.hostname, **kubelet_env}
+
+    async def _start(self, c: Container) -> int | None:
+        """Start the process: None once it runs, else the exit code of a start that failed (``StartError``)."""
+        runnable = c.runnable
+        if runnable is None:
+            raise RuntimeError(f"container {c.name}: no image prepared")
+        try:
+            mounts = volumes.container_mounts(c.spec, self.volumes, c.env)
+        except ContainerConfigError as exc:
+            c.state = {"waiting": {"reason": "CreateContainerConfigError", "message": str(exc)}}
+            self._mark()
+            await self._event("Warning", "Failed", f"Error: {exc}", c)
+            await self._sleep_or_terminate(CONFIG_RETRY)
+            return 1
+        argv = command_line(c.spec, c.env, list(runnable.entrypoint), list(runnable.cmd))
+        run = c.runs
+        c.runs += 1
+        run_dir = c.dir / f"run-{run}"
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (c.dir / "logs").mkdir(parents=True, exist_ok=True)
+        spec = {
+            "pausePid": self.pause_pid,
+            "stateDir": str(run_dir),
+            "logFile": str(c.log_file(run)),
+            "layerDir": str(run_dir / "layer"),
+            "rootDir": str(run_dir / "root"),
+            "hostPaths": runnable.host_paths,
+            "shm": str(self.dir / "shm"),
+            "tmp": str(run_dir / "tmp"),
+            "mounts": mounts,
+            "etc": {name: str(self.dir / "etc" / name) for name in ("hosts", "resolv.conf", "hostname")},
+            "mkdirs": [runnable.working_dir, "/tmp"],  # noqa: S108 - the container's own /tmp
+            "hide": self.host.hide_paths,
+            "workingDir": c.spec.get("workingDir") or runnable.working_dir,
+            "argv": argv,
+            "env": c.env,
+        }
+        (run_dir / "spec.json").write_text(json.dumps(spec))
+        (c.dir / "env.json").write_text(json.dumps(c.env))
+        c.container_id = f"raykube://{self.uid[:8]}-{c.name}-{run}"
+        c.run_dir = run_dir
+        c.monitor = await _spawn_helper(self.host.nstools_path, "run", run_dir / "spec.json", run_dir / "monitor.log")
+        (run_dir / "monitor.json").write_text(
+            json.dumps({"pid": c.monitor.pid, "startTime": nstools.start_time(c.monitor.pid)})
+        )
+        started_file, exit_file = run_dir / "started.json", run_dir / "exit.json"
+        await _wait_any_file((started_file, exit_file), c.monitor, 60, f"container {c.name}")
+        for link in ("started.json", "exit.json"):
+            (c.dir / link).unlink(missing_ok=True)
+        if not started_file.exists():  # the monitor could not even create the container
+            await c.monitor.wait()
+            return await self._exited(c, json.loads(exit_file.read_text()))
+        started = json.loads(started_file.read_text())
+        c.pid, c.start_time = int(started["pid"]), int(started.get("startTime") or 0)
+        (c.dir / "started.json").symlink_to(started_file)
+        c.started_monotonic = time.monotonic()
+        c.state = {"running": {"startedAt": started["startedAt"][:19] + "Z"}}
+        c.started = "startupProbe" not in c.spec
+        c.ready = c.started and "readinessProbe" not in c.spec
+        self._mark()
+        await self._kwok_logs()
+        await self._event("Normal", "Created", f"Created container: {c.name}", c)
+        await self._event("Normal", "Started", f"Started container {c.name}", c)
+        await self._post_start(c)
+        return None
+
+    async def _post_start(self, c: Container) -> None:
+        hook = ((c.spec.get("lifecycle") or {}).get("postStart") or {}).get("exec")
+        if not hook:
+            return
+        code, output = await probes.run_in_container(self._target(c), hook.get("command") or [], 60)
+        if code != 0:
+            message = f"PostStartHook failed: {output.decode(errors='replace').strip()}"
+            await self._event("Warning", "FailedPostStartHook", message, c)
+            asyncio.create_task(self._kill(c, self._grace_seconds()))  # noqa: RUF006 - ends with the container
+
+    def _target(self, c: Container) -> probes.Target:
+        return probes.Target(self.ip, c.pid, c.env, c.spec.get("ports") or [])
+
+    async def _wait_exit(self, c: Container) -> int:
+        if c.monitor is None:
+            raise RuntimeError(f"container {c.name}: not started")
+        await c.monitor.wait()
+        try:
+            result = json.loads((c.run_dir / "exit.json").read_text())
+        except (OSError, ValueError):
+            # The monitor died without a word (killed, or a bug): say what it left in its log.
+            trace = _tail(c.run_dir / "monitor.log", 20)
+            log.warning(
+                "monitor of %s/%s %s exited %s without an exit status: %s",
+                self.namespace,
+                self.name,
+                c.name,
+                c.monitor.returncode,
+                trace,
+            )
+            result = {"exitCode": 137, "finishedAt": nstools.now_rfc3339(), "monitorError": trace}
+        with contextlib.suppress(OSError):
+            (c.dir / "exit.json").unlink(missing_ok=True)
+            (c.dir / "exit.json").symlink_to(c.run_dir / "exit.json")
+        return await self._exited(c, result)
+
+    async def _exited(self, c: Container, result: Mapping[str, Any]) -> int:
+        """Record how the run ended (``terminated`` state, and ``lastState`` once it is restarted)."""
+        finished = str(result.get("finishedAt") or nstools.now_rfc3339())[:19] + "Z"
+        terminated: dict[str, Any]
+        if result.get("startError"):
+            code = 128
+            message = f"failed to start the container process: {result['startError']}"
+            terminated = {"exitCode": code, "reason": "StartError", "message": message}
+            await self._event("Warning", "Failed", f"Error: {message}", c)
+        else:
+            code = int(result.get("exitCode", 137))
+            terminated = {"exitCode": code, "reason": "Completed" if code == 0 else "Error"}
+            if result.get("signal"):
+                terminated["signal"] = int(result["signal"])
+            if code != 0 and c.spec.get("terminationMessagePolicy") == "FallbackToLogsOnError":
+                terminated["message"] = _log_tail(c.log_file(c.runs - 1), 80)
+        terminated.update(
+            startedAt=str(result.get("startedAt") or finished)[:19] + "Z",
+            finishedAt=finished,
+            containerID=c.container_id,
+        )
+        c.state = {"terminated": terminated}
+        c.pid = 0
+        if not self.terminating.is_set() and self._will_restart(c, code):
+            c.restart_count += 1
+            c.last_state = {"terminated": terminated}
+        self._mark()
+        await self._kwok_logs()
+        return code
+
+    def _will_restart(self, c: Container, code: int) -> bool:
+        if c.kind == "sidecar":
+            return True
+        policy = self.pod["spec"].get("restartPolicy", "Always")
+        return policy == "Always" or (policy == "OnFailure" and code != 0)
+
+    # ------------------------------------------------------------------------------------------------ probes
+    def _start_probes(self, c: Container) -> None:
+        if startup := c.spec.get("startupProbe"):
+            c.probe_tasks.append(asyncio.create_task(self._probe_loop(c, "Startup", startup)))
+        else:
+            self._after_startup(c)
+
+    def _after_startup(self, c: Container) -> None:
+        for kind, key in (("Liveness", "livenessProbe"), ("Readiness", "readinessProbe")):
+            if spec := c.spec.get(key):
+                c.probe_tasks.append(asyncio.create_task(self._probe_loop(c, kind, spec)))
+
+    async def _probe_loop(self, c: Container, kind: str, spec: Mapping[str, Any]) -> None:
+        period = float(spec.get("periodSeconds") or 10)
+        success_threshold = int(spec.get("successThreshold") or 1)
+        failure_threshold = int(spec.get("failureThreshold") or 3)
+        await asyncio.sleep(float(spec.get("initialDelaySeconds") or 0))
+        successes = failures = 0
+        run = c.runs
+        while c.running and c.runs == run and not self.terminating.is_set():
+            result = await probes.probe(spec, self._target(c))
+            if not c.running or c.runs != run or self.terminating.is_set():
+                return
+            if result.ok:
+                successes, failures = successes + 1, 0
+                if successes >= success_threshold:
+                    if kind == "Readiness" and not c.ready:
+                        c.ready = True
+                        self._mark()
+                    elif kind == "Startup":
+                        c.started = True
+                        c.ready = "readinessProbe" not in c.spec
+                        self._mark()
+                        self._after_startup(c)
+                        return
+            else:
+                successes, failures = 0, failures + 1
+                await self._event("Warning", "Unhealthy", f"{kind} probe failed: {result.message.strip()}", c)
+                if failures >= failure_threshold:
+                    if kind == "Readiness":
+                        if c.ready:
+                            c.ready = False
+                            self._mark()
+                    else:
+                        reason = "liveness" if kind == "Liveness" else "startup"
+                        await self._event(
+                            "Normal", "Killing", f"Container {c.name} failed {reason} probe, will be restarted", c
+                        )
+                        grace = spec.get("terminationGracePeriodSeconds")
+                        await self._kill(c, float(grace) if grace is not None else self._grace_seconds())
+                        return
+            await asyncio.sleep(period)
+
+    # ------------------------------------------------------------------------------------------------ stopping
+    async def _kill(self, c: Container, grace: float) -> None:
+        """preStop, SIGTERM, ``grace`` seconds, SIGKILL (the kubelet's killContainer)."""
+        monitor = c.monitor
+        if monitor is None or monitor.returncode is not None or not c.pid:
+            return
+        deadline = time.monotonic() + grace
+        hook = ((c.spec.get("lifecycle") or {}).get("preStop") or {}).get("exec")
+        if hook and grace > 0 and nstools.alive(c.pid, c.start_time):
+            await probes.run_in_container(self._target(c), hook.get("command") or [], grace)
+        if nstools.alive(c.pid, c.start_time):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(c.pid, signal.SIGTERM)
+        try:
+            await asyncio.wait_for(asyncio.shield(monitor.wait()), max(0.0, deadline - time.monotonic()))
+        except TimeoutError:
+            if nstools.alive(c.pid, c.start_time):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(c.pid, signal.SIGKILL)
+            await monitor.wait()
+
+    async def _shutdown(self) -> None:
+        grace = self._grace_seconds()
+        running = [c for c in self.containers.values() if c.monitor is not None and c.monitor.returncode is None]
+        if running and not self.gone and not self.host.shutting_down:
+            for c in running:
+                await self._event("Normal", "Killing", f"Stopping container {c.name}", c)
+        # Main containers first, then sidecars, as the kubelet orders termination.
+        mains = [c for c in running if c.kind != "sidecar"]
+        await asyncio.gather(*(self._kill(c, grace) for c in mains))
+        await asyncio.gather(*(self._kill(c, min(grace, SHUTDOWN_GRACE)) for c in running if c.kind == "sidecar"))
+        for c in self.containers.values():
+            if c.running:
+                c.state = {"terminated": {"exitCode": 137, "reason": "Error", "containerID": c.container_id}}
+            c.ready = False
+        if self.pause is not None and self.pause.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.pause.kill()
+            await self.pause.wait()
+        self.sandbox_ready = False
+
+    # ------------------------------------------------------------------------------------------------ status
+    def _phase(self) -> str:  # noqa: PLR0911, PLR0912 - the kubelet's phase rules, one case at a time
+        if self.terminal_phase:
+            return self.terminal_phase
+        spec = self.pod["spec"]
+        policy = spec.get("restartPolicy", "Always")
+        pending_init = 0
+        failed_init = 0
+        for c in self.containers.values():
+            if c.kind != "init":
+                continue
+            state = c.state
+            if "running" in state:
+                pending_init += 1
+            elif "terminated" in state:
+                if state["terminated"]["exitCode"] != 0:
+                    failed_init += 1
+            elif "waiting" in state:
+                last = c.last_state.get("terminated")
+                if last and last.get("exitCode") != 0:
+                    failed_init += 1
+                elif not self.initialized:
+                    pending_init += 1
+        if failed_init and policy == "Never":
+            return "Failed"
+        running = waiting = stopped = succeeded = 0
+        for c in self.containers.values():
+            if c.kind == "init":
+                continue
+            if c.kind == "sidecar":
+                if c.running:
+                    running += 1
+                continue
+            if c.running:
+                running += 1
+            elif "terminated" in c.state:
+                stopped += 1
+                succeeded += c.state["terminated"]["exitCode"] == 0
+            elif c.last_state.get("terminated"):
+                stopped += 1
+            else:
+                waiting += 1
+        if (pending_init > 0 and not self.initialized) or waiting > 0:
+            return "Pending"
+        if running > 0:
+            return "Running"
+        if stopped > 0:
+            if policy == "Always":
+                return "Running"
+            if stopped == succeeded:
+                return "Succeeded"
+            if policy == "Never":
+                return "Failed"
+            return "Running"
+        return "Pending"
+
+    def _condition(self, kind: str, status: str, reason: str = "", message: str = "") -> dict[str, Any]:
+        previous = self.conditions.get(kind)
+        when = previous[3] if previous and previous[0] == status else nstools.now_rfc3339()[:19] + "Z"
+        self.conditions[kind] = (status, reason, message, when)
+        condition: dict[str, Any] = {"type": kind, "status": status, "lastProbeTime": None, "lastTransitionTime": when}
+        if reason:
+            condition["reason"] = reason
+        if message:
+            condition["message"] = message
+        return condition
+
+    def status(self) -> dict[str, Any]:
+        phase = self._phase()
+        terminal = phase in ("Succeeded", "Failed")
+        inits = [c for c in self.containers.values() if c.kind != "main"]
+        mains = [c for c in self.containers.values() if c.kind == "main"]
+        incomplete = [
+            c.name
+            for c in inits
+            if (c.kind == "init" and c.state.get("terminated", {}).get("exitCode") != 0)
+            or (c.kind == "sidecar" and not c.started)
+        ]
+        unready = [c.name for c in [*mains, *(c for c in inits if c.kind == "sidecar")] if not c.ready]
+        conditions = [
+            self._condition("PodReadyToStartContainers", "True" if self.sandbox_ready else "False"),
+            self._condition(
+                "Initialized",
+                "False" if incomplete and not self.initialized else "True",
+                "ContainersNotInitialized" if incomplete and not self.initialized else "",
+                f"containers with incomplete status: [{' '.join(incomplete)}]"
+                if incomplete and not self.initialized
+                else "",
+            ),
+        ]
+        for kind in ("Ready", "ContainersReady"):
+            if unready or terminal:
+                reason = "PodCompleted" if terminal else "ContainersNotReady"
+                message = "" if terminal else f"containers with unready status: [{' '.join(unready)}]"
+                conditions.append(self._condition(kind, "False", reason, message))
+            else:
+                conditions.append(self._condition(kind, "True"))
+        current = self.pod.get("status") or {}
+        ours = {c["type"] for c in conditions}
+        conditions += [c for c in current.get("conditions") or [] if c.get("type") not in ours]
+        status: dict[str, Any] = {
+            "phase": phase,
+            "conditions": conditions,
+            "hostIP": self.node.host_ip,
+            "hostIPs": [{"ip": self.node.host_ip}],
+            "startTime": self.start_time,
+            "containerStatuses": [c.status() for c in mains],
+        }
+        if inits:
+            status["initContainerStatuses"] = [c.status() for c in inits]
+        if self.ip:
+            status["podIP"] = self.ip
+            status["podIPs"] = [{"ip": self.ip}]
+        if current.get("qosClass"):
+            status["qosClass"] = current["qosClass"]
+        return status
+
+    async def _publish(self) -> None:
+        status = self.status()
+        comparable = json.dumps(status, sort_keys=True)
+        if self._published is not None and json.dumps(self._published, sort_keys=True) == comparable:
+            return
+        try:
+            updated = await self.host.api.patch(
+                kapi.path("v1", "pods", self.namespace, self.name) + "/status", {"status": status}
+            )
+            self._published = status
+            if updated.get("metadata", {}).get("uid") == self.uid:
+                self.pod = {**self.pod, "status": updated.get("status", {})}
+        except kapi.ApiError as exc:
+            if exc.code == 404:
+                self.deleted()
+            else:
+                log.warning("status of %s/%s: %s", self.namespace, self.name, exc)
+                self.dirty.set()
+                await asyncio.sleep(1)
+
+    async def _publisher(self) -> None:
+        while True:
+            await self.dirty.wait()
+            self.dirty.clear()
+            await self._publish()
+
+
+async def _spawn_helper(nstools_path: Path, command: str, spec: Path, log_file: Path) -> asyncio.subprocess.Process:
+    """``python -S nstools.py COMMAND SPEC`` in a session of its own, its stderr to ``log_file``."""
+    with log_file.open("wb") as err:
+        return await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-S",
+            str(nstools_path),
+            command,
+            str(spec),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=err,
+            start_new_session=True,
+        )
+
+
+def _tail(path: Path, lines: int) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def _log_tail(path: Path, lines: int) -> str:
+    """The last ``lines`` lines of a CRI log, without their timestamp, stream and tag."""
+    try:
+        text = path.read_text(errors="replace").splitlines()[-lines:]
+    except OSError:
+        return ""
+    return "\n".join(line.split(" ", 3)[-1] for line in text)
+
+
+async def _wait_file(path: Path, proc: asyncio.subprocess.Process, timeout: float, what: str) -> None:
+    await _wait_any_file((path,), proc, timeout, what)
+
+
+async def _wait_any_file(paths: tuple[Path, ...], proc: asyncio.subprocess.Process, timeout: float, what: str) -> None:
+    """Until one of ``paths`` exists (the helper process writes it), or fail if the helper dies first."""
+    from raykube.waiting import wait_for  # noqa: PLC0415 - keep the import graph of this module small
+
+    def written() -> bool:
+        if any(p.exists() for p in paths):
+            return True
+        if proc.returncode is not None:
+            raise RuntimeError(f"{what}: the helper exited with {proc.returncode} before it was ready")
+        return False
+
+    await wait_for(written, timeout, what=what, interval=0.005, max_interval=0.05)

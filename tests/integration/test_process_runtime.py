@@ -1,0 +1,701 @@
+"""The process runtime on a real sandbox: Pods on process nodes run as real processes, as a kubelet runs them.
+
+One private sandbox with ``runtime="process"`` (two process nodes) for the whole module; every test has its own
+namespace. Skipped, with the reason, where the machine cannot host process nodes (not root, no namespaces).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import os
+import re
+import subprocess
+import uuid
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+import yaml
+from lightkube import ApiError, AsyncClient, KubeConfig
+from lightkube.codecs import from_dict
+from lightkube.generic_resource import create_namespaced_resource
+from lightkube.resources.core_v1 import Event, Namespace, Pod, ServiceAccount
+
+from raykube.api.crd import load_generated
+from raykube.api.rbac import LEADER_ELECTION_RULES, OPERATOR_RULES
+from raykube.runtime.crds import install_crds
+from raykube.runtime.kube import Kube
+from raykube.runtime.manager import Manager
+from raykube.sandbox import Binaries, NodePool, Ports, Sandbox, SandboxConfig
+from raykube.sandbox.kubelet import network
+from raykube.waiting import NotYet, wait_for
+
+IMAGE = "rayproject/ray:2.52.0"
+EXAMPLES = Path(__file__).parents[2] / "examples"
+RAY_READY = 300.0  # generous: three Ray nodes start on two cores
+START = 240.0  # generous: the first Pod may install the Ray venv into the cache
+
+
+@dataclass(frozen=True)
+class ProcessSandbox:
+    sandbox: Sandbox
+    kubeconfig: Path
+    root: Path
+
+    def kubectl(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(Binaries.from_cache().kubectl), *args],
+            env={**os.environ, "KUBECONFIG": str(self.kubeconfig)},
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+
+
+@pytest.fixture(scope="module")
+async def proc(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[ProcessSandbox]:
+    problems = network.preflight()
+    if problems:
+        pytest.skip("this machine cannot run process nodes: " + "; ".join(problems))
+    root = tmp_path_factory.mktemp("raykube-process")
+    sandbox = Sandbox.named("proc", root)
+    # Three nodes that hold one Ray Pod of the seed (2Gi) each, as the chapter's cluster spreads on real nodes.
+    config = SandboxConfig(
+        name="proc", ports=Ports.free(), nodes=NodePool(count=3, cpu="2", memory="3Gi"), runtime="process"
+    )
+    result = await sandbox.up(config)
+    try:
+        yield ProcessSandbox(sandbox, result.kubeconfig, root)
+    finally:
+        await sandbox.down(keep_logs=True)
+
+
+@pytest.fixture(scope="module")
+async def pkube(proc: ProcessSandbox) -> AsyncIterator[AsyncClient]:
+    client = AsyncClient(KubeConfig.from_file(proc.kubeconfig), trust_env=False, field_manager="raykube-tests")
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
+@pytest.fixture
+async def ns(pkube: AsyncClient, request: pytest.FixtureRequest) -> AsyncIterator[str]:
+    name = f"p-{re.sub(r'[^a-z0-9]+', '-', request.node.name.lower())[:40].strip('-')}-{uuid.uuid4().hex[:6]}"
+    await pkube.create(Namespace(metadata={"name": name}))  # type: ignore[arg-type]
+
+    async def account() -> bool | NotYet:
+        try:
+            await pkube.get(ServiceAccount, "default", namespace=name)
+        except ApiError:
+            return NotYet("no default ServiceAccount yet")
+        return True
+
+    await wait_for(account, 30, what=f"namespace {name}")
+    try:
+        yield name
+    finally:
+        await pkube.delete(Namespace, name)
+
+
+async def create(kube: AsyncClient, namespace: str, body: dict[str, Any]) -> None:
+    await kube.create(from_dict(body), namespace=namespace)  # type: ignore[call-overload]
+
+
+def pod(name: str, command: str, **spec: Any) -> dict[str, Any]:
+    container = {"name": "main", "image": IMAGE, "command": ["bash", "-c", command], **spec.pop("container", {})}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": {"containers": [container], **spec}}
+
+
+async def status(kube: AsyncClient, namespace: str, name: str) -> dict[str, Any]:
+    got = await kube.get(Pod, name, namespace=namespace)
+    return dict(got.to_dict().get("status") or {})
+
+
+def container(st: dict[str, Any], name: str = "main", init: bool = False) -> dict[str, Any]:
+    for entry in st.get("initContainerStatuses" if init else "containerStatuses") or []:
+        if entry["name"] == name:
+            return dict(entry)
+    return {}
+
+
+async def wait_status(
+    kube: AsyncClient,
+    namespace: str,
+    name: str,
+    check: Callable[[dict[str, Any]], bool],
+    what: str,
+    seconds: float = START,
+) -> dict[str, Any]:
+    async def predicate() -> dict[str, Any] | NotYet:
+        st = await status(kube, namespace, name)
+        summary = json.dumps(
+            {
+                "phase": st.get("phase"),
+                "containers": [
+                    (c.get("name"), c.get("state"), c.get("ready")) for c in st.get("containerStatuses") or []
+                ],
+            }
+        )
+        return st if check(st) else NotYet(summary)
+
+    result: dict[str, Any] = await wait_for(predicate, seconds, what=f"{namespace}/{name}: {what}")
+    return result
+
+
+@contextlib.asynccontextmanager
+async def port_forward(proc: ProcessSandbox, namespace: str, target: str, port: int) -> AsyncIterator[int]:
+    """``kubectl port-forward TARGET :PORT`` while the block runs; yields the local port kubectl picked."""
+    forward = await asyncio.create_subprocess_exec(
+        str(Binaries.from_cache().kubectl),
+        "port-forward",
+        "-n",
+        namespace,
+        target,
+        f":{port}",
+        env={**os.environ, "KUBECONFIG": str(proc.kubeconfig)},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        assert forward.stdout is not None
+        line = (await asyncio.wait_for(forward.stdout.readline(), 60)).decode()
+        match = re.search(r"127\.0\.0\.1:(\d+)", line)
+        assert match, f"kubectl port-forward said {line!r}"
+        yield int(match[1])
+    finally:
+        forward.terminate()
+        await forward.communicate()
+
+
+def is_ready(st: dict[str, Any]) -> bool:
+    return {c["type"]: c["status"] for c in st.get("conditions") or []}.get("Ready") == "True"
+
+
+async def events(kube: AsyncClient, namespace: str, name: str) -> list[tuple[str, str]]:
+    return [
+        (e.reason or "", e.message or "")
+        async for e in kube.list(Event, namespace=namespace)
+        if e.involvedObject.name == name
+    ]
+
+
+def b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+# ------------------------------------------------------------------------------------------------------------------
+async def test_a_pod_runs_with_the_kubelets_environment(proc: ProcessSandbox, pkube: AsyncClient, ns: str) -> None:
+    await create(pkube, ns, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg"}, "data": {"A": "1"}})
+    await create(
+        pkube, ns, {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "sec"}, "data": {"PASS": b64("s3cr3t")}}
+    )
+    script = (
+        'echo "A=$A S_PASS=$S_PASS X=$X IP=$POD_IP NAME=$POD_NAME NS=$POD_NS APP=$APP CPU=$CPU HOST=$(hostname)"; '
+        "getent hosts kubernetes.default.svc.cluster.local; echo to-stderr >&2; exit 0"
+    )
+    body = pod(
+        "env",
+        script,
+        restartPolicy="Never",
+        container={
+            "envFrom": [{"configMapRef": {"name": "cfg"}}, {"secretRef": {"name": "sec"}, "prefix": "S_"}],
+            "env": [
+                {"name": "X", "value": "a-$(A)"},
+                {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+                {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+                {"name": "POD_NS", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+                {"name": "APP", "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['app']"}}},
+                {
+                    "name": "CPU",
+                    "valueFrom": {"resourceFieldRef": {"resource": "limits.cpu", "divisor": "1m"}},
+                },
+            ],
+            "resources": {"limits": {"cpu": "500m", "memory": "256Mi"}},
+        },
+    )
+    body["metadata"]["labels"] = {"app": "envtest"}
+    await create(pkube, ns, body)
+
+    st = await wait_status(pkube, ns, "env", lambda s: s.get("phase") == "Succeeded", "to succeed")
+
+    terminated = container(st)["state"]["terminated"]
+    assert (terminated["exitCode"], terminated["reason"]) == (0, "Completed")
+    ip = st["podIP"]
+    assert ip.startswith("10.244.")
+    logs = proc.kubectl("logs", "-n", ns, "env")
+    assert logs.returncode == 0, logs.stderr
+    assert f"A=1 S_PASS=s3cr3t X=a-1 IP={ip} NAME=env NS={ns} APP=envtest CPU=500 HOST=env" in logs.stdout
+    assert "10.96.0.1" in logs.stdout  # cluster DNS answered kubernetes.default
+    assert "to-stderr" in logs.stdout
+    reasons = [reason for reason, _ in await events(pkube, ns, "env")]
+    assert {"Scheduled", "Pulled", "Created", "Started"} <= set(reasons)
+
+
+async def test_a_missing_secret_is_a_create_container_config_error(
+    proc: ProcessSandbox, pkube: AsyncClient, ns: str
+) -> None:
+    await create(
+        pkube, ns, pod("cfgerr", "echo started; sleep 3600", container={"envFrom": [{"secretRef": {"name": "later"}}]})
+    )
+
+    st = await wait_status(
+        pkube,
+        ns,
+        "cfgerr",
+        lambda s: container(s).get("state", {}).get("waiting", {}).get("reason") == "CreateContainerConfigError",
+        "CreateContainerConfigError",
+    )
+
+    assert container(st)["state"]["waiting"]["message"] == 'secret "later" not found'
+    assert st["phase"] == "Pending"
+    assert ("Failed", 'Error: secret "later" not found') in await events(pkube, ns, "cfgerr")
+    assert "started" not in proc.kubectl("logs", "-n", ns, "cfgerr").stdout  # nothing ran
+
+    await create(pkube, ns, {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "later"}, "data": {}})
+    await wait_status(pkube, ns, "cfgerr", lambda s: "running" in container(s).get("state", {}), "to start")
+
+
+async def test_a_missing_key_names_it(pkube: AsyncClient, ns: str) -> None:
+    await create(pkube, ns, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg"}, "data": {}})
+    ref = {"configMapKeyRef": {"name": "cfg", "key": "NOPE"}}
+    await create(pkube, ns, pod("keyerr", "sleep 3600", container={"env": [{"name": "V", "valueFrom": ref}]}))
+    st = await wait_status(
+        pkube,
+        ns,
+        "keyerr",
+        lambda s: "waiting" in container(s).get("state", {}) and bool(container(s)["state"]["waiting"].get("message")),
+        "a config error",
+    )
+    assert container(st)["state"]["waiting"] == {
+        "reason": "CreateContainerConfigError",
+        "message": f"couldn't find key NOPE in ConfigMap {ns}/cfg",
+    }
+
+
+async def test_exit_codes_and_restart_policies(proc: ProcessSandbox, pkube: AsyncClient, ns: str) -> None:
+    await create(pkube, ns, pod("never", "echo bye; exit 3", restartPolicy="Never"))
+    await create(pkube, ns, pod("onfailure", "echo run; exit 4", restartPolicy="OnFailure"))
+
+    never = await wait_status(pkube, ns, "never", lambda s: s.get("phase") == "Failed", "to fail")
+    assert container(never)["state"]["terminated"]["exitCode"] == 3
+    assert container(never)["state"]["terminated"]["reason"] == "Error"
+    assert container(never)["restartCount"] == 0
+
+    crashing = await wait_status(
+        pkube,
+        ns,
+        "onfailure",
+        lambda s: container(s).get("state", {}).get("waiting", {}).get("reason") == "CrashLoopBackOff",
+        "CrashLoopBackOff",
+    )
+    assert crashing["phase"] == "Running"
+    assert container(crashing)["restartCount"] >= 1
+    assert container(crashing)["lastState"]["terminated"]["exitCode"] == 4
+    assert "back-off 10s restarting failed container=main" in container(crashing)["state"]["waiting"]["message"]
+    previous = proc.kubectl("logs", "-n", ns, "onfailure", "--previous")
+    assert previous.returncode == 0 and "run" in previous.stdout, previous.stderr
+    assert any(r == "BackOff" for r, _ in await events(pkube, ns, "onfailure"))
+
+
+async def test_init_containers_run_in_order_before_the_containers(
+    proc: ProcessSandbox, pkube: AsyncClient, ns: str
+) -> None:
+    mount = [{"name": "work", "mountPath": "/work"}]
+    body = pod("init", "cat /work/order; sleep 3600", container={"volumeMounts": mount})
+    body["spec"]["volumes"] = [{"name": "work", "emptyDir": {}}]
+    body["spec"]["initContainers"] = [
+        {
+            "name": f"step{i}",
+            "image": IMAGE,
+            "command": ["bash", "-c", f"echo step{i} >> /work/order"],
+            "volumeMounts": mount,
+        }
+        for i in (1, 2)
+    ]
+    await create(pkube, ns, body)
+
+    st = await wait_status(pkube, ns, "init", is_ready, "Ready")
+
+    assert [container(st, f"step{i}", init=True)["state"]["terminated"]["exitCode"] for i in (1, 2)] == [0, 0]
+    assert proc.kubectl("logs", "-n", ns, "init").stdout.split() == ["step1", "step2"]
+
+
+async def test_volumes(proc: ProcessSandbox, pkube: AsyncClient, ns: str) -> None:
+    await create(
+        pkube,
+        ns,
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "files"}, "data": {"a.txt": "A", "b": "B"}},
+    )
+    await create(
+        pkube, ns, {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "keys"}, "data": {"k": b64("K")}}
+    )
+    await create(
+        pkube,
+        ns,
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "data"},
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+        },
+    )
+    script = (
+        "cat /cfg/renamed; echo; stat -c %a /cfg/renamed; cat /sec/k; echo; cat /info/labels; echo; "
+        "df -t tmpfs /mem | tail -1 | awk '{print \"tmpfs\", $2}'; echo written > /data/out; "
+        "cat /var/run/secrets/kubernetes.io/serviceaccount/namespace; echo; sleep 3600"
+    )
+    body = pod(
+        "volumes",
+        script,
+        container={
+            "volumeMounts": [
+                {"name": "cfg", "mountPath": "/cfg"},
+                {"name": "sec", "mountPath": "/sec", "readOnly": True},
+                {"name": "info", "mountPath": "/info"},
+                {"name": "mem", "mountPath": "/mem"},
+                {"name": "data", "mountPath": "/data"},
+            ]
+        },
+    )
+    body["metadata"]["labels"] = {"tier": "test"}
+    body["spec"]["volumes"] = [
+        {"name": "cfg", "configMap": {"name": "files", "items": [{"key": "a.txt", "path": "renamed", "mode": 0o600}]}},
+        {"name": "sec", "secret": {"secretName": "keys"}},
+        {"name": "info", "downwardAPI": {"items": [{"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}}]}},
+        {"name": "mem", "emptyDir": {"medium": "Memory", "sizeLimit": "64Mi"}},
+        {"name": "data", "persistentVolumeClaim": {"claimName": "data"}},
+    ]
+    await create(pkube, ns, body)
+    await wait_status(pkube, ns, "volumes", is_ready, "Ready")
+
+    async def logged() -> list[str] | NotYet:
+        lines = proc.kubectl("logs", "-n", ns, "volumes").stdout.split("\n")
+        return lines if len(lines) >= 7 else NotYet(f"logs so far: {lines}")
+
+    lines = await wait_for(logged, 60, what="the volume report")
+    assert lines[:6] == ["A", "600", "K", 'tier="test"', "tmpfs 65536", ns]
+    written = list((proc.root / "sandboxes" / "proc" / "volumes").glob("pvc-*/process-node-*/out"))
+    assert [p.read_text() for p in written] == ["written\n"]  # the node-local directory of the provisioner's volume
+
+
+async def test_probes_drive_readiness_and_restarts(proc: ProcessSandbox, pkube: AsyncClient, ns: str) -> None:
+    ready_probe = {"exec": {"command": ["test", "-e", "/tmp/ready"]}, "periodSeconds": 1}
+    await create(pkube, ns, pod("ready", "sleep 3600", container={"readinessProbe": ready_probe}))
+    live_probe = {"tcpSocket": {"port": 8080}, "periodSeconds": 1, "failureThreshold": 2, "initialDelaySeconds": 1}
+    await create(
+        pkube,
+        ns,
+        pod("live", "echo up; sleep 3600", terminationGracePeriodSeconds=1, container={"livenessProbe": live_probe}),
+    )
+    http_probe = {"httpGet": {"path": "/", "port": "web"}, "periodSeconds": 1}
+    startup = {"httpGet": {"path": "/", "port": 8000}, "periodSeconds": 1, "failureThreshold": 60}
+    await create(
+        pkube,
+        ns,
+        pod(
+            "http",
+            "sleep 2; exec python -m http.server 8000",
+            container={
+                "ports": [{"name": "web", "containerPort": 8000}],
+                "readinessProbe": http_probe,
+                "startupProbe": startup,
+            },
+        ),
+    )
+
+    st = await wait_status(pkube, ns, "ready", lambda s: "running" in container(s).get("state", {}), "to run")
+    assert not is_ready(st) and container(st)["ready"] is False
+    touch = proc.kubectl("exec", "-n", ns, "ready", "--", "touch", "/tmp/ready")
+    assert touch.returncode == 0, touch.stderr
+    await wait_status(pkube, ns, "ready", is_ready, "Ready after the file appeared")
+
+    restarted = await wait_status(pkube, ns, "live", lambda s: container(s).get("restartCount", 0) >= 1, "a restart")
+    assert restarted["phase"] == "Running"
+    found = await events(pkube, ns, "live")
+    assert ("Killing", "Container main failed liveness probe, will be restarted") in found
+    assert any(r == "Unhealthy" and m.startswith("Liveness probe failed: dial tcp") for r, m in found)
+
+    http = await wait_status(pkube, ns, "http", is_ready, "Ready through startup and readiness HTTP probes")
+    assert container(http)["started"] is True
+
+
+async def test_exec_logs_and_port_forward(proc: ProcessSandbox, pkube: AsyncClient, ns: str) -> None:
+    await create(
+        pkube,
+        ns,
+        pod(
+            "web",
+            "echo serving; exec python -m http.server 8000",
+            container={"ports": [{"containerPort": 8000}], "env": [{"name": "GREETING", "value": "hi"}]},
+        ),
+    )
+    st = await wait_status(pkube, ns, "web", lambda s: "running" in container(s).get("state", {}), "to run")
+
+    inside = proc.kubectl("exec", "-n", ns, "web", "--", "sh", "-c", 'echo "$(hostname) $GREETING $HOME"; pwd')
+    assert inside.returncode == 0, inside.stderr
+    assert inside.stdout.split() == ["web", "hi", "/home/ray", "/home/ray"]
+    ip_route = proc.kubectl("exec", "-n", ns, "web", "--", "cat", "/etc/hosts")
+    assert f"{st['podIP']}\tweb" in ip_route.stdout
+
+    async with port_forward(proc, ns, "pod/web", 8000) as port:
+
+        async def served() -> int | NotYet:
+            try:
+                async with httpx2.AsyncClient(trust_env=False, timeout=5) as http:
+                    return (await http.get(f"http://127.0.0.1:{port}/")).status_code
+            except httpx2.HTTPError as exc:
+                return NotYet(str(exc))
+
+        assert await wait_for(served, 30, what="the port-forward") == 200
+    assert "serving" in proc.kubectl("logs", "-n", ns, "web").stdout
+
+
+async def test_services_resolve_and_cluster_ips_route(proc: ProcessSandbox, pkube: AsyncClient, ns: str) -> None:
+    server = pod("server", "exec python -m http.server 8000", container={"ports": [{"containerPort": 8000}]})
+    server["metadata"]["labels"] = {"app": "server"}
+    await create(pkube, ns, server)
+    for name, cluster_ip in (("clusterip", None), ("headless", "None")):
+        spec: dict[str, Any] = {"selector": {"app": "server"}, "ports": [{"port": 80, "targetPort": 8000}]}
+        if cluster_ip:
+            spec["clusterIP"] = cluster_ip
+        await create(pkube, ns, {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name}, "spec": spec})
+    st = await wait_status(pkube, ns, "server", lambda s: "running" in container(s).get("state", {}), "to run")
+    await create(pkube, ns, pod("client", "sleep 3600"))
+    await wait_status(pkube, ns, "client", lambda s: "running" in container(s).get("state", {}), "to run")
+
+    def fetch() -> str:
+        script = (
+            f"getent hosts headless.{ns}.svc.cluster.local; "
+            "curl -s -o /dev/null -w '%{http_code}' --max-time 5 http://clusterip/; echo; "
+            "getent hosts pypi.org || echo no-outside-names"
+        )
+        return proc.kubectl("exec", "-n", ns, "client", "--", "bash", "-c", script).stdout
+
+    async def routed() -> str | NotYet:
+        out = fetch()
+        return out if "200" in out else NotYet(out)
+
+    out = await wait_for(routed, 60, what="the ClusterIP to answer")
+    assert st["podIP"] in out  # the headless name is the ready endpoint's IP
+    assert "no-outside-names" in out  # nothing resolves outside cluster.local: traffic stays on the machine
+
+
+async def test_other_images_wait_with_a_reason(pkube: AsyncClient, ns: str) -> None:
+    body = pod("busybox", "true")
+    body["spec"]["containers"][0]["image"] = "busybox:1.36"
+    await create(pkube, ns, body)
+    st = await wait_status(
+        pkube,
+        ns,
+        "busybox",
+        lambda s: bool(container(s).get("state", {}).get("waiting", {}).get("message")),
+        "a reason",
+    )
+    waiting = container(st)["state"]["waiting"]
+    assert waiting["reason"] == "ErrImageNeverPull"
+    assert "rayproject/ray" in waiting["message"] and "busybox:1.36" in waiting["message"]
+
+
+async def test_graceful_termination(proc: ProcessSandbox, pkube: AsyncClient, ns: str) -> None:
+    marker = proc.root / f"term-{ns}"
+    volume = [{"name": "out", "hostPath": {"path": str(marker.parent)}}]
+    mount = [{"name": "out", "mountPath": "/out"}]
+    polite = f"trap 'echo got-SIGTERM > /out/{marker.name}; exit 0' TERM; echo started; while true; do sleep 0.1; done"
+    await create(pkube, ns, pod("polite", polite, volumes=volume, container={"volumeMounts": mount}))
+    stubborn = "trap '' TERM; while true; do sleep 0.1; done"
+    await create(pkube, ns, pod("stubborn", stubborn, terminationGracePeriodSeconds=2))
+    for name in ("polite", "stubborn"):
+        await wait_status(pkube, ns, name, lambda s: "running" in container(s).get("state", {}), "to run")
+
+    await pkube.delete(Pod, "polite", namespace=ns)
+    await pkube.delete(Pod, "stubborn", namespace=ns)
+
+    async def gone() -> bool | NotYet:
+        remaining = [p.metadata.name async for p in pkube.list(Pod, namespace=ns) if p.metadata]
+        return True if not remaining else NotYet(f"still there: {remaining}")
+
+    await wait_for(gone, 60, what="both Pods to be deleted")
+    assert marker.read_text() == "got-SIGTERM\n"
+    marker.unlink()
+
+
+# ------------------------------------------------------------------------------------------------- real Ray
+RAYCLUSTER = create_namespaced_resource("ray.io", "v1", "RayCluster", "rayclusters")
+
+
+@pytest.fixture
+async def operator(proc: ProcessSandbox, pkube: AsyncClient, ns: str) -> AsyncIterator[Manager]:
+    """raykube's operator, in-process with its RBAC rules enforced, watching only this test's namespace."""
+    await install_crds(pkube, load_generated())
+    client = Kube.from_config(proc.kubeconfig, qps=200, burst=400, rules=OPERATOR_RULES + LEADER_ELECTION_RULES)
+    manager = Manager(client, namespaces=[ns], reconcile_concurrency=2)
+    await asyncio.wait_for(manager.start(), 60)
+    try:
+        yield manager
+    finally:
+        await manager.stop()
+        await client.close()
+
+
+def seed(namespace: str) -> list[dict[str, Any]]:
+    """The chapter's Secret, ConfigMap, PVC and RayCluster (examples/01..04), moved to ``namespace``."""
+    documents = []
+    for path in sorted(EXAMPLES.glob("0[1-4]-*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if doc:
+                doc["metadata"]["namespace"] = namespace
+                documents.append(doc)
+    return documents
+
+
+async def apply_all(pkube: AsyncClient, namespace: str, documents: list[dict[str, Any]]) -> None:
+    for doc in documents:
+        if doc["kind"] == "RayCluster":
+            await pkube.create(RAYCLUSTER.from_dict(doc), namespace=namespace)
+        else:
+            await create(pkube, namespace, doc)
+
+
+async def raycluster(pkube: AsyncClient, namespace: str, name: str) -> dict[str, Any]:
+    got = await pkube.get(RAYCLUSTER, name, namespace=namespace)
+    return dict(got.to_dict())
+
+
+async def wait_cluster(
+    pkube: AsyncClient, namespace: str, name: str, check: Callable[[dict[str, Any]], bool], what: str
+) -> dict[str, Any]:
+    async def predicate() -> dict[str, Any] | NotYet:
+        status = (await raycluster(pkube, namespace, name)).get("status") or {}
+        return status if check(status) else NotYet(json.dumps(status)[:800])
+
+    result: dict[str, Any] = await wait_for(predicate, RAY_READY, what=f"RayCluster {namespace}/{name}: {what}")
+    return result
+
+
+async def pod_of(pkube: AsyncClient, namespace: str, node_type: str) -> str:
+    async def found() -> str | NotYet:
+        names = [
+            p.metadata.name
+            async for p in pkube.list(Pod, namespace=namespace, labels={"ray.io/node-type": node_type})
+            if p.metadata and p.metadata.name
+        ]
+        return names[0] if names else NotYet(f"no {node_type} Pod yet")
+
+    name: str = await wait_for(found, 60, what=f"a {node_type} Pod")
+    return name
+
+
+def ray_nodes(status_output: str) -> int:
+    """The nodes ``ray status`` lists as active or idle (autoscaler v2 groups them: `` 2 workers``)."""
+    section = status_output.split("Node status", 1)[-1].split("Pending:", 1)[0]
+    return sum(int(m[1]) for m in re.finditer(r"^\s*(\d+) \S+\s*$", section, re.MULTILINE))
+
+
+async def test_the_seed_raycluster_runs_real_ray(
+    proc: ProcessSandbox, pkube: AsyncClient, ns: str, operator: Manager
+) -> None:
+    await apply_all(pkube, ns, seed(ns))
+    status = await wait_cluster(pkube, ns, "raycluster-demo", lambda s: s.get("state") == "ready", "ready")
+    assert status["readyWorkerReplicas"] == 2
+    head = await pod_of(pkube, ns, "head")
+
+    async def three_nodes() -> str | NotYet:
+        run = proc.kubectl("exec", "-n", ns, head, "--", "ray", "status")
+        out = run.stdout
+        return out if ray_nodes(out) == 3 and "/3.0 CPU" in out else NotYet(out[-600:] or run.stderr[-600:])
+
+    out = await wait_for(three_nodes, 120, what="`ray status` on the head to list 3 nodes")
+    assert "/3.0 CPU" in out  # one CPU from each Pod's limits (KubeRay's --num-cpus)
+    logs = proc.kubectl("logs", "-n", ns, head).stdout
+    assert "Ray runtime started." in logs
+
+    async with port_forward(proc, ns, "svc/raycluster-demo-head-svc", 8265) as port:
+
+        async def version() -> dict[str, Any] | NotYet:
+            try:
+                async with httpx2.AsyncClient(trust_env=False, timeout=10) as http:
+                    answer = await http.get(f"http://127.0.0.1:{port}/api/version")
+                    return dict(answer.json())
+            except (httpx2.HTTPError, ValueError) as exc:
+                return NotYet(str(exc))
+
+        info = await wait_for(version, 60, what="the dashboard's /api/version through the head Service")
+    assert info["ray_version"] == "2.52.0"
+
+
+def small_cluster(name: str, **worker: Any) -> dict[str, Any]:
+    """A 1 head + 1 worker RayCluster small enough to sit beside others (1 CPU, 1Gi each, no PVC)."""
+    resources = {"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "1", "memory": "1Gi"}}
+
+    def template(container: str) -> dict[str, Any]:
+        return {"spec": {"containers": [{"name": container, "image": IMAGE, "resources": resources}]}}
+
+    group = {"groupName": "workers", "replicas": 1, "minReplicas": 0, "maxReplicas": 2, "rayStartParams": {}}
+    group.update(worker)
+    group["template"] = template("ray-worker")
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCluster",
+        "metadata": {"name": name},
+        "spec": {
+            "rayVersion": "2.52.0",
+            "headGroupSpec": {"rayStartParams": {}, "template": template("ray-head")},
+            "workerGroupSpecs": [group],
+        },
+    }
+
+
+async def test_a_missing_secret_in_env_from_stops_the_head(pkube: AsyncClient, ns: str, operator: Manager) -> None:
+    body = small_cluster("nosecret")
+    body["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0]["envFrom"] = [
+        {"secretRef": {"name": "minio-credentials"}}
+    ]
+    await apply_all(pkube, ns, [body])
+    head = await pod_of(pkube, ns, "head")
+    st = await wait_status(
+        pkube,
+        ns,
+        head,
+        lambda s: (
+            container(s, "ray-head").get("state", {}).get("waiting", {}).get("reason") == "CreateContainerConfigError"
+        ),
+        "CreateContainerConfigError",
+    )
+    assert container(st, "ray-head")["state"]["waiting"]["message"] == 'secret "minio-credentials" not found'
+    status = await wait_cluster(
+        pkube,
+        ns,
+        "nosecret",
+        lambda s: any(c.get("reason") == "CreateContainerConfigError" for c in s.get("conditions") or []),
+        "HeadPodReady to carry the head's waiting reason",
+    )
+    assert status.get("state") != "ready"
+
+
+async def test_a_worker_with_a_wrong_gcs_address_never_joins(
+    proc: ProcessSandbox, pkube: AsyncClient, ns: str, operator: Manager
+) -> None:
+    wrong = f"wrongaddr-head-svc.{ns}.svc.cluster.local:6390"  # the head's name, but no GCS on that port
+    body = small_cluster("wrongaddr", rayStartParams={"address": wrong})
+    await apply_all(pkube, ns, [body])
+    worker = await pod_of(pkube, ns, "worker")
+
+    async def says_so() -> str | NotYet:
+        logs = proc.kubectl("logs", "-n", ns, worker, "-c", "ray-worker").stdout
+        return logs if "Failed to connect to GCS" in logs or "Unable to connect to GCS" in logs else NotYet(logs[-400:])
+
+    logs = await wait_for(says_so, RAY_READY, what="the worker's logs to say it cannot reach the GCS")
+    assert ":6390" in logs
+    st = await status(pkube, ns, worker)
+    assert not is_ready(st)
+    cluster = (await raycluster(pkube, ns, "wrongaddr")).get("status") or {}
+    assert cluster.get("readyWorkerReplicas", 0) == 0
+    assert cluster.get("state") != "ready"

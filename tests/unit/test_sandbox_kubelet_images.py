@@ -1,0 +1,94 @@
+"""Image mapping of the process runtime, its Pod network arithmetic, and its machine checks."""
+
+from __future__ import annotations
+
+import ipaddress
+
+import pytest
+
+from raykube.sandbox.components import PROCESS_RUNTIME, SandboxConfig
+from raykube.sandbox.kubelet import images, network
+
+
+@pytest.mark.parametrize(
+    ("reference", "version", "python"),
+    [
+        ("rayproject/ray:2.52.0", "2.52.0", None),
+        ("docker.io/rayproject/ray:2.52.0-py311", "2.52.0", "3.11"),
+        ("rayproject/ray:2.9.3-py310-cpu", "2.9.3", "3.10"),
+        ("quay.io/rayproject/ray:2.40.0-gpu", "2.40.0", None),
+        ("rayproject/ray-ml:2.52.0", "2.52.0", None),
+        ("rayproject/ray:latest", images.DEFAULT_RAY_VERSION, None),
+        ("rayproject/ray", images.DEFAULT_RAY_VERSION, None),
+    ],
+)
+def test_ray_images_map_to_a_version(reference: str, version: str, python: str | None) -> None:
+    image = images.parse(reference)
+    assert (image.version, image.python) == (version, python)
+
+
+def test_variants_are_noted() -> None:
+    assert "no GPU" in images.parse("rayproject/ray:2.40.0-gpu").note
+    assert "means Ray" in images.parse("rayproject/ray:nightly").note
+    assert images.parse("rayproject/ray:2.52.0").note == ""
+
+
+@pytest.mark.parametrize("reference", ["busybox:1.36", "python:3.11", "myregistry/ray:2.52.0", "rayproject/ray:dev"])
+def test_other_images_are_refused_with_the_mapping_explained(reference: str) -> None:
+    with pytest.raises(images.UnsupportedImage) as raised:
+        images.parse(reference)
+    assert "rayproject/ray" in str(raised.value)
+
+
+def test_nearest_version() -> None:
+    available = ["2.52.0", "2.51.1", "2.50.0", "2.9.3", "2.10.0", "3.0.0rc1"]
+    assert images.nearest_version("2.52.0", available) == "2.52.0"
+    assert images.nearest_version("2.51.0", available) == "2.51.1"
+    assert images.nearest_version("2.9.0", available) == "2.9.3"
+    assert images.nearest_version("1.13.0", available) == "2.9.3"
+    assert images.nearest_version("2.0.0", []) is None
+
+
+def test_available_versions_from_pip() -> None:
+    assert images.parse_available_versions("ray (2.52.0)\nAvailable versions: 2.52.0, 2.51.1\n") == [
+        "2.52.0",
+        "2.51.1",
+    ]
+    text = "ERROR: Could not find a version that satisfies the requirement ray==1.0 (from versions: 2.5.0, 2.6.0)"
+    assert images.parse_available_versions(text) == ["2.5.0", "2.6.0"]
+
+
+def test_pod_network_layout() -> None:
+    net = network.PodNetwork("rkb12345678", "10.244.240.0/20", "10.96.0.0/16")
+    assert (net.gateway, net.services_ip, net.prefix) == ("10.244.240.1", "10.244.240.2", 20)
+    assert net.node_cidr(0) == "10.244.241.0/24"
+    assert net.node_cidr(14) == "10.244.255.0/24"
+    with pytest.raises(ValueError, match="room for 15 process nodes"):
+        net.node_cidr(15)
+    pool = network.IpPool(net.node_cidr(0))
+    first, second = pool.take(), pool.take()
+    assert (first, second) == ("10.244.241.1", "10.244.241.2")
+    pool.release(first)
+    assert pool.take() == first
+
+
+def test_pod_network_avoids_the_hosts_routes() -> None:
+    taken = [ipaddress.IPv4Network("10.244.240.0/20"), ipaddress.IPv4Network("192.0.2.0/24")]
+    assert network.choose_subnet(taken) == "10.244.224.0/20"
+    with pytest.raises(network.NetworkError, match="no free Pod network"):
+        network.choose_subnet([ipaddress.IPv4Network("10.0.0.0/8")])
+
+
+def test_names_fit_linux_interface_names() -> None:
+    assert len(network.bridge_name(__import__("pathlib").Path("/x/y"))) <= 15
+    assert len(network.veth_name("0f6c9a4e-5d2b-4c1e-9f1a-2b3c4d5e6f70")) <= 15
+
+
+def test_process_runtime_is_a_component_only_of_process_sandboxes() -> None:
+    assert PROCESS_RUNTIME not in SandboxConfig().components
+    process = SandboxConfig(runtime="process")
+    assert process.components[-1] == PROCESS_RUNTIME
+    assert process.dns_ip == "10.96.0.10"
+    assert SandboxConfig.from_json(process.to_json()) == process
+    with pytest.raises(ValueError, match="--runtime must be one of"):
+        SandboxConfig(runtime="docker")
