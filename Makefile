@@ -16,6 +16,7 @@ UV := $(or $(shell command -v uv 2>/dev/null),$(CURDIR)/.tools/bin/uv)
 export UV_PYTHON := $(PYTHON)
 export UV_PYTHON_DOWNLOADS := never
 RUN := $(UV) run --no-sync
+BENCH_CLUSTERS ?= 1000
 
 .PHONY: crds manifests help demo demo-down test lint typecheck imports pytest unit sandbox-build bench lock clean
 
@@ -72,6 +73,8 @@ test: lint typecheck imports pytest
 bench: sandbox-build
 	$(RUN) python -m benchmarks.sandbox_startup
 	$(RUN) python -m benchmarks.doctor_all
+	$(RUN) python -m benchmarks.scale --clusters $(BENCH_CLUSTERS)
+	$(RUN) python -m benchmarks.process_cluster
 
 clean:
 	rm -rf .venv .tools .mypy_cache .ruff_cache .pytest_cache .reports .import_linter_cache
