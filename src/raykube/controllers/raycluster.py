@@ -108,14 +108,13 @@ def _free_indices(used: set[str | None], count: int) -> list[int]:
 
 
 async def slow_start(
-    items: Sequence[Mapping[str, Any]], create: Callable[[Mapping[str, Any]], Awaitable[None]], first: int = 1
+    items: Sequence[Mapping[str, Any]], create: Callable[[Mapping[str, Any]], Awaitable[None]]
 ) -> None:
     """Create ``items`` in batches of 1, 2, 4, ... whose requests run at once, as Kubernetes' ReplicaSet controller
     does (``slowStartBatch``): many Pods take a few round trips instead of one each, and a failing create (a quota,
     an admission webhook) fails after one request rather than after all of them. The first failure of a batch is
     raised once the batch has finished; later batches are not started."""
-    done = 0
-    size = first
+    done, size = 0, 1
     while done < len(items):
         batch = items[done : done + size]
         results = await asyncio.gather(*(create(item) for item in batch), return_exceptions=True)
