@@ -73,6 +73,26 @@ def ray_nodes(output: str) -> int:
     return sum(int(m[1]) for m in re.finditer(r"^\s*(\d+) \S+\s*$", section, re.MULTILINE))
 
 
+MILESTONES = ("PodScheduled", "Initialized", "running", "Ready")
+
+
+async def follow_pods(kube: AsyncClient, started: float, timeline: dict[str, dict[str, float]]) -> None:
+    """Record, per Ray Pod, the seconds from ``started`` until each milestone was first seen (where the time goes)."""
+    async for _, pod in kube.watch(Pod, namespace=NAMESPACE):
+        if pod.metadata is None or pod.status is None:
+            continue
+        labels = pod.metadata.labels or {}
+        key = f"{labels.get('ray.io/node-type', '?')} {pod.metadata.name}"
+        seen = timeline.setdefault(key, {})
+        now = round(time.monotonic() - started, 1)
+        reached = {c.type for c in pod.status.conditions or [] if c.status == "True"}
+        if any(s.state and s.state.running for s in pod.status.containerStatuses or []):
+            reached.add("running")
+        for milestone in MILESTONES:
+            if milestone in reached:
+                seen.setdefault(milestone, now)
+
+
 async def one_run() -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="raykube-bench-process-") as root:
         sandbox = Sandbox.named("bench", Path(root))
@@ -83,11 +103,14 @@ async def one_run() -> dict[str, Any]:
         kube = AsyncClient(KubeConfig.from_file(result.kubeconfig), trust_env=False, field_manager="bench")
         client = Kube.from_config(result.kubeconfig)
         manager = Manager(client, namespaces=[NAMESPACE])
+        follower: asyncio.Task[None] | None = None
         try:
             await install_crds(kube, load_generated())
             await manager.start()
             documents = [d for p in sorted(EXAMPLES.glob("0*.yaml")) for d in yaml.safe_load_all(p.read_text()) if d]
             started = time.monotonic()
+            timeline: dict[str, dict[str, float]] = {}
+            follower = asyncio.create_task(follow_pods(kube, started, timeline))
             for doc in documents:
                 resource = RAYCLUSTER.from_dict(doc) if doc["kind"] == "RayCluster" else from_dict(doc)
                 await kube.create(resource)  # type: ignore[call-overload]
@@ -121,6 +144,10 @@ async def one_run() -> dict[str, Any]:
             await wait_for(three, 180, what="ray status to list 3 nodes")
             status_seconds = time.monotonic() - started
         finally:
+            if follower is not None:
+                follower.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await follower
             await manager.stop()
             await client.close()
             await kube.close()
@@ -129,6 +156,7 @@ async def one_run() -> dict[str, Any]:
         "ready_seconds": round(ready_seconds, 1),
         "ray_status_3_nodes_seconds": round(status_seconds, 1),
         "pods_pss_mib": round(memory, 1),
+        "pod_milestones_seconds": dict(sorted(timeline.items())),
     }
 
 
@@ -145,6 +173,7 @@ async def main_async(runs: int) -> dict[str, object]:
         "ready_seconds": {"median": statistics.median(ready), "max": max(ready), "all": ready},
         "ray_status_3_nodes_seconds": [s["ray_status_3_nodes_seconds"] for s in samples],
         "pods_pss_mib": {"median": statistics.median(memory), "max": max(memory)},
+        "pod_milestones_seconds": [s["pod_milestones_seconds"] for s in samples],
         "target": {"seconds": TARGET_SECONDS, "gb": TARGET_GB},
         "meets_target": max(ready) < TARGET_SECONDS and max(memory) < TARGET_GB * 1024,
     }

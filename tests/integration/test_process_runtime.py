@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import re
+import signal
 import subprocess
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -29,6 +30,7 @@ from lightkube.resources.core_v1 import Event, Namespace, Pod, ServiceAccount
 
 from raykube.api.crd import load_generated
 from raykube.api.rbac import LEADER_ELECTION_RULES, OPERATOR_RULES
+from raykube.build.probes import inject_probes
 from raykube.runtime.crds import install_crds
 from raykube.runtime.kube import Kube
 from raykube.runtime.manager import Manager
@@ -699,3 +701,87 @@ async def test_a_worker_with_a_wrong_gcs_address_never_joins(
     cluster = (await raycluster(pkube, ns, "wrongaddr")).get("status") or {}
     assert cluster.get("readyWorkerReplicas", 0) == 0
     assert cluster.get("state") != "ready"
+
+
+def raylet_of(pod_ip: str) -> int:
+    """The PID of the raylet that serves ``pod_ip`` (each Pod's raylet is started with ``--node_ip_address``)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv and argv[0].endswith(b"/raylet") and f"--node_ip_address={pod_ip}".encode() in argv:
+            found.append(int(entry.name))
+    assert len(found) == 1, f"raylets of {pod_ip}: {found}"
+    return found[0]
+
+
+@contextlib.asynccontextmanager
+async def head_pod_ready_history(pkube: AsyncClient, namespace: str, name: str) -> AsyncIterator[list[str]]:
+    """Every HeadPodReady status the RayCluster's watch shows while the block runs, in order, repeats folded."""
+    seen: list[str] = []
+
+    async def follow() -> None:
+        async for _, obj in pkube.watch(RAYCLUSTER, namespace=namespace, fields={"metadata.name": name}):
+            conditions = (obj.to_dict().get("status") or {}).get("conditions") or []
+            now = next((c["status"] for c in conditions if c["type"] == "HeadPodReady"), "absent")
+            if not seen or seen[-1] != now:
+                seen.append(now)
+
+    task = asyncio.create_task(follow())
+    try:
+        yield seen
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def test_a_hung_or_killed_raylet_restarts_the_head(
+    proc: ProcessSandbox, pkube: AsyncClient, ns: str, operator: Manager
+) -> None:
+    body = small_cluster("liveness", replicas=0)
+    head_spec = body["spec"]["headGroupSpec"]["template"]["spec"]
+    head_container = head_spec["containers"][0]
+    # KubeRay's own liveness probe for this Ray version, made to give up after 3 failures 2 s apart instead of 120
+    # failures 5 s apart; the readiness probe stays KubeRay's. A short grace: bash as PID 1 ignores SIGTERM.
+    inject_probes(head_container, head=True, from_rayservice=False, params={}, ray_version="2.52.0")
+    del head_container["readinessProbe"]
+    head_container["livenessProbe"].update(periodSeconds=2, failureThreshold=3)
+    head_spec["terminationGracePeriodSeconds"] = 5
+    await apply_all(pkube, ns, [body])
+    await wait_cluster(pkube, ns, "liveness", lambda s: s.get("state") == "ready", "ready")
+    head = await pod_of(pkube, ns, "head")
+
+    def restarted(times: int) -> Callable[[dict[str, Any]], bool]:
+        return lambda s: container(s, "ray-head").get("restartCount", 0) >= times and is_ready(s)
+
+    def went_down_and_up(seen: list[str]) -> Callable[[], Any]:
+        async def check() -> list[str] | NotYet:
+            return seen if seen[-2:] == ["False", "True"] else NotYet(f"HeadPodReady so far: {seen}")
+
+        return check
+
+    # A hung raylet: the process lives, so only the liveness probe can notice.
+    async with head_pod_ready_history(pkube, ns, "liveness") as seen:
+        os.kill(raylet_of((await status(pkube, ns, head))["podIP"]), signal.SIGSTOP)
+        st = await wait_status(pkube, ns, head, restarted(1), "a restart after the liveness probe failed", RAY_READY)
+        await wait_for(went_down_and_up(seen), 60, what="HeadPodReady to go False, then True again")
+    assert ("Killing", "Container ray-head failed liveness probe, will be restarted") in await events(pkube, ns, head)
+    assert container(st, "ray-head")["lastState"]["terminated"]["exitCode"] != 0  # ray start, stopped by SIGTERM
+
+    # A killed raylet: `ray start --block` sees its child die and exits, and restartPolicy Always restarts it.
+    async with head_pod_ready_history(pkube, ns, "liveness") as seen:
+        os.kill(raylet_of(st["podIP"]), signal.SIGKILL)
+        st = await wait_status(pkube, ns, head, restarted(2), "a restart after the raylet died", RAY_READY)
+        await wait_for(went_down_and_up(seen), 60, what="HeadPodReady to go False, then True again")
+    last = container(st, "ray-head")["lastState"]["terminated"]
+    assert last["exitCode"] != 0 and last["reason"] == "Error"
+    # The run that lost its raylet: it had started Ray. (Its "Some Ray subprocesses exited unexpectedly" stays in the
+    # stdout buffer: ray start leaves through os._exit, as it does in a real container.)
+    assert "Ray runtime started." in proc.kubectl("logs", "-n", ns, head, "--previous").stdout
+    cluster = await wait_cluster(pkube, ns, "liveness", lambda s: s.get("state") == "ready", "ready again")
+    assert {c["type"]: c["status"] for c in cluster["conditions"]}["HeadPodReady"] == "True"

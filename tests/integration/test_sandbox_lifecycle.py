@@ -117,10 +117,18 @@ def test_a_busy_port_is_named_with_the_process_holding_it(tmp_path: Path, held_p
     assert Sandbox.named("busy", tmp_path).load_state() is None  # nothing was started
 
 
-def test_bad_options_are_refused_naming_the_option(tmp_path: Path) -> None:
-    result = raykube("sandbox", "up", "--name", "bad", "--node-memory", "lots", state_root=tmp_path)
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--node-memory", "lots"], "--node-memory must be a Kubernetes quantity"),
+        (["--kwok-nodes", "1"], "--kwok-nodes (1) needs --runtime process"),
+        (["--runtime", "docker"], "--runtime must be one of kwok, process"),
+    ],
+)
+def test_bad_options_are_refused_naming_the_option(tmp_path: Path, options: list[str], message: str) -> None:
+    result = raykube("sandbox", "up", "--name", "bad", *options, state_root=tmp_path)
     assert result.returncode == 2
-    assert "--node-memory must be a Kubernetes quantity" in result.stderr
+    assert message in result.stderr
     assert not (tmp_path / "sandboxes" / "bad").exists()
 
 

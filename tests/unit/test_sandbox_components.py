@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import ipaddress
 import re
 from pathlib import Path
 
@@ -8,7 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from raykube.sandbox import Binaries, NodePool, Ports, SandboxConfig
-from raykube.sandbox.components import COMPONENTS, Layout, argv, scheduler_config
+from raykube.sandbox.components import COMPONENTS, Layout, argv, kwok_pod_cidr, scheduler_config
+from raykube.sandbox.kubelet.network import POD_NETWORK_CANDIDATES
 from raykube.sandbox.kwok import default_storage_class, fake_node
 
 LAYOUT = Layout(Path("/state/sandboxes/t"))
@@ -132,7 +134,7 @@ def test_a_process_sandbox_keeps_its_runtime_and_kwok_nodes_and_only_it_may_have
     again = SandboxConfig.from_json(config.to_json())
     assert (again.runtime, again.kwok_nodes) == ("process", 1)
     assert again.components[-1] == "process-runtime"
-    with pytest.raises(ValueError, match="need runtime 'process'"):
+    with pytest.raises(ValueError, match=r"--kwok-nodes \(1\) needs --runtime process"):
         SandboxConfig(name="k", kwok_nodes=1)
     with pytest.raises(ValueError, match="--runtime must be one of"):
         SandboxConfig(name="x", runtime="docker")
@@ -142,3 +144,27 @@ def test_the_kwok_nodes_beside_process_nodes_are_tainted() -> None:
     taint = {"key": "raykube.io/kwok", "value": "true", "effect": "NoSchedule"}
     assert fake_node(0, NodePool(), taints=[taint])["spec"] == {"taints": [taint]}
     assert fake_node(0, NodePool())["spec"] == {}
+
+
+def test_kwok_pods_take_the_whole_pod_cidr_on_kwok_sandboxes() -> None:
+    assert kwok_pod_cidr(SandboxConfig()) == "10.244.0.0/16"
+
+
+BASES = ["10.0.0.0", "10.244.0.0", "10.244.128.0", "10.244.240.0", "172.16.0.0"]
+
+
+@given(st.integers(min_value=8, max_value=24), st.sampled_from(BASES))
+def test_kwok_pods_never_take_a_process_pod_network(prefix: int, base: str) -> None:
+    pod_cidr = str(ipaddress.ip_network(f"{base}/{prefix}", strict=False))
+    process = [ipaddress.ip_network(candidate) for candidate in POD_NETWORK_CANDIDATES]
+    if any(ipaddress.ip_network(pod_cidr).subnet_of(p) for p in ipaddress.collapse_addresses(process)):  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="pod CIDR"):
+            SandboxConfig(pod_cidr=pod_cidr, runtime="process")
+        return
+    kwok = ipaddress.ip_network(kwok_pod_cidr(SandboxConfig(pod_cidr=pod_cidr, runtime="process")))
+    assert kwok.subnet_of(ipaddress.ip_network(pod_cidr))  # type: ignore[arg-type]
+    assert not any(kwok.overlaps(ipaddress.ip_network(candidate)) for candidate in POD_NETWORK_CANDIDATES)
+
+
+def test_beside_process_nodes_kwok_gets_the_lower_half_of_the_default_pod_cidr() -> None:
+    assert kwok_pod_cidr(SandboxConfig(runtime="process")) == "10.244.0.0/17"

@@ -69,7 +69,7 @@ def parse_extra_args(values: list[str]) -> dict[str, tuple[str, ...]]:
 @app.command()
 def up(
     name: NameOption = "default",
-    nodes: Annotated[int, typer.Option(help="Number of kwok fake nodes.")] = 2,
+    nodes: Annotated[int, typer.Option(help="Number of nodes (kwok fake nodes, or process nodes with --runtime).")] = 2,
     node_cpu: Annotated[str, typer.Option(help="CPU capacity of each node (a Kubernetes quantity).")] = "8",
     node_memory: Annotated[str, typer.Option(help="Memory capacity of each node.")] = "32Gi",
     node_pods: Annotated[int, typer.Option(help="Pod capacity of each node.")] = 110,
@@ -90,6 +90,13 @@ def up(
             "containers as real processes in its own network namespace (needs root; Ray images run from a venv).",
         ),
     ] = "kwok",
+    kwok_nodes: Annotated[
+        int,
+        typer.Option(
+            help="With --runtime process: this many kwok fake nodes beside the process nodes, tainted "
+            "raykube.io/kwok=true:NoSchedule so only Pods that tolerate it run there.",
+        ),
+    ] = 0,
 ) -> None:
     """Start the control plane (building it first if needed) and print the kubeconfig path."""
     try:
@@ -99,11 +106,16 @@ def up(
             nodes=NodePool(count=nodes, cpu=node_cpu, memory=node_memory, pods=node_pods),
             extra_args=parse_extra_args(extra_arg or []),
             runtime=runtime,
+            kwok_nodes=kwok_nodes,
         )
     except ValueError as exc:
         fail(str(exc), code=2)
     result = bring_up(config)
     out.print(str(result.kubeconfig))
+
+
+def _kwok_beside(config: SandboxConfig) -> str:
+    return f" and {config.kwok_nodes} tainted kwok node(s)" if config.kwok_nodes else ""
 
 
 def bring_up(config: SandboxConfig) -> UpResult:
@@ -128,7 +140,7 @@ def bring_up(config: SandboxConfig) -> UpResult:
     else:
         success(
             f"sandbox {config.name!r} is up in {result.seconds:.1f}s: API server {running.server}, "
-            f"{running.nodes.count} {running.runtime} node(s); logs in {sandbox.layout.logs}"
+            f"{running.nodes.count} {running.runtime} node(s){_kwok_beside(running)}; logs in {sandbox.layout.logs}"
         )
     return result
 
@@ -205,7 +217,7 @@ def status(
     out.print(f"API server:  {cfg.server}")
     out.print(
         f"nodes:       {cfg.nodes.count} {cfg.runtime} x (cpu {cfg.nodes.cpu}, memory {cfg.nodes.memory}, "
-        f"pods {cfg.nodes.pods})"
+        f"pods {cfg.nodes.pods}){_kwok_beside(cfg)}"
     )
     out.print(f"kubeconfig:  {st.kubeconfig}")
     out.print(f"logs:        {sandbox.layout.logs}/<component>.log")

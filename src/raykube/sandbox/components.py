@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from raykube.sandbox import versions
+from raykube.sandbox.kubelet.network import POD_NETWORK_CANDIDATES
 from raykube.sandbox.ports import HOST, Ports
 
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "provisioner")
@@ -88,8 +89,10 @@ class SandboxConfig:
                 raise ValueError(f"the {option} must not be loopback (EndpointSlices reject 127.0.0.0/8): {cidr}")
         if self.runtime not in RUNTIMES:
             raise ValueError(f"--runtime must be one of {', '.join(RUNTIMES)}, got {self.runtime!r}")
+        if self.runtime == "process":
+            kwok_pod_cidr(self)  # raises, naming the pod CIDR, when no part of it is left for kwok's Pods
         if self.kwok_nodes and self.runtime != "process":
-            raise ValueError("extra kwok nodes go beside process nodes: they need runtime 'process'")
+            raise ValueError(f"--kwok-nodes ({self.kwok_nodes}) needs --runtime process: they go beside process nodes")
         unknown = set(self.extra_args) - set(self.components)
         if unknown:
             raise ValueError(
@@ -339,6 +342,30 @@ def scheduler_argv(cfg: SandboxConfig, layout: Layout, bins: Binaries) -> list[s
     ]
 
 
+def kwok_pod_cidr(cfg: SandboxConfig) -> str:
+    """kwok's pool of fake Pod IPs: the pod CIDR, or beside process nodes its largest part no process network can use.
+
+    kwok hands out addresses from the start of its pool; a process sandbox picks its Pod network from
+    ``POD_NETWORK_CANDIDATES``, so the two pools never overlap, however many fake Pods kwok runs.
+    """
+    pool = ipaddress.ip_network(cfg.pod_cidr)
+    if cfg.runtime != "process" or pool.version != 4:
+        return str(pool)
+    parts = [ipaddress.IPv4Network(cfg.pod_cidr)]
+    process = ipaddress.collapse_addresses(ipaddress.IPv4Network(candidate) for candidate in POD_NETWORK_CANDIDATES)
+    for taken in process:
+        left: list[ipaddress.IPv4Network] = []
+        for part in parts:  # two CIDRs are either disjoint or one holds the other
+            if taken.subnet_of(part):
+                left.extend(part.address_exclude(taken))
+            elif not part.subnet_of(taken):
+                left.append(part)
+        parts = left
+    if parts:
+        return str(min(parts, key=lambda part: (part.prefixlen, part.network_address)))
+    raise ValueError(f"the pod CIDR {cfg.pod_cidr} leaves no room for kwok's Pods beside the process Pod networks")
+
+
 def kwok_argv(cfg: SandboxConfig, layout: Layout, bins: Binaries) -> list[str]:
     crds = [f"--enable-crds={','.join(KWOK_CRDS)}"] if cfg.runtime == "process" else []
     return [
@@ -347,7 +374,7 @@ def kwok_argv(cfg: SandboxConfig, layout: Layout, bins: Binaries) -> list[str]:
         f"--config={layout.kwok_config}",
         "--manage-all-nodes=false",
         "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
-        f"--cidr={cfg.pod_cidr}",
+        f"--cidr={kwok_pod_cidr(cfg)}",
         f"--node-ip={HOST}",
         f"--node-port={cfg.ports.kwok}",
         f"--server-address={HOST}:{cfg.ports.kwok}",
