@@ -146,7 +146,7 @@ def test_default_values_render_kuberays_objects() -> None:
         "--health-probe-bind-address=:8082",
         "--enable-leader-election=true",
         "--leader-election-namespace=kuberay-operator",
-        "--reconcile-concurrency=1",
+        "--reconcile-concurrency=10",
         "--qps=100",
         "--burst=200",
         "--log-stdout-encoder=json",
@@ -364,7 +364,7 @@ def test_the_operator_understands_what_the_chart_renders(tmp_path: Path) -> None
     assert config is not None
     assert (config.metrics_addr, config.probe_addr) == (":8080", ":8082")
     assert (config.enable_leader_election, config.leader_election_namespace) == (True, "ops")
-    assert (config.reconcile_concurrency, config.qps, config.burst) == (1, 100.0, 200)
+    assert (config.reconcile_concurrency, config.qps, config.burst) == (10, 100.0, 200)
     assert config.enable_metrics
     assert config.watch_namespaces == ()
     assert config.feature_gates["RayClusterStatusConditions"] is True

@@ -9,11 +9,12 @@ import pytest
 from raykube.runtime.config import ConfigError, OperatorConfig, parse_bool, parse_feature_gates, parse_flags
 
 
-def test_defaults_are_kuberays() -> None:
+def test_defaults_are_kuberays_except_the_reconcile_concurrency() -> None:
     config = parse_flags([])
     assert config == OperatorConfig()
     assert (config.metrics_addr, config.probe_addr, config.enable_leader_election) == (":8080", ":8082", True)
-    assert (config.reconcile_concurrency, config.qps, config.burst) == (1, 100.0, 200)
+    assert (config.qps, config.burst) == (100.0, 200)
+    assert config.reconcile_concurrency == 10  # KubeRay: 1; see DEFAULT_RECONCILE_CONCURRENCY
 
 
 def test_the_kuberay_chart_args_parse() -> None:

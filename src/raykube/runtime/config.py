@@ -29,6 +29,11 @@ from raykube.build import batch as batch_schedulers
 CONFIG_API_VERSION = "config.ray.io/v1alpha1"
 CONFIG_KIND = "Configuration"
 LOG_ENCODERS = ("json", "console")
+# A deliberate difference from KubeRay, whose --reconcile-concurrency defaults to 1 (controller-runtime's
+# MaxConcurrentReconciles). The work queue never hands one RayCluster to two workers, so more workers only overlap
+# the API round trips of different clusters; at 1, creating 1,000 RayClusters is bound by those round trips
+# (benchmarks/scale.py, docs/architecture.md "Scale").
+DEFAULT_RECONCILE_CONCURRENCY = 10
 
 
 class ConfigError(ValueError):
@@ -43,7 +48,7 @@ class OperatorConfig:
     leader_election_namespace: str = ""
     leader_election_id: str = "ray-operator-leader"  # KubeRay main.go
     watch_namespaces: tuple[str, ...] = ()
-    reconcile_concurrency: int = 1
+    reconcile_concurrency: int = DEFAULT_RECONCILE_CONCURRENCY
     qps: float = 100.0
     burst: int = 200
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
@@ -138,7 +143,7 @@ Runs the RayCluster controller, with KubeRay's flags (Go syntax: --flag=value, -
   --enable-leader-election[=BOOL]     elect one active operator through a Lease (default true)
   --leader-election-namespace NS      namespace of the Lease (default: the Pod's namespace, else "default")
   --watch-namespace A,B               namespaces to watch (default: all)
-  --reconcile-concurrency N           RayClusters reconciled at once (default 1)
+  --reconcile-concurrency N           RayClusters reconciled at once (default 10)
   --qps Q --burst B                   client-side rate limit to the API server (default 100, 200)
   --feature-gates A=true,B=false      KubeRay feature gates
   --log-stdout-encoder json|console   log format on stdout (default json)
@@ -210,7 +215,7 @@ def load_config_file(path: Path) -> OperatorConfig:
         enable_leader_election=True if parsed.enable_leader_election is None else parsed.enable_leader_election,
         leader_election_namespace=parsed.leader_election_namespace,
         watch_namespaces=_namespaces(parsed.watch_namespace),
-        reconcile_concurrency=parsed.reconcile_concurrency or 1,
+        reconcile_concurrency=parsed.reconcile_concurrency or DEFAULT_RECONCILE_CONCURRENCY,
         qps=100.0 if parsed.qps is None else parsed.qps,
         burst=200 if parsed.burst is None else parsed.burst,
         log_stdout_encoder=parsed.log_stdout_encoder or "json",
@@ -301,7 +306,9 @@ def parse_flags(args: Sequence[str]) -> OperatorConfig | None:
         enable_leader_election=flag(ns.enable_leader_election, "--enable-leader-election", default=True),
         leader_election_namespace=ns.leader_election_namespace or "",
         watch_namespaces=_namespaces(ns.watch_namespace or ""),
-        reconcile_concurrency=number(ns.reconcile_concurrency, "--reconcile-concurrency", int, 1),
+        reconcile_concurrency=number(
+            ns.reconcile_concurrency, "--reconcile-concurrency", int, DEFAULT_RECONCILE_CONCURRENCY
+        ),
         qps=number(ns.qps, "--qps", float, 100.0),
         burst=number(ns.burst, "--burst", int, 200),
         feature_gates=gates,
