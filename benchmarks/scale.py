@@ -10,8 +10,9 @@ Each invocation uses one sandbox (a fresh one on free ports in a temporary direc
 * **floor**: a bare client in its own process (``--floor-client``), with raykube's HTTP client at the same QPS/burst
   and no operator logic: for every RayCluster it sees it creates the same head Service, head Pod and 3 worker Pods
   (raykube's builders), and writes ``status.state: ready`` once when its 4 Pods are Running and Ready;
-* **raykube**: ``raykube operator`` in its own process with its default settings (leader election on, concurrency 1
-  unless ``--reconcile-concurrency``), ``--qps``/``--burst`` as given and metrics on a free loopback port.
+* **raykube**: ``raykube operator`` in its own process with its default settings (leader election on, reconcile
+  concurrency 10 unless ``--reconcile-concurrency``), ``--qps``/``--burst`` as given and metrics on a free loopback
+  port.
 
 The driver creates the N RayClusters as fast as its own (unthrottled) client allows, watches them, and measures:
 seconds from the first create to every cluster ready; the process's CPU seconds and peak RSS (``/proc``); API requests
@@ -67,6 +68,7 @@ from raykube.build import services as service_builder
 from raykube.build.options import BuildOptions
 from raykube.build.status import is_running_and_ready
 from raykube.controllers.ports import LEASES, NAMESPACES, PODS, RAYCLUSTERS, SERVICES, ApiError
+from raykube.runtime.config import DEFAULT_RECONCILE_CONCURRENCY
 from raykube.runtime.crds import install_crds
 from raykube.runtime.informer import Informer
 from raykube.runtime.kube import Kube
@@ -638,7 +640,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             "workers_per_cluster": WORKERS,
             "qps": args.qps,
             "burst": args.burst,
-            "reconcile_concurrency": args.reconcile_concurrency or "operator default",
+            "reconcile_concurrency": args.reconcile_concurrency or DEFAULT_RECONCILE_CONCURRENCY,
+            "reconcile_concurrency_is_default": args.reconcile_concurrency in (None, DEFAULT_RECONCILE_CONCURRENCY),
             "nodes": args.nodes,
             "sandbox_extra_args": {k: list(v) for k, v in extra.items()},
         },
