@@ -603,9 +603,9 @@ def plot(runs: Mapping[str, Mapping[str, Any]], settings: Settings, path: Path) 
         axes.step([0.0, *curve], range(len(curve) + 1), where="post", label=f"{kind}: {run['ready_seconds']:.0f} s")
     axes.set_xlabel("seconds since the first RayCluster was created")
     axes.set_ylabel("RayClusters ready")
-    concurrency = settings.concurrency or "default (1)"
-    axes.set_title(f"{settings.clusters} RayClusters (1 head + {WORKERS} workers) to ready, "
-                   f"QPS {settings.qps:g}/burst {settings.burst}, concurrency {concurrency}")  # fmt: skip
+    concurrency = settings.concurrency or f"{DEFAULT_RECONCILE_CONCURRENCY} (the default)"
+    axes.set_title(f"{settings.clusters} RayClusters (1 head + {WORKERS} workers) to ready\n"
+                   f"QPS {settings.qps:g}/burst {settings.burst}, reconcile concurrency {concurrency}")  # fmt: skip
     axes.grid(alpha=0.3)
     axes.legend(loc="lower right")
     figure.tight_layout()
