@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -84,6 +85,24 @@ async def test_a_deletion_missed_while_disconnected_is_reported_by_the_relist(
         assert informer.get(namespace, "lose") is None
         assert informer.get(namespace, "keep") is not None
         assert informer.relists == 2
+    finally:
+        await _stop(task)
+
+
+async def test_a_quiet_watch_is_watched_again_from_the_same_version_without_a_warning(
+    runtime_kube: Kube, namespace: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    informer = Informer(runtime_kube, CONFIGMAPS, namespace=namespace, label_selector="quiet=yes", inactivity=1.0)
+    seen = Recorded()
+    informer.add_handler(seen)
+    task = asyncio.create_task(informer.run())
+    try:
+        await asyncio.wait_for(informer.synced.wait(), 30)
+        await wait_for(lambda: informer.idle_rewatches >= 2 or NotYet(informer.idle_rewatches), 30, what="rewatches")
+        await runtime_kube.create(CONFIGMAPS, _cm("late", quiet="yes"), namespace)
+        await wait_for(lambda: ("ADDED", "late") in seen.events, 30, what="the event after the quiet spell")
+        assert informer.relists == 1  # the same version again, no list
+        assert not [r for r in caplog.records if r.levelno >= logging.WARNING and r.name.endswith("informer")]
     finally:
         await _stop(task)
 

@@ -84,6 +84,7 @@ class Informer:
         self.namespace = namespace
         self.label_selector = label_selector
         self.inactivity = inactivity
+        self.idle_rewatches = 0
         self.synced = asyncio.Event()
         self.resource_version = ""
         self._objects: dict[Key, dict[str, Any]] = {}
@@ -234,6 +235,11 @@ class Informer:
                 delay = backoff.next()
                 log.warning("%s: list/watch failed (%s); retrying in %.1fs", self.res, exc, delay)
                 await asyncio.sleep(delay)
+            except httpx2.ReadTimeout:
+                # Nothing, not even a bookmark, for `inactivity` seconds: a quiet resource or a stalled stream.
+                # Watch again from the same version at once; a server that is really gone fails the next connect.
+                self.idle_rewatches += 1
+                log.debug("%s: no watch event for %.0fs; watching again from %s", self.res, self.inactivity, version)
             except (httpx2.HTTPError, OSError, ValueError) as exc:
                 delay = backoff.next()
                 log.warning(
