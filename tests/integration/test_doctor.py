@@ -39,7 +39,7 @@ from raykube.api import rbac
 from raykube.controllers.ports import RAYCLUSTERS
 from raykube.doctor import dump as dumps
 from raykube.doctor.gather import Scope
-from raykube.doctor.model import Finding, Report, at_least
+from raykube.doctor.model import Evidence, Finding, Report, at_least
 from raykube.doctor.render import JSON_SCHEMA, render_text
 from raykube.doctor.run import diagnose, diagnose_live
 from raykube.runtime.config import OperatorConfig
@@ -119,13 +119,21 @@ async def wait_diagnosis(
 
 
 def has_root(
-    rule: str, *, with_consequences: frozenset[str] | set[str] = frozenset(), titled: str = ""
+    rule: str,
+    *,
+    with_consequences: frozenset[str] | set[str] = frozenset(),
+    titled: str = "",
+    with_evidence: Callable[[Evidence], bool] | None = None,
 ) -> Callable[[Report], bool]:
-    """The report has a root cause of ``rule`` (whose title contains ``titled``) with these consequences under it."""
+    """The report has a root cause of ``rule`` (whose title contains ``titled``) with these consequences under it and,
+    given ``with_evidence``, a piece of evidence it accepts (evidence such as events can arrive after the cause)."""
 
     def check(report: Report) -> bool:
         return any(
-            f.rule == rule and titled in f.title and set(with_consequences) <= consequences(report, f)
+            f.rule == rule
+            and titled in f.title
+            and set(with_consequences) <= consequences(report, f)
+            and (with_evidence is None or any(with_evidence(e) for e in f.evidence))
             for f in roots(report)
         )
 
@@ -357,17 +365,15 @@ async def test_workers_pending_because_they_ask_for_more_cpu_than_any_node_has(
                                                    "limits": {"cpu": "16", "memory": "1Gi"}}  # fmt: skip
     await runtime_kube.create(RAYCLUSTERS, body, namespace)
 
-    b02 = has_root("B02", with_consequences={"X03", "X01"}, titled="can never be scheduled")
-
-    def with_the_schedulers_event(report: Report) -> bool:
-        # The doctor names B02 from the nodes' capacity alone; the scheduler's event may come a moment later.
-        return b02(report) and any(
-            e.reason == "FailedScheduling" and "Insufficient cpu" in (e.message or "")
-            for e in root_named(report, "B02").evidence
-        )
-
+    # The doctor names B02 from the nodes' capacity alone; the scheduler's event may come a moment later.
+    schedulers_event = has_root(
+        "B02",
+        with_consequences={"X03", "X01"},
+        titled="can never be scheduled",
+        with_evidence=lambda e: e.reason == "FailedScheduling" and "Insufficient cpu" in (e.message or ""),
+    )
     report = await wait_diagnosis(
-        kubeconfig, namespace, with_the_schedulers_event, "B02 with the workers missing and the scheduler's event"
+        kubeconfig, namespace, schedulers_event, "B02 with the workers missing and the scheduler's event"
     )
     root = root_named(report, "B02")
     assert "can never be scheduled" in root.title and "cpu=16" in root.title, root.title
@@ -662,14 +668,13 @@ async def test_rbac_forbidden_for_the_operator_service_account(
     try:
         await create_seed_dependencies(kube, namespace)
         await runtime_kube.create(RAYCLUSTERS, seed_cluster(), namespace)
-        a02 = has_root("A02", with_consequences={"B01", "X02", "X01"})
-
-        def with_the_refusal(report: Report) -> bool:  # the RBAC rules may name A02 before the operator's first try
-            return a02(report) and any(
-                "cannot create" in str(e.value) and '"pods"' in str(e.value) for e in root_named(report, "A02").evidence
-            )
-
-        report = await wait_diagnosis(kubeconfig, namespace, with_the_refusal, "A02 → B01 → X02, with the refusal")
+        # The RBAC rules may name A02 before the operator's first refused create.
+        refusal = has_root(
+            "A02",
+            with_consequences={"B01", "X02", "X01"},
+            with_evidence=lambda e: "cannot create" in str(e.value) and '"pods"' in str(e.value),
+        )
+        report = await wait_diagnosis(kubeconfig, namespace, refusal, "A02 → B01 → X02, with the refusal")
         root = root_named(report, "A02")
         assert root.object.kind == "ServiceAccount" and root.object.name == c.OPERATOR_DEPLOYMENT_NAME
         b01 = next(f for f in report.findings if f.rule == "B01")

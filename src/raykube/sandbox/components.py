@@ -349,9 +349,9 @@ def kwok_pod_cidr(cfg: SandboxConfig) -> str:
     ``POD_NETWORK_CANDIDATES``, so the two pools never overlap, however many fake Pods kwok runs.
     """
     pool = ipaddress.ip_network(cfg.pod_cidr)
-    if cfg.runtime != "process" or pool.version != 4:
+    if cfg.runtime != "process" or not isinstance(pool, ipaddress.IPv4Network):
         return str(pool)
-    parts = [ipaddress.IPv4Network(cfg.pod_cidr)]
+    parts = [pool]
     process = ipaddress.collapse_addresses(ipaddress.IPv4Network(candidate) for candidate in POD_NETWORK_CANDIDATES)
     for taken in process:
         left: list[ipaddress.IPv4Network] = []
