@@ -63,10 +63,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from raykube.api import constants as c
 from raykube.api.crd import load_generated
 from raykube.api.resources import RayCluster
-from raykube.build import pods as pod_builder
-from raykube.build import services as service_builder
-from raykube.build.options import BuildOptions
-from raykube.build.status import is_running_and_ready
+from raykube.builders import pods as pod_builder
+from raykube.builders import services as service_builder
+from raykube.builders.options import BuildOptions
+from raykube.builders.status import is_running_and_ready
 from raykube.controllers.ports import LEASES, NAMESPACES, PODS, RAYCLUSTERS, SERVICES, ApiError
 from raykube.runtime.config import DEFAULT_RECONCILE_CONCURRENCY
 from raykube.runtime.crds import install_crds

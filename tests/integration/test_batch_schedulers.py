@@ -21,7 +21,7 @@ from lightkube import AsyncClient
 from lightkube.generic_resource import create_global_resource
 
 from raykube.api.rbac import LEADER_ELECTION_RULES, operator_rules
-from raykube.build.options import BuildOptions
+from raykube.builders.options import BuildOptions
 from raykube.controllers.ports import RAYCLUSTERS, ApiError, Resource
 from raykube.runtime.crds import install_crds
 from raykube.runtime.kube import Kube

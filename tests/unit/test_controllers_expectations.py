@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from raykube.build.patch import merge_patch
+from raykube.builders.patch import merge_patch
 from raykube.controllers.expectations import CREATE_TIMEOUT, ScaleExpectations
 
 CLUSTER = ("ns", "c")

@@ -1,5 +1,5 @@
 """The doctor's rules over hand-made snapshots: a healthy seed cluster built with the operator's own builders
-(:mod:`raykube.build`), then broken one link at a time. Each test names the rule it expects as the root cause and
+(:mod:`raykube.builders`), then broken one link at a time. Each test names the rule it expects as the root cause and
 the consequences that must hang under it; texts quoted from the cited issues double as provenance."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import pytest
 
 from raykube.api import constants as c
 from raykube.api.resources import RayCluster
-from raykube.build import pods as build_pods
-from raykube.build import services as build_services
-from raykube.build.options import BuildOptions
+from raykube.builders import pods as build_pods
+from raykube.builders import services as build_services
+from raykube.builders.options import BuildOptions
 from raykube.doctor import snapshot as s
 from raykube.doctor.access import OPERATOR_ACCESS
 from raykube.doctor.correlate import correlate

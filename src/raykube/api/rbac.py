@@ -51,7 +51,7 @@ OPERATOR_RULES: tuple[Rule, ...] = (
     Rule(c.API_GROUP, ("rayclusters/finalizers",), ("update",)),
 )
 
-# What the --batch-scheduler plugins add (raykube.build.batch): their objects are created, watched (KubeRay ``Owns``)
+# What the --batch-scheduler plugins add (raykube.builders.batch): their objects are created, watched (KubeRay ``Owns``)
 # and updated. Granted only when that scheduler is chosen, as KubeRay's chart grants podgroups only for
 # batchScheduler.name=volcano (or the deprecated batchScheduler.enabled). YuniKorn creates nothing.
 BATCH_SCHEDULER_RULES: Mapping[str, tuple[Rule, ...]] = {

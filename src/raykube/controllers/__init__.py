@@ -1,1 +1,1 @@
-"""Reconcilers: read the cache, diff against what ``raykube.build`` wants, write; one status writer per CR."""
+"""Reconcilers: read the cache, diff against what ``raykube.builders`` wants, write; one status writer per CR."""

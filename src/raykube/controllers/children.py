@@ -25,8 +25,8 @@ from typing import Any
 
 from raykube.api import constants as c
 from raykube.api.resources import RayCluster
-from raykube.build import children, pods
-from raykube.build.options import BuildOptions
+from raykube.builders import children, pods
+from raykube.builders.options import BuildOptions
 from raykube.controllers.ports import (
     INGRESSES,
     JOBS,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from raykube.api import constants as c
-from raykube.build.batch import ObjectKind
+from raykube.builders.batch import ObjectKind
 
 
 @dataclass(frozen=True)

@@ -10,13 +10,13 @@ caused it, so a missed or duplicated event costs nothing but a pass. The pass fo
 3. The head Service (created once, never updated: a user's edits to it are not fought over), the headless worker
    Service of multi-host groups, the serve Service when asked for by annotation.
 4. Pods: suspend (delete all, then stop), Recreate upgrades, the batch scheduler's objects (Volcano's PodGroup:
-   created if missing, its ``minMember``/``minResources`` kept in step; ``raykube.build.batch``), the head Pod, then
+   created if missing, its ``minMember``/``minResources`` kept in step; ``raykube.builders.batch``), the head Pod, then
    each worker group in spec order:
    unhealthy Pods, ``scaleStrategy.workersToDelete`` (deleted every pass, never cleared: the autoscaler owns the
    list), then create or delete to reach ``clamp(replicas, min, max) * numOfHosts``. Surplus Pods are deleted only
    when in-tree autoscaling is off. Pods with a deletionTimestamp are not counted. Scale expectations keep a lagging
    cache from causing duplicates.
-5. Status, computed from the cache by ``raykube.build.status`` and written through the ``/status`` subresource as a
+5. Status, computed from the cache by ``raykube.builders.status`` and written through the ``/status`` subresource as a
    merge patch, only when something KubeRay compares changed.
 
 The pass returns when to look again: soon (2 s) while things are moving, in 5 minutes when all is quiet, or it raises
@@ -37,9 +37,9 @@ from raykube.api import constants as c
 from raykube.api.raycluster import WorkerGroupSpec
 from raykube.api.resources import RayCluster
 from raykube.api.validation import FieldError, validate_raycluster
-from raykube.build import batch, groups, pods, services, status
-from raykube.build.options import BuildOptions
-from raykube.build.patch import merge_patch
+from raykube.builders import batch, groups, pods, services, status
+from raykube.builders.options import BuildOptions
+from raykube.builders.patch import merge_patch
 from raykube.controllers.children import ChildError, Children
 from raykube.controllers.expectations import ScaleExpectations
 from raykube.controllers.ports import PODS, RAYCLUSTERS, SERVICES, Api, ApiError, Cache, Recorder, resource_of

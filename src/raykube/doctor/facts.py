@@ -3,7 +3,7 @@
 * Pod readers: phase, readiness, container states, requests, what a Pod references (ConfigMaps, Secrets, PVCs).
 * Event readers: count and last time of an event whichever API wrote it (core/v1 or events.k8s.io/v1).
 * :class:`ClusterView`: one RayCluster with its parsed spec, its head and worker Pods per group, the desired worker
-  counts (KubeRay's own arithmetic from :mod:`raykube.build.groups`), its head Service and what the operator did.
+  counts (KubeRay's own arithmetic from :mod:`raykube.builders.groups`), its head Service and what the operator did.
 * :func:`operators`: the operator Deployments (raykube's chart or KubeRay's), their readiness and watched namespaces.
 * :func:`access`: the results of the SubjectAccessReviews made for the operator's ServiceAccount.
 """
@@ -23,11 +23,11 @@ from pydantic import ValidationError
 from raykube.api import constants as c
 from raykube.api.raycluster import WorkerGroupSpec
 from raykube.api.resources import RayCluster
-from raykube.build import groups as build_groups
-from raykube.build import names
-from raykube.build import services as build_services
-from raykube.build.quantity import Quantity, QuantityError, parse_quantity
-from raykube.build.status import is_running_and_ready
+from raykube.builders import groups as build_groups
+from raykube.builders import names
+from raykube.builders import services as build_services
+from raykube.builders.quantity import Quantity, QuantityError, parse_quantity
+from raykube.builders.status import is_running_and_ready
 from raykube.doctor import snapshot as s
 from raykube.doctor.model import Evidence, ObjectRef, OperatorInfo
 from raykube.doctor.snapshot import Obj, Snapshot

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.alias_generators import to_camel
 
 from raykube.api import constants as c
-from raykube.build import batch as batch_schedulers
+from raykube.builders import batch as batch_schedulers
 
 CONFIG_API_VERSION = "config.ray.io/v1alpha1"
 CONFIG_KIND = "Configuration"

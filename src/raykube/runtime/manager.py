@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from raykube.api import constants as c
-from raykube.build import batch
-from raykube.build.options import BuildOptions
+from raykube.builders import batch
+from raykube.builders.options import BuildOptions
 from raykube.controllers.expectations import ScaleExpectations
 from raykube.controllers.ports import (
     INGRESSES,

@@ -22,7 +22,7 @@ import socket
 import uuid
 from pathlib import Path
 
-from raykube.build.options import BuildOptions
+from raykube.builders.options import BuildOptions
 from raykube.runtime.config import OperatorConfig, describe
 from raykube.runtime.http import HttpServer
 from raykube.runtime.kube import Kube

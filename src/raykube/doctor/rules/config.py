@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from raykube.api import constants as c
-from raykube.build.groups import is_gpu_resource_name
+from raykube.builders.groups import is_gpu_resource_name
 from raykube.doctor import facts
 from raykube.doctor import snapshot as s
 from raykube.doctor import tokens as t

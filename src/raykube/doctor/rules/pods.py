@@ -16,9 +16,9 @@ from fractions import Fraction
 from typing import Any
 
 from raykube.api import constants as c
-from raykube.build import names
-from raykube.build.groups import is_gpu_resource_name
-from raykube.build.quantity import Quantity, format_quantity
+from raykube.builders import names
+from raykube.builders.groups import is_gpu_resource_name
+from raykube.builders.quantity import Quantity, format_quantity
 from raykube.doctor import facts
 from raykube.doctor import snapshot as s
 from raykube.doctor import tokens as t

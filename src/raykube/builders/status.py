@@ -63,15 +63,15 @@ from typing import Any
 
 from raykube.api import constants as c
 from raykube.api.resources import RayCluster
-from raykube.build.groups import (
+from raykube.builders.groups import (
     desired_resources,
     is_gpu_resource_name,
     total_desired_workers,
     total_max_workers,
     total_min_workers,
 )
-from raykube.build.options import BuildOptions
-from raykube.build.quantity import ZERO, Quantity, format_quantity
+from raykube.builders.options import BuildOptions
+from raykube.builders.quantity import ZERO, Quantity, format_quantity
 
 # KubeRay calculateStatus: condition messages.
 MESSAGE_HEAD_POD_NOT_FOUND = "Head Pod not found"

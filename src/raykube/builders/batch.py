@@ -5,7 +5,7 @@ A plugin is pure, like every builder here: a :class:`~raykube.api.resources.RayC
 
 * :meth:`BatchScheduler.decorate_pod` is KubeRay's ``AddMetadataToChildResource``: labels, annotations and
   ``spec.schedulerName`` on a Pod the Pod builders made (``group`` is ``headgroup`` or the worker group's name). The
-  Pod builders call it last, when :class:`~raykube.build.options.BuildOptions` names a scheduler, so
+  Pod builders call it last, when :class:`~raykube.builders.options.BuildOptions` names a scheduler, so
   ``pods.head_pod``/``pods.worker_pod`` return exactly what is POSTed.
 * :meth:`BatchScheduler.objects` is what ``DoBatchSchedulingOnSubmission`` keeps in the cluster: the objects to
   create before any Pod (each with a controller owner reference to the RayCluster, so the garbage collector removes
@@ -53,8 +53,8 @@ from typing import Any, ClassVar, Protocol
 
 from raykube.api import constants as c
 from raykube.api.resources import RayCluster
-from raykube.build import groups, names
-from raykube.build.quantity import Quantity, QuantityError, format_quantity, parse_quantity
+from raykube.builders import groups, names
+from raykube.builders.quantity import Quantity, QuantityError, format_quantity, parse_quantity
 
 __all__ = [
     "PLUGINS",

@@ -18,7 +18,7 @@ from typing import Any
 
 from raykube.api import constants as c
 from raykube.api.resources import RayCluster
-from raykube.build import names, services
+from raykube.builders import names, services
 
 
 def _meta(cluster: RayCluster, name: str) -> dict[str, Any]:

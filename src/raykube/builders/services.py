@@ -35,8 +35,8 @@ from typing import Any
 from raykube.api import constants as c
 from raykube.api.raycluster import RayClusterSpec
 from raykube.api.resources import RayCluster
-from raykube.build import names
-from raykube.build.options import BuildOptions
+from raykube.builders import names
+from raykube.builders.options import BuildOptions
 
 # KubeRay BuildServeService: the error it returns, which stops the reconcile, when the serve Service has no port.
 SERVE_PORT_MISSING_MESSAGE = (

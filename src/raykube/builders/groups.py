@@ -27,7 +27,7 @@ from typing import Any
 
 from raykube.api import constants as c
 from raykube.api.raycluster import MAX_INT32, RayClusterSpec, WorkerGroupSpec
-from raykube.build.quantity import Quantity, multiply, parse_quantity
+from raykube.builders.quantity import Quantity, multiply, parse_quantity
 
 _MIG = re.compile(c.NVIDIA_MIG_RESOURCE_PATTERN)
 _INT32_SPAN = 2**32

@@ -13,9 +13,9 @@ import yaml
 from raykube.api import constants as c
 from raykube.api.raycluster import RayClusterSpec
 from raykube.api.resources import RayCluster
-from raykube.build import pods
-from raykube.build.command import convert_param_map, go_json, is_gpu_resource_key
-from raykube.build.options import BuildOptions
+from raykube.builders import pods
+from raykube.builders.command import convert_param_map, go_json, is_gpu_resource_key
+from raykube.builders.options import BuildOptions
 from tests.support import KUBERAY_V161
 
 SAMPLES = KUBERAY_V161 / "samples"

@@ -22,7 +22,7 @@ from fractions import Fraction
 from typing import Any
 
 from raykube.api import constants as c
-from raykube.build.quantity import QuantityError, parse_quantity
+from raykube.builders.quantity import QuantityError, parse_quantity
 
 __all__ = [
     "container_command",

@@ -1,6 +1,6 @@
 """The head and worker Pods KubeRay creates for a RayCluster, as plain dicts ready to POST.
 
-Pure functions: a :class:`~raykube.api.resources.RayCluster` and :class:`~raykube.build.options.BuildOptions` in,
+Pure functions: a :class:`~raykube.api.resources.RayCluster` and :class:`~raykube.builders.options.BuildOptions` in,
 a complete ``v1`` Pod out (metadata with ``generateName`` or ``name``, the cluster's namespace, labels, annotations
 and a controller ``ownerReferences`` entry; the spec). The input model and its template dicts are never mutated; no
 I/O, no clock, no randomness (a multi-host replica name is chosen by the caller).
@@ -8,8 +8,8 @@ I/O, no clock, no randomness (a multi-host replica name is chosen by the caller)
 The behaviour is KubeRay **v1.6.1**'s (``controllers/ray/common/pod.go`` ``DefaultHeadPodTemplate``,
 ``DefaultWorkerPodTemplate``, ``BuildPod``; ``raycluster_controller.go`` ``buildHeadPod``/``buildWorkerPod``,
 ``shouldDeletePod``; ``utils/util.go``), as described in ``shared/research/kuberay.md`` §3.1 to §3.10 and §4, checked
-against KubeRay's sources and pull requests. The ``ray start`` command lives in :mod:`raykube.build.command`, the
-probes in :mod:`raykube.build.probes`.
+against KubeRay's sources and pull requests. The ``ray start`` command lives in :mod:`raykube.builders.command`, the
+probes in :mod:`raykube.builders.probes`.
 
 Build order, head: template copy → name/namespace → group ``resources``/``labels`` into rayStartParams → labels →
 missing rayStartParams → annotations → autoscaler (``no-monitor``, service account, sidecar, v2 env and restartPolicy)
@@ -46,7 +46,7 @@ kept; identical to v1.6.1 unless a user changes ``dashboard-port`` or ``dashboar
 Quantities are passed through as written, except the ``shared-mem`` sizeLimit, which is derived and written in the
 canonical form the API server stores (``5Gi``, ``40G``).
 
-Batch schedulers: when ``BuildOptions.batch_scheduler`` names one, its plugin (:mod:`raykube.build.batch`) adds its
+Batch schedulers: when ``BuildOptions.batch_scheduler`` names one, its plugin (:mod:`raykube.builders.batch`) adds its
 labels, annotations and ``schedulerName`` last, after the owner reference, as KubeRay's ``createHeadPod`` /
 ``createWorkerPod`` call ``AddMetadataToChildResource`` on the built Pod (group ``headgroup`` or the worker group's
 name).
@@ -75,17 +75,17 @@ from raykube.api.raycluster import (
     WorkerGroupSpec,
 )
 from raykube.api.resources import RayCluster
-from raykube.build import batch, names
-from raykube.build.command import (
+from raykube.builders import batch, names
+from raykube.builders.command import (
     container_command,
     generate_ray_start_command,
     set_missing_ray_start_params,
     update_params_from_group_labels,
     update_params_from_group_resources,
 )
-from raykube.build.options import BuildOptions
-from raykube.build.probes import inject_probes
-from raykube.build.quantity import QuantityError, canonical
+from raykube.builders.options import BuildOptions
+from raykube.builders.probes import inject_probes
+from raykube.builders.quantity import QuantityError, canonical
 
 __all__ = [
     "cluster_spec_hash",

@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from raykube.api.resources import RayCluster
-from raykube.build import services
-from raykube.build.options import BuildOptions
+from raykube.builders import services
+from raykube.builders.options import BuildOptions
 from tests.support import KUBERAY_V161
 
 SAMPLES = KUBERAY_V161 / "samples"

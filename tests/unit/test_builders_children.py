@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from raykube.api.resources import RayCluster
-from raykube.build import children, pods
-from raykube.build.options import BuildOptions
+from raykube.builders import children, pods
+from raykube.builders.options import BuildOptions
 
 
 def cluster(**spec: Any) -> RayCluster:

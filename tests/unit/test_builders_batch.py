@@ -1,4 +1,4 @@
-"""Batch scheduler plugins (raykube.build.batch) against KubeRay v1.6.1's samples: the Pods' labels, annotations and
+"""Batch scheduler plugins (raykube.builders.batch) against KubeRay v1.6.1's samples: the Pods' labels, annotations and
 schedulerName, Volcano's PodGroup, YuniKorn's task groups, and the operator flags that choose a plugin."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from raykube.api.resources import RayCluster
-from raykube.build import batch, pods
-from raykube.build.options import BuildOptions
+from raykube.builders import batch, pods
+from raykube.builders.options import BuildOptions
 from raykube.runtime.config import ConfigError, load_config_file, parse_flags
 from tests.support import KUBERAY_V161
 

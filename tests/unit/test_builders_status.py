@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 
 from raykube.api.raycluster import MAX_INT32, RayClusterStatus, WorkerGroupSpec
 from raykube.api.resources import RayCluster
-from raykube.build import groups, services, status
-from raykube.build.options import BuildOptions
-from raykube.build.quantity import (
+from raykube.builders import groups, services, status
+from raykube.builders.options import BuildOptions
+from raykube.builders.quantity import (
     BINARY_SI,
     DECIMAL_EXPONENT,
     DECIMAL_SI,
@@ -27,7 +27,7 @@ from raykube.build.quantity import (
     parse_quantity,
     sum_quantities,
 )
-from raykube.build.status import ReconcileFailure, StatusError
+from raykube.builders.status import ReconcileFailure, StatusError
 from tests.support import KUBERAY_V161
 
 SAMPLES = KUBERAY_V161 / "samples"

@@ -25,7 +25,7 @@ class BuildOptions:
     deterministic_head_pod_name: bool = False  # ENABLE_DETERMINISTIC_HEAD_POD_NAME == "true"
     random_pod_delete: bool = False  # ENABLE_RANDOM_POD_DELETE == "true"
     gcs_ft_redis_cleanup: bool = True  # ENABLE_GCS_FT_REDIS_CLEANUP != "false"
-    # --batch-scheduler: the plugin (raykube.build.batch.PLUGINS) that decorates Pods and makes PodGroups; "" none.
+    # --batch-scheduler: the plugin (raykube.builders.batch.PLUGINS) that decorates Pods and makes PodGroups; "" none.
     batch_scheduler: str = ""
     features: Mapping[str, bool] = field(default_factory=lambda: dict(c.FEATURE_GATE_DEFAULTS))
     # Configuration file (config.ray.io/v1alpha1): added where the key/name is missing.
