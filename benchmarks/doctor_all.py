@@ -34,9 +34,9 @@ from lightkube.codecs import from_dict
 from lightkube.resources.core_v1 import Namespace
 
 from raykube.api.crd import load_generated
-from raykube.controllers.ports import RAYCLUSTERS
+from raykube.api.resources import RAYCLUSTERS
+from raykube.kube.client import Kube
 from raykube.runtime.crds import install_crds
-from raykube.runtime.kube import Kube
 from raykube.runtime.manager import Manager
 from raykube.sandbox import NodePool, Ports, Sandbox, SandboxConfig
 from raykube.waiting import NotYet, wait_for

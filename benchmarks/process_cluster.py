@@ -35,8 +35,8 @@ from lightkube.generic_resource import create_namespaced_resource
 from lightkube.resources.core_v1 import Pod
 
 from raykube.api.crd import load_generated
+from raykube.kube.client import Kube
 from raykube.runtime.crds import install_crds
-from raykube.runtime.kube import Kube
 from raykube.runtime.manager import Manager
 from raykube.sandbox import Binaries, NodePool, Ports, Sandbox, SandboxConfig
 from raykube.sandbox.kubelet.network import preflight

@@ -62,17 +62,18 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from raykube.api import constants as c
 from raykube.api.crd import load_generated
-from raykube.api.resources import RayCluster
+from raykube.api.resources import RAYCLUSTERS, RayCluster
 from raykube.builders import pods as pod_builder
 from raykube.builders import services as service_builder
 from raykube.builders.options import BuildOptions
 from raykube.builders.status import is_running_and_ready
-from raykube.controllers.ports import LEASES, NAMESPACES, PODS, RAYCLUSTERS, SERVICES, ApiError
+from raykube.controllers.raycluster import POD_SELECTOR
+from raykube.kube.client import Kube
+from raykube.kube.errors import ApiError
+from raykube.kube.informer import Informer
+from raykube.kube.resources import LEASES, NAMESPACES, PODS, SERVICES
 from raykube.runtime.config import DEFAULT_RECONCILE_CONCURRENCY
 from raykube.runtime.crds import install_crds
-from raykube.runtime.informer import Informer
-from raykube.runtime.kube import Kube
-from raykube.runtime.manager import POD_SELECTOR
 from raykube.runtime.metrics import Metrics
 from raykube.sandbox import NodePool, Ports, Sandbox, SandboxConfig, versions
 from raykube.waiting import NotYet, wait_for

@@ -24,8 +24,8 @@ from lightkube.resources.core_v1 import Namespace, ServiceAccount
 
 from raykube.api.crd import load_generated
 from raykube.api.rbac import LEADER_ELECTION_RULES, OPERATOR_RULES
+from raykube.kube.client import Kube
 from raykube.runtime.crds import install_crds
-from raykube.runtime.kube import Kube
 from raykube.runtime.manager import Manager
 from raykube.sandbox import NodePool, Ports, Sandbox, SandboxConfig
 from raykube.waiting import NotYet, wait_for

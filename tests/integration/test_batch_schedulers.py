@@ -21,10 +21,12 @@ from lightkube import AsyncClient
 from lightkube.generic_resource import create_global_resource
 
 from raykube.api.rbac import LEADER_ELECTION_RULES, operator_rules
+from raykube.api.resources import RAYCLUSTERS
 from raykube.builders.options import BuildOptions
-from raykube.controllers.ports import RAYCLUSTERS, ApiError, Resource
+from raykube.kube.client import Kube
+from raykube.kube.errors import ApiError
+from raykube.kube.resources import Resource
 from raykube.runtime.crds import install_crds
-from raykube.runtime.kube import Kube
 from raykube.runtime.manager import Manager, StartupError
 from raykube.waiting import NotYet, wait_for
 from tests.integration.test_raycluster_controller import cluster_pods

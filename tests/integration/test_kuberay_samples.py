@@ -15,9 +15,10 @@ import yaml
 from lightkube import AsyncClient
 from lightkube.codecs import from_dict
 
-from raykube.controllers.ports import EVENTS, RAYCLUSTERS
-from raykube.controllers.raycluster import CONTROLLER_NAME
-from raykube.runtime.kube import Kube
+from raykube.api.constants import RAYCLUSTER_CONTROLLER_NAME as CONTROLLER_NAME
+from raykube.api.resources import RAYCLUSTERS
+from raykube.kube.client import Kube
+from raykube.kube.resources import EVENTS
 from raykube.waiting import NotYet, wait_for
 from tests.integration.test_raycluster_controller import cluster_pods, workers_of
 from tests.support import KUBERAY_V161

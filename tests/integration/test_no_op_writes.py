@@ -12,8 +12,9 @@ from lightkube import AsyncClient
 from lightkube.resources.core_v1 import Pod
 
 from raykube.api.rbac import LEADER_ELECTION_RULES, OPERATOR_RULES
-from raykube.controllers.ports import PODS, RAYCLUSTERS
-from raykube.runtime.kube import Kube
+from raykube.api.resources import RAYCLUSTERS
+from raykube.kube.client import Kube
+from raykube.kube.resources import PODS
 from raykube.runtime.manager import Manager
 from raykube.waiting import NotYet, wait_for
 from tests.integration.test_raycluster_controller import CLUSTER, create_seed_dependencies, seed_cluster, wait_ready

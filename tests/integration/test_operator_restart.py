@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from raykube.controllers.ports import PODS, RAYCLUSTERS
-from raykube.runtime.kube import Kube
+from raykube.api.resources import RAYCLUSTERS
+from raykube.kube.client import Kube
+from raykube.kube.resources import PODS
 from raykube.waiting import NotYet, wait_for
 from tests.integration.test_raycluster_controller import seed_cluster
 

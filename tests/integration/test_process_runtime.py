@@ -31,8 +31,8 @@ from lightkube.resources.core_v1 import Event, Namespace, Pod, ServiceAccount
 from raykube.api.crd import load_generated
 from raykube.api.rbac import LEADER_ELECTION_RULES, OPERATOR_RULES
 from raykube.builders.probes import inject_probes
+from raykube.kube.client import Kube
 from raykube.runtime.crds import install_crds
-from raykube.runtime.kube import Kube
 from raykube.runtime.manager import Manager
 from raykube.sandbox import Binaries, NodePool, Ports, Sandbox, SandboxConfig
 from raykube.sandbox.kubelet import network

@@ -22,8 +22,8 @@ from ray.autoscaler._private.kuberay import autoscaling_config
 from ray.autoscaler._private.kuberay.node_provider import IKubernetesHttpApiClient, KubeRayNodeProvider
 from ray.autoscaler.tags import NODE_KIND_WORKER, TAG_RAY_NODE_KIND, TAG_RAY_USER_NODE_TYPE
 
-from raykube.controllers.ports import RAYCLUSTERS
-from raykube.runtime.kube import Kube
+from raykube.api.resources import RAYCLUSTERS
+from raykube.kube.client import Kube
 from raykube.waiting import NotYet, wait_for
 from tests.integration.test_raycluster_controller import cluster_pods, wait_ready, workers_of
 from tests.integration.test_raycluster_features import small_cluster

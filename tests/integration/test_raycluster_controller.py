@@ -11,8 +11,10 @@ from lightkube import AsyncClient
 from lightkube.codecs import from_dict
 from lightkube.resources.discovery_v1 import EndpointSlice
 
-from raykube.controllers.ports import EVENTS, PODS, RAYCLUSTERS, SERVICES, ApiError
-from raykube.runtime.kube import Kube
+from raykube.api.resources import RAYCLUSTERS
+from raykube.kube.client import Kube
+from raykube.kube.errors import ApiError
+from raykube.kube.resources import EVENTS, PODS, SERVICES
 from raykube.runtime.manager import Manager
 from raykube.waiting import NotYet, wait_for
 

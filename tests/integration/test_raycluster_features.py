@@ -9,19 +9,10 @@ from typing import Any
 
 import pytest
 
-from raykube.controllers.ports import (
-    EVENTS,
-    INGRESSES,
-    JOBS,
-    PODS,
-    RAYCLUSTERS,
-    ROLE_BINDINGS,
-    ROLES,
-    SECRETS,
-    SERVICE_ACCOUNTS,
-    ApiError,
-)
-from raykube.runtime.kube import Kube
+from raykube.api.resources import RAYCLUSTERS
+from raykube.kube.client import Kube
+from raykube.kube.errors import ApiError
+from raykube.kube.resources import EVENTS, INGRESSES, JOBS, PODS, ROLE_BINDINGS, ROLES, SECRETS, SERVICE_ACCOUNTS
 from raykube.runtime.manager import Manager
 from raykube.waiting import NotYet, wait_for
 from tests.integration.test_raycluster_controller import cluster_pods, wait_ready, workers_of

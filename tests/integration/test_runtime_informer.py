@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
-from raykube.controllers.ports import CONFIGMAPS, ApiError
-from raykube.runtime.informer import Informer
-from raykube.runtime.kube import Kube
+from raykube.kube.client import Kube
+from raykube.kube.errors import ApiError
+from raykube.kube.informer import Informer
+from raykube.kube.resources import CONFIGMAPS
 from raykube.waiting import NotYet, wait_for
 
 

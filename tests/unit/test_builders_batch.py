@@ -14,6 +14,7 @@ import yaml
 from raykube.api.resources import RayCluster
 from raykube.builders import batch, pods
 from raykube.builders.options import BuildOptions
+from raykube.kube.resources import Resource
 from raykube.runtime.config import ConfigError, load_config_file, parse_flags
 from tests.support import KUBERAY_V161
 
@@ -357,9 +358,7 @@ def test_no_batch_scheduler_changes_nothing() -> None:
 
 def test_registry_names_kuberays_plugins() -> None:
     assert set(batch.PLUGINS) == {"volcano", "yunikorn"}
-    assert batch.PLUGINS["volcano"].kinds == (
-        batch.ObjectKind("scheduling.volcano.sh/v1beta1", "PodGroup", "podgroups"),
-    )
+    assert batch.PLUGINS["volcano"].kinds == (Resource("scheduling.volcano.sh", "v1beta1", "PodGroup", "podgroups"),)
     assert batch.PLUGINS["yunikorn"].kinds == ()
 
 

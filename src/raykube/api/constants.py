@@ -558,9 +558,31 @@ EVENT_FAILED_TO_CREATE_WORKER_POD: Final = "FailedToCreateWorkerPod"
 EVENT_DELETED_WORKER_POD: Final = "DeletedWorkerPod"
 EVENT_FAILED_TO_DELETE_WORKER_POD: Final = "FailedToDeleteWorkerPod"
 EVENT_DELETED_POD: Final = "DeletedPod"
+EVENT_CREATED_INGRESS: Final = "CreatedIngress"
 EVENT_FAILED_TO_CREATE_INGRESS: Final = "FailedToCreateIngress"
 EVENT_FAILED_TO_CREATE_PVC: Final = "FailedToCreatePVC"
+# KubeRay utils/constant.go K8sEventType: the Ray autoscaler's ServiceAccount, Role and RoleBinding.
+EVENT_CREATED_SERVICE_ACCOUNT: Final = "CreatedServiceAccount"
+EVENT_FAILED_TO_CREATE_SERVICE_ACCOUNT: Final = "FailedToCreateServiceAccount"
 EVENT_AUTOSCALER_SERVICE_ACCOUNT_NOT_FOUND: Final = "AutoscalerServiceAccountNotFound"
+EVENT_CREATED_ROLE: Final = "CreatedRole"
+EVENT_FAILED_TO_CREATE_ROLE: Final = "FailedToCreateRole"
+EVENT_CREATED_ROLE_BINDING: Final = "CreatedRoleBinding"
+EVENT_FAILED_TO_CREATE_ROLE_BINDING: Final = "FailedToCreateRoleBinding"
+# KubeRay utils/constant.go K8sEventType: GCS fault tolerance's Redis cleanup Job.
+EVENT_CREATED_REDIS_CLEANUP_JOB: Final = "CreatedRedisCleanupJob"
+EVENT_FAILED_TO_CREATE_REDIS_CLEANUP_JOB: Final = "FailedToCreateRedisCleanupJob"
+# raykube's own, with no K8sEventType in KubeRay v1.6.1 (which logs these cases instead): an Ingress brought back in
+# step with the cluster, and the Redis cleanup finalizer forced off after ray.io/gcs-ft-deletion-timeout.
+EVENT_UPDATED_INGRESS: Final = "UpdatedIngress"
+EVENT_FAILED_TO_UPDATE_INGRESS: Final = "FailedToUpdateIngress"
+EVENT_FORCE_DELETED_STUCK_CLUSTER: Final = "ForceDeletedStuckCluster"
+# Kubernetes events.k8s.io/v1 Event.type.
+EVENT_TYPE_NORMAL: Final = "Normal"
+EVENT_TYPE_WARNING: Final = "Warning"
+# KubeRay rayjob_controller.go / rayservice_controller.go: the reporting controllers of RayJob and RayService events.
+RAYJOB_CONTROLLER_NAME: Final = "rayjob-controller"
+RAYSERVICE_CONTROLLER_NAME: Final = "rayservice-controller"
 
 # --- How the operator is deployed (KubeRay helm-chart/kuberay-operator, ray-operator/config/default, main.go) ------
 

@@ -3,32 +3,30 @@
 The rules are least privilege: exactly the (API group, resource, verb) triples the code calls, nothing KubeRay grants
 for features raykube does not implement yet. They are rendered into the Helm chart's ClusterRole (or the per-namespace
 Roles of a single-namespace install) and the leader-election Role (``raykube rbac generate`` writes
-``helm/raykube-operator/files/*.yaml``; a test fails when those files are stale). A :class:`~raykube.runtime.kube.Kube`
+``helm/raykube-operator/files/*.yaml``; a test fails when those files are stale). A :class:`~raykube.kube.client.Kube`
 client built with ``rules=`` refuses, before sending it, any request these rules do not allow, and the tests run the
 operator that way, so a new API call without a new rule fails a test instead of failing in a user's cluster.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from raykube.api import constants as c
+from raykube.kube.rbac import Rule, allows
 
-
-@dataclass(frozen=True)
-class Rule:
-    group: str
-    resources: tuple[str, ...]
-    verbs: tuple[str, ...]
-
-    def allows(self, verb: str, group: str, resource: str) -> bool:
-        return group == self.group and resource in self.resources and verb in self.verbs
-
-    def to_policy_rule(self) -> dict[str, Any]:
-        return {"apiGroups": [self.group], "resources": list(self.resources), "verbs": list(self.verbs)}
-
+__all__ = [  # Rule and allows are re-exported: the rules here are made of them
+    "BATCH_SCHEDULER_RULES",
+    "LEADER_ELECTION_RULES",
+    "OPERATOR_RULES",
+    "Rule",
+    "allows",
+    "cluster_role",
+    "operator_rules",
+    "policy_rules",
+    "role",
+]
 
 # What the RayCluster controller calls (raykube.controllers.raycluster, raykube.runtime.manager/events).
 OPERATOR_RULES: tuple[Rule, ...] = (
@@ -71,10 +69,6 @@ LEADER_ELECTION_RULES: tuple[Rule, ...] = (
     Rule("coordination.k8s.io", ("leases",), ("create", "get", "update")),
     Rule("events.k8s.io", ("events",), ("create", "patch")),
 )
-
-
-def allows(rules: Iterable[Rule], verb: str, group: str, resource: str) -> bool:
-    return any(rule.allows(verb, group, resource) for rule in rules)
 
 
 def cluster_role(name: str, rules: Sequence[Rule], labels: Mapping[str, str] | None = None) -> dict[str, Any]:

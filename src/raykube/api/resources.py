@@ -16,6 +16,7 @@ from raykube.api.raycronjob import RayCronJobSpec, RayCronJobStatus
 from raykube.api.rayjob import RayJobSpec, RayJobStatus
 from raykube.api.rayservice import RayServiceSpec, RayServiceStatuses
 from raykube.api.schema import RayModel
+from raykube.kube.resources import Resource
 
 GROUP = "ray.io"  # KubeRay apis/ray/v1/groupversion_info.go
 VERSION = "v1"
@@ -87,6 +88,10 @@ class Kind:
     def list_kind(self) -> str:
         return f"{self.name}List"
 
+    @property
+    def resource(self) -> Resource:
+        return Resource(GROUP, VERSION, self.name, self.plural)
+
 
 _AGE = PrinterColumn("age", ".metadata.creationTimestamp", "date")
 
@@ -155,3 +160,9 @@ RAYCRONJOB = Kind(
 )
 
 KINDS = (RAYCLUSTER, RAYJOB, RAYSERVICE, RAYCRONJOB)
+
+# How the API server addresses them (the storage version, v1).
+RAYCLUSTERS = RAYCLUSTER.resource
+RAYJOBS = RAYJOB.resource
+RAYSERVICES = RAYSERVICE.resource
+RAYCRONJOBS = RAYCRONJOB.resource

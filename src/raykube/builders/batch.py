@@ -48,19 +48,18 @@ import copy
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
 from raykube.api import constants as c
 from raykube.api.resources import RayCluster
 from raykube.builders import groups, names
 from raykube.builders.quantity import Quantity, QuantityError, format_quantity, parse_quantity
+from raykube.kube.resources import Resource
 
 __all__ = [
     "PLUGINS",
     "BatchScheduler",
     "BatchSchedulingError",
-    "ObjectKind",
     "Volcano",
     "YuniKorn",
     "decorate_pod",
@@ -73,28 +72,11 @@ class BatchSchedulingError(ValueError):
     """The cluster asks for something its scheduler's objects cannot express (the reconcile pass fails with it)."""
 
 
-@dataclass(frozen=True)
-class ObjectKind:
-    """A type of object a plugin creates: enough to address it (the controllers map it to a ``Resource``)."""
-
-    api_version: str
-    kind: str
-    plural: str
-
-    @property
-    def group(self) -> str:
-        return self.api_version.rpartition("/")[0]
-
-    @property
-    def version(self) -> str:
-        return self.api_version.rpartition("/")[2]
-
-
 class BatchScheduler(Protocol):
     """One ``--batch-scheduler`` plugin. Pure: no I/O, inputs never mutated."""
 
     name: ClassVar[str]  # the --batch-scheduler value
-    kinds: ClassVar[tuple[ObjectKind, ...]]  # the types objects() returns
+    kinds: ClassVar[tuple[Resource, ...]]  # the types objects() returns
 
     def decorate_pod(self, cluster: RayCluster, group: str, pod: Mapping[str, Any]) -> dict[str, Any]:
         """``pod`` with this scheduler's labels, annotations and schedulerName (a new dict)."""
@@ -193,10 +175,13 @@ class Volcano:
 
     name: ClassVar[str] = c.BATCH_SCHEDULER_VOLCANO
     scheduler_name: ClassVar[str] = c.BATCH_SCHEDULER_VOLCANO  # spec.schedulerName of the Pods
-    podgroup: ClassVar[ObjectKind] = ObjectKind(
-        c.VOLCANO_PODGROUP_API_VERSION, c.KIND_VOLCANO_PODGROUP, c.VOLCANO_PODGROUPS_PLURAL
+    podgroup: ClassVar[Resource] = Resource(
+        c.VOLCANO_SCHEDULING_GROUP,
+        c.VOLCANO_PODGROUP_API_VERSION.rpartition("/")[2],
+        c.KIND_VOLCANO_PODGROUP,
+        c.VOLCANO_PODGROUPS_PLURAL,
     )
-    kinds: ClassVar[tuple[ObjectKind, ...]] = (podgroup,)
+    kinds: ClassVar[tuple[Resource, ...]] = (podgroup,)
 
     @staticmethod
     def podgroup_name(cluster: RayCluster) -> str:
@@ -295,7 +280,7 @@ class YuniKorn:
 
     name: ClassVar[str] = c.BATCH_SCHEDULER_YUNIKORN
     scheduler_name: ClassVar[str] = c.BATCH_SCHEDULER_YUNIKORN
-    kinds: ClassVar[tuple[ObjectKind, ...]] = ()
+    kinds: ClassVar[tuple[Resource, ...]] = ()
 
     @staticmethod
     def gang_scheduling(cluster: RayCluster) -> bool:

@@ -37,7 +37,7 @@ from raykube.sandbox.ports import DEFAULT_PORT_BASE, Ports
 from raykube.waiting import WaitTimeout
 
 if TYPE_CHECKING:
-    from raykube.runtime.kube import Kube
+    from raykube.kube.client import Kube
     from raykube.sandbox.cluster import Sandbox
 
 NAMESPACE = "raykube-demo"
@@ -147,7 +147,8 @@ async def install_operator(stage: Stage) -> None:
 
 
 async def wait_for_leader(stage: Stage) -> None:
-    from raykube.controllers.ports import LEASES, ApiError  # noqa: PLC0415
+    from raykube.kube.errors import ApiError  # noqa: PLC0415
+    from raykube.kube.resources import LEASES  # noqa: PLC0415
     from raykube.waiting import NotYet, wait_for  # noqa: PLC0415
 
     async def leader() -> str | NotYet:
@@ -175,7 +176,8 @@ async def create_objects(stage: Stage) -> None:
 
 
 async def wait_namespace_gone_if_terminating(stage: Stage) -> None:
-    from raykube.controllers.ports import NAMESPACES, ApiError  # noqa: PLC0415
+    from raykube.kube.errors import ApiError  # noqa: PLC0415
+    from raykube.kube.resources import NAMESPACES  # noqa: PLC0415
     from raykube.waiting import NotYet, wait_for  # noqa: PLC0415
 
     async def usable() -> bool | NotYet:
@@ -192,7 +194,7 @@ async def wait_namespace_gone_if_terminating(stage: Stage) -> None:
 
 
 async def wait_pvc_bound(stage: Stage) -> None:
-    from raykube.controllers.ports import Resource  # noqa: PLC0415
+    from raykube.kube.resources import Resource  # noqa: PLC0415
     from raykube.waiting import NotYet, wait_for  # noqa: PLC0415
 
     claims = Resource("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims")
@@ -206,7 +208,8 @@ async def wait_pvc_bound(stage: Stage) -> None:
 
 
 async def cluster_state(stage: Stage) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    from raykube.controllers.ports import PODS, RAYCLUSTERS  # noqa: PLC0415
+    from raykube.api.resources import RAYCLUSTERS  # noqa: PLC0415
+    from raykube.kube.resources import PODS  # noqa: PLC0415
 
     cluster = await stage.kube.get(RAYCLUSTERS, CLUSTER, NAMESPACE)
     listed = await stage.kube.list(PODS, NAMESPACE, label_selector=f"ray.io/cluster={CLUSTER}")
@@ -324,7 +327,7 @@ def unschedulable(pod: dict[str, Any]) -> bool:
 
 
 async def break_and_fix(stage: Stage) -> None:
-    from raykube.controllers.ports import RAYCLUSTERS  # noqa: PLC0415
+    from raykube.api.resources import RAYCLUSTERS  # noqa: PLC0415
     from raykube.waiting import NotYet, wait_for  # noqa: PLC0415
 
     chapter(f"6. Break it: {TOO_MANY_WORKERS} workers, more than the nodes hold")
@@ -387,7 +390,8 @@ async def break_and_fix(stage: Stage) -> None:
 
 # ---------------------------------------------------------------------------------------------------- ending
 async def clean_up(stage: Stage) -> None:
-    from raykube.controllers.ports import NAMESPACES, ApiError  # noqa: PLC0415
+    from raykube.kube.errors import ApiError  # noqa: PLC0415
+    from raykube.kube.resources import NAMESPACES  # noqa: PLC0415
 
     chapter("Cleaning up (the sandbox stays up)")
     try:
@@ -402,7 +406,8 @@ async def clean_up(stage: Stage) -> None:
 
 
 async def wait_namespace_gone(stage: Stage) -> None:
-    from raykube.controllers.ports import NAMESPACES, ApiError  # noqa: PLC0415
+    from raykube.kube.errors import ApiError  # noqa: PLC0415
+    from raykube.kube.resources import NAMESPACES  # noqa: PLC0415
     from raykube.waiting import NotYet, wait_for  # noqa: PLC0415
 
     async def gone() -> bool | NotYet:
@@ -477,7 +482,7 @@ def demo(
 ) -> None:
     """The seed chapter's deployment on the local Kubernetes: operator, Secret, ConfigMap, PVC, a RayCluster of
     1 head + 2 workers, the chapter's checks, doctor; then break it, diagnose, fix."""
-    from raykube.runtime.kube import Kube  # noqa: PLC0415
+    from raykube.kube.client import Kube  # noqa: PLC0415
     from raykube.sandbox.cluster import Sandbox  # noqa: PLC0415
 
     if runtime not in ("auto", "process", "kwok"):

@@ -1,5 +1,7 @@
 """The objects around a RayCluster's Pods: the autoscaler's ServiceAccount, Role and RoleBinding, the dashboard
-Ingress, the auth Secret, and GCS fault tolerance's Redis cleanup finalizer and Job (``kuberay.md`` §3.11-§3.15, §4).
+Ingress, the auth Secret, and GCS fault tolerance's Redis cleanup finalizer and Job (KubeRay v1.6.1
+``ray-operator/controllers/ray/raycluster_controller.go`` with ``common/rbac.go``, ``common/ingress.go``,
+``common/job.go``).
 
 KubeRay's behaviour, kept here:
 
@@ -17,34 +19,24 @@ KubeRay's behaviour, kept here:
 from __future__ import annotations
 
 import base64
-import datetime as dt
 import json
 import secrets
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from raykube.api import constants as c
-from raykube.api.resources import RayCluster
+from raykube.api.resources import RAYCLUSTERS
 from raykube.builders import children, pods
-from raykube.builders.options import BuildOptions
-from raykube.controllers.ports import (
-    INGRESSES,
-    JOBS,
-    PODS,
-    RAYCLUSTERS,
-    ROLE_BINDINGS,
-    ROLES,
-    SECRETS,
-    SERVICE_ACCOUNTS,
-    Api,
-    ApiError,
-    Cache,
-    Recorder,
-    Resource,
-)
+from raykube.controllers.base import Deps
+from raykube.kube import objects, times
+from raykube.kube.errors import ApiError
+from raykube.kube.resources import INGRESSES, JOBS, PODS, ROLE_BINDINGS, ROLES, SECRETS, SERVICE_ACCOUNTS, Resource
 
-NORMAL = "Normal"
-WARNING = "Warning"
+if TYPE_CHECKING:
+    from raykube.controllers.raycluster import ClusterContext
+
+NORMAL = c.EVENT_TYPE_NORMAL
+WARNING = c.EVENT_TYPE_WARNING
 DELETION_REQUEUE = 10.0  # KubeRay: while a head Pod still exists during deletion
 JOB_REQUEUE = 2.0
 
@@ -53,38 +45,25 @@ class ChildError(Exception):
     """A child object could not be made; the pass stops with this message."""
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta: Mapping[str, Any] = obj.get("metadata") or {}
-    return meta
-
-
-def _owned_by(obj: Mapping[str, Any], uid: str) -> bool:
-    return any(ref.get("uid") == uid and ref.get("controller") for ref in _meta(obj).get("ownerReferences") or [])
+def _random_token() -> str:
+    return base64.b64encode(secrets.token_bytes(32)).decode()
 
 
 class Children:
-    def __init__(
-        self,
-        api: Api,
-        cache: Cache,
-        recorder: Recorder,
-        options: BuildOptions,
-        *,
-        clock: Callable[[], dt.datetime],
-        token: Callable[[], str] = lambda: base64.b64encode(secrets.token_bytes(32)).decode(),
-    ) -> None:
-        self.api = api
-        self.cache = cache
-        self.recorder = recorder
-        self.options = options
-        self.clock = clock
+    def __init__(self, deps: Deps, *, token: Callable[[], str] = _random_token) -> None:
+        self.api = deps.api
+        self.cache = deps.cache
+        self.recorder = deps.recorder
+        self.options = deps.options
+        self.clock = deps.clock
         self.token = token
 
     async def _create_once(
-        self, obj: Mapping[str, Any], res: Resource, body: Mapping[str, Any], reason: str, kind: str
+        self, ctx: ClusterContext, res: Resource, body: Mapping[str, Any], reason: str, kind: str
     ) -> None:
-        namespace = str(_meta(obj)["namespace"])
-        name = str(body["metadata"]["name"])
+        """Create ``body`` unless the cache has it; events ``Created<reason>`` / ``FailedToCreate<reason>``."""
+        namespace = ctx.namespace
+        name = objects.name(body)
         if self.cache.get(res, namespace, name) is not None:
             return
         try:
@@ -92,16 +71,16 @@ class Children:
         except ApiError as exc:
             if exc.conflict:
                 return  # exists; the cache has not caught up
-            self.recorder.event(obj, WARNING, f"FailedToCreate{reason}", "Create",
-                                f"Failed to create {kind} {namespace}/{name}, {exc.message or exc}")  # fmt: skip
+            note = f"Failed to create {kind} {namespace}/{name}, {exc.message or exc}"
+            self.recorder.event(ctx.obj, WARNING, f"FailedToCreate{reason}", "Create", note)
             raise
-        self.recorder.event(obj, NORMAL, f"Created{reason}", "Create", f"Created {kind} {namespace}/{name}")
+        self.recorder.event(ctx.obj, NORMAL, f"Created{reason}", "Create", f"Created {kind} {namespace}/{name}")
 
     # ------------------------------------------------------------------------------------------ autoscaler RBAC
-    async def autoscaler_rbac(self, obj: Mapping[str, Any], cluster: RayCluster) -> None:
-        if cluster.spec is None or not pods.is_autoscaling_enabled(cluster.spec):
+    async def autoscaler_rbac(self, ctx: ClusterContext) -> None:
+        if not ctx.autoscaling:
             return
-        namespace = str(_meta(obj)["namespace"])
+        cluster, namespace = ctx.cluster, ctx.namespace
         account = children.autoscaler_service_account_name(cluster)
         if children.autoscaler_service_account_is_users(cluster):
             if self.cache.get(SERVICE_ACCOUNTS, namespace, account) is None:
@@ -110,41 +89,39 @@ class Children:
                 except ApiError as exc:
                     if not exc.not_found:
                         raise
-                    note = (f"Autoscaler ServiceAccount {namespace}/{account} named by the head Pod template does "
-                            "not exist; create it")  # fmt: skip
-                    self.recorder.event(obj, WARNING, "AutoscalerServiceAccountNotFound", "Create", note)
+                    note = (
+                        f"Autoscaler ServiceAccount {namespace}/{account} named by the head Pod template does "
+                        "not exist; create it"
+                    )
+                    reason = c.EVENT_AUTOSCALER_SERVICE_ACCOUNT_NOT_FOUND
+                    self.recorder.event(ctx.obj, WARNING, reason, "Create", note)
                     raise ChildError(note) from exc
         else:
-            await self._create_once(obj, SERVICE_ACCOUNTS, children.autoscaler_service_account(cluster),
-                                    "ServiceAccount", "ServiceAccount")  # fmt: skip
-        await self._create_once(obj, ROLES, children.autoscaler_role(cluster), "Role", "Role")
-        await self._create_once(obj, ROLE_BINDINGS, children.autoscaler_role_binding(cluster), "RoleBinding",
-                                "RoleBinding")  # fmt: skip
+            body = children.autoscaler_service_account(cluster)
+            await self._create_once(ctx, SERVICE_ACCOUNTS, body, "ServiceAccount", "ServiceAccount")
+        await self._create_once(ctx, ROLES, children.autoscaler_role(cluster), "Role", "Role")
+        body = children.autoscaler_role_binding(cluster)
+        await self._create_once(ctx, ROLE_BINDINGS, body, "RoleBinding", "RoleBinding")
 
     # ------------------------------------------------------------------------------------------ ingress
-    async def ingress(self, obj: Mapping[str, Any], cluster: RayCluster) -> None:
-        desired = children.head_ingress(cluster)
+    async def ingress(self, ctx: ClusterContext) -> None:
+        desired = children.head_ingress(ctx.cluster)
         if desired is None:
             return
-        namespace = str(_meta(obj)["namespace"])
-        name = str(desired["metadata"]["name"])
+        namespace = ctx.namespace
+        name = objects.name(desired)
         live = self.cache.get(INGRESSES, namespace, name)
         if live is None:
-            await self._create_once(obj, INGRESSES, desired, "Ingress", "Ingress")
+            await self._create_once(ctx, INGRESSES, desired, "Ingress", "Ingress")
             return
-        if not _owned_by(live, str(_meta(obj).get("uid", ""))):
-            self.recorder.event(
-                obj,
-                WARNING,
-                "FailedToCreateIngress",
-                "Create",
-                f"Ingress {namespace}/{name} exists and is not owned by this RayCluster; left alone",
-            )
+        if not objects.owned_by(live, ctx.uid):
+            note = f"Ingress {namespace}/{name} exists and is not owned by this RayCluster; left alone"
+            self.recorder.event(ctx.obj, WARNING, c.EVENT_FAILED_TO_CREATE_INGRESS, "Create", note)
             return
         if not children.ingress_needs_update(live, desired):
             return
         body = json.loads(json.dumps(desired))
-        body["metadata"]["resourceVersion"] = _meta(live).get("resourceVersion")
+        body["metadata"]["resourceVersion"] = objects.resource_version(live)
         if "ingressClassName" not in body["spec"] and (live.get("spec") or {}).get("ingressClassName"):
             body["spec"]["ingressClassName"] = live["spec"]["ingressClassName"]
         try:
@@ -152,18 +129,19 @@ class Children:
         except ApiError as exc:
             if exc.conflict:
                 return  # changed meanwhile; the next pass compares again
-            self.recorder.event(obj, WARNING, "FailedToUpdateIngress", "Update",
-                                f"Failed to update Ingress {namespace}/{name}, {exc.message or exc}")  # fmt: skip
+            note = f"Failed to update Ingress {namespace}/{name}, {exc.message or exc}"
+            self.recorder.event(ctx.obj, WARNING, c.EVENT_FAILED_TO_UPDATE_INGRESS, "Update", note)
             raise
-        self.recorder.event(obj, NORMAL, "UpdatedIngress", "Update", f"Updated Ingress {namespace}/{name}")
+        note = f"Updated Ingress {namespace}/{name}"
+        self.recorder.event(ctx.obj, NORMAL, c.EVENT_UPDATED_INGRESS, "Update", note)
 
     # ------------------------------------------------------------------------------------------ auth secret
-    async def auth_secret(self, obj: Mapping[str, Any], cluster: RayCluster) -> None:
-        if not children.needs_auth_secret(cluster):
+    async def auth_secret(self, ctx: ClusterContext) -> None:
+        if not children.needs_auth_secret(ctx.cluster):
             return
-        namespace = str(_meta(obj)["namespace"])
-        body = children.auth_secret(cluster, self.token())
-        name = str(body["metadata"]["name"])
+        namespace = ctx.namespace
+        body = children.auth_secret(ctx.cluster, self.token())
+        name = objects.name(body)
         if self.cache.get(SECRETS, namespace, name) is not None:
             return
         try:
@@ -175,24 +153,23 @@ class Children:
                 ) from None
 
     # ------------------------------------------------------------------------------------------ GCS FT
-    def cleanup_enabled(self, cluster: RayCluster) -> bool:
-        return children.gcs_ft_enabled(cluster) and self.options.gcs_ft_redis_cleanup
+    def cleanup_enabled(self, ctx: ClusterContext) -> bool:
+        return children.gcs_ft_enabled(ctx.cluster) and self.options.gcs_ft_redis_cleanup
 
-    async def ensure_finalizer(self, obj: Mapping[str, Any], cluster: RayCluster) -> bool:
+    async def ensure_finalizer(self, ctx: ClusterContext) -> bool:
         """Add the Redis cleanup finalizer; True when it was just added (the pass then stops, as KubeRay's)."""
-        finalizers = list(_meta(obj).get("finalizers") or [])
-        if not self.cleanup_enabled(cluster) or c.GCS_FT_REDIS_CLEANUP_FINALIZER in finalizers:
+        finalizers = objects.finalizers(ctx.obj)
+        if not self.cleanup_enabled(ctx) or c.GCS_FT_REDIS_CLEANUP_FINALIZER in finalizers:
             return False
         patch = [
-            {"op": "test", "path": "/metadata/resourceVersion", "value": _meta(obj).get("resourceVersion")},
+            {"op": "test", "path": "/metadata/resourceVersion", "value": objects.resource_version(ctx.obj)},
             {"op": "add", "path": "/metadata/finalizers", "value": [*finalizers, c.GCS_FT_REDIS_CLEANUP_FINALIZER]},
         ]
-        await self.api.patch(RAYCLUSTERS, str(_meta(obj)["name"]), patch, str(_meta(obj)["namespace"]),
-                             patch_type="json")  # fmt: skip
+        await self.api.patch(RAYCLUSTERS, ctx.name, patch, ctx.namespace, patch_type="json")
         return True
 
-    async def _remove_finalizer(self, obj: Mapping[str, Any]) -> None:
-        finalizers = list(_meta(obj).get("finalizers") or [])
+    async def _remove_finalizer(self, ctx: ClusterContext) -> None:
+        finalizers = objects.finalizers(ctx.obj)
         if c.GCS_FT_REDIS_CLEANUP_FINALIZER not in finalizers:
             return
         remaining = [f for f in finalizers if f != c.GCS_FT_REDIS_CLEANUP_FINALIZER]
@@ -200,72 +177,65 @@ class Children:
             {"op": "test", "path": "/metadata/finalizers", "value": finalizers},
             {"op": "replace", "path": "/metadata/finalizers", "value": remaining},
         ]
-        await self.api.patch(RAYCLUSTERS, str(_meta(obj)["name"]), patch, str(_meta(obj)["namespace"]),
-                             patch_type="json")  # fmt: skip
+        await self.api.patch(RAYCLUSTERS, ctx.name, patch, ctx.namespace, patch_type="json")
 
-    async def finalize(self, obj: Mapping[str, Any], cluster: RayCluster) -> float | None:
+    async def finalize(self, ctx: ClusterContext) -> float | None:
         """The deletion of a cluster that carries the Redis cleanup finalizer; seconds to requeue, or None when done.
 
         A RocksDB cluster, or one where cleanup is off, just has the finalizer removed."""
-        if c.GCS_FT_REDIS_CLEANUP_FINALIZER not in (_meta(obj).get("finalizers") or []):
+        if c.GCS_FT_REDIS_CLEANUP_FINALIZER not in objects.finalizers(ctx.obj):
             return None
-        if not self.cleanup_enabled(cluster):
-            await self._remove_finalizer(obj)
+        if not self.cleanup_enabled(ctx):
+            await self._remove_finalizer(ctx)
             return None
-        namespace = str(_meta(obj)["namespace"])
-        name = str(_meta(obj)["name"])
+        namespace, name = ctx.namespace, ctx.name
         for node_type in (c.NODE_TYPE_HEAD, c.NODE_TYPE_WORKER):
             selector = {c.RAY_CLUSTER_LABEL: name, c.RAY_NODE_TYPE_LABEL: node_type}
-            if any(_meta(p).get("deletionTimestamp") is None for p in self.cache.list(PODS, namespace, selector)):
+            if any(not objects.terminating(p) for p in self.cache.list(PODS, namespace, selector)):
                 await self.api.delete_collection(PODS, namespace, selector)
-        if self.cache.list(PODS, namespace, {c.RAY_CLUSTER_LABEL: name, c.RAY_NODE_TYPE_LABEL: c.NODE_TYPE_HEAD}):
+        if ctx.pods(**{c.RAY_NODE_TYPE_LABEL: c.NODE_TYPE_HEAD}):
             return DELETION_REQUEUE
-        if self._timed_out(obj):
-            await self._remove_finalizer(obj)
-            self.recorder.event(obj, WARNING, "ForceDeletedStuckCluster", "Delete",
-                                f"RayCluster {namespace}/{name} was not cleaned up from Redis within the deletion "
-                                f"timeout; removed finalizer {c.GCS_FT_REDIS_CLEANUP_FINALIZER}")  # fmt: skip
+        if self._timed_out(ctx):
+            await self._remove_finalizer(ctx)
+            note = (
+                f"RayCluster {namespace}/{name} was not cleaned up from Redis within the deletion timeout; removed "
+                f"finalizer {c.GCS_FT_REDIS_CLEANUP_FINALIZER}"
+            )
+            self.recorder.event(ctx.obj, WARNING, c.EVENT_FORCE_DELETED_STUCK_CLUSTER, "Delete", note)
             return None
-        return await self._cleanup_job(obj, cluster)
+        return await self._cleanup_job(ctx)
 
-    async def _cleanup_job(self, obj: Mapping[str, Any], cluster: RayCluster) -> float | None:
+    async def _cleanup_job(self, ctx: ClusterContext) -> float | None:
         """Run the Redis cleanup Job once; remove the finalizer when it has finished."""
-        namespace = str(_meta(obj)["namespace"])
-        job_name = children.redis_cleanup_job_name(cluster)
+        namespace = ctx.namespace
+        job_name = children.redis_cleanup_job_name(ctx.cluster)
         job = self.cache.get(JOBS, namespace, job_name)
         if job is not None:
-            finished = {
-                cond.get("type")
-                for cond in (job.get("status") or {}).get("conditions") or []
-                if cond.get("status") == "True"
-            } & {"Complete", "Failed", "FailureTarget"}
-            if finished:
-                await self._remove_finalizer(obj)
+            if any(objects.condition_true(job, kind) for kind in ("Complete", "Failed", "FailureTarget")):
+                await self._remove_finalizer(ctx)
                 return None
             return JOB_REQUEUE
-        body = children.redis_cleanup_job(cluster, pods.head_pod(cluster, self.options))
+        body = children.redis_cleanup_job(ctx.cluster, pods.head_pod(ctx.cluster, self.options))
         try:
             await self.api.create(JOBS, body, namespace)
         except ApiError as exc:
             if not exc.conflict:
-                self.recorder.event(obj, WARNING, "FailedToCreateRedisCleanupJob", "Create",
-                                    f"Failed to create Redis cleanup Job {namespace}/{job_name}, "
-                                    f"{exc.message or exc}")  # fmt: skip
+                note = f"Failed to create Redis cleanup Job {namespace}/{job_name}, {exc.message or exc}"
+                self.recorder.event(ctx.obj, WARNING, c.EVENT_FAILED_TO_CREATE_REDIS_CLEANUP_JOB, "Create", note)
                 raise
         else:
-            self.recorder.event(obj, NORMAL, "CreatedRedisCleanupJob", "Create",
-                                f"Created Redis cleanup Job {namespace}/{job_name}")  # fmt: skip
+            note = f"Created Redis cleanup Job {namespace}/{job_name}"
+            self.recorder.event(ctx.obj, NORMAL, c.EVENT_CREATED_REDIS_CLEANUP_JOB, "Create", note)
         return JOB_REQUEUE
 
-    def _timed_out(self, obj: Mapping[str, Any]) -> bool:
-        annotations = _meta(obj).get("annotations") or {}
+    def _timed_out(self, ctx: ClusterContext) -> bool:
         try:
-            timeout = float(annotations.get(c.RAY_GCS_FT_DELETION_TIMEOUT_ANNOTATION,
-                                            c.GCS_FT_DEFAULT_DELETION_TIMEOUT_SECONDS))  # fmt: skip
+            timeout = float(
+                ctx.annotations.get(c.RAY_GCS_FT_DELETION_TIMEOUT_ANNOTATION, c.GCS_FT_DEFAULT_DELETION_TIMEOUT_SECONDS)
+            )
         except ValueError:
             timeout = float(c.GCS_FT_DEFAULT_DELETION_TIMEOUT_SECONDS)
-        stamp = _meta(obj).get("deletionTimestamp")
-        if not isinstance(stamp, str):
+        deleted = times.parse_time(objects.meta(ctx.obj).get("deletionTimestamp"))
+        if deleted is None:
             return False
-        deleted = dt.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
         return (self.clock() - deleted).total_seconds() >= timeout

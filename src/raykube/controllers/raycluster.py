@@ -1,8 +1,8 @@
 """The RayCluster reconciler: make the Pods and Services of one RayCluster match its spec, then write its status.
 
 Level-triggered: every pass reads the whole current state from the cache and acts on the difference, whatever event
-caused it, so a missed or duplicated event costs nothing but a pass. The pass follows KubeRay's order
-(``shared/research/kuberay.md`` §4):
+caused it, so a missed or duplicated event costs nothing but a pass. The pass follows KubeRay v1.6.1's order
+(``ray-operator/controllers/ray/raycluster_controller.go``, ``rayClusterReconcile``):
 
 1. Gone from the cache → forget its expectations. ``managedBy`` another controller → leave it alone.
 2. Invalid (``raykube.api.validation``) → a ``Warning InvalidRayClusterSpec``/``InvalidRayClusterMetadata`` event,
@@ -21,12 +21,15 @@ caused it, so a missed or duplicated event costs nothing but a pass. The pass fo
 
 The pass returns when to look again: soon (2 s) while things are moving, in 5 minutes when all is quiet, or it raises
 :class:`ReconcileError`, which the runtime retries with exponential back-off.
+
+:func:`registration` is how the runtime learns what this controller watches (the RayCluster, and the Pods, Services,
+autoscaler RBAC objects, Jobs, Secrets, Ingresses and batch scheduler objects it owns). Every pass works on one
+:class:`ClusterContext`: the live object, its validated model and spec, and the cluster's children in the cache.
 """
 
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import logging
 import secrets
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -34,29 +37,113 @@ from dataclasses import dataclass
 from typing import Any
 
 from raykube.api import constants as c
-from raykube.api.raycluster import WorkerGroupSpec
-from raykube.api.resources import RayCluster
+from raykube.api.raycluster import RayClusterSpec, WorkerGroupSpec
+from raykube.api.resources import RAYCLUSTERS, RayCluster
 from raykube.api.validation import FieldError, validate_raycluster
 from raykube.builders import batch, groups, pods, services, status
 from raykube.builders.options import BuildOptions
 from raykube.builders.patch import merge_patch
+from raykube.controllers.base import REQUEUE_SOON, Context, Deps, Registration, Result
 from raykube.controllers.children import ChildError, Children
 from raykube.controllers.expectations import ScaleExpectations
-from raykube.controllers.ports import PODS, RAYCLUSTERS, SERVICES, Api, ApiError, Cache, Recorder, resource_of
+from raykube.controllers.ports import Cache
+from raykube.kube import objects
+from raykube.kube.errors import ApiError
+from raykube.kube.resources import (
+    INGRESSES,
+    JOBS,
+    PODS,
+    ROLE_BINDINGS,
+    ROLES,
+    SECRETS,
+    SERVICE_ACCOUNTS,
+    SERVICES,
+    Resource,
+)
 
 log = logging.getLogger(__name__)
 
-CONTROLLER_NAME = "raycluster-controller"  # KubeRay's reporting controller for RayCluster events
-REQUEUE_SOON = 2.0  # KubeRay DefaultRequeueDuration
+CONTROLLER = "raycluster"  # controller-runtime's name for KubeRay's RayCluster controller (metrics, work queue)
 REQUEUE_QUIET = 300.0  # KubeRay RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV default
+NORMAL = c.EVENT_TYPE_NORMAL
+WARNING = c.EVENT_TYPE_WARNING
+# KubeRay internal/managercache: only Ray Pods are cached, so unrelated Pods cost no memory.
+POD_SELECTOR = f"{c.RAY_NODE_TYPE_LABEL} in ({','.join(c.CACHED_POD_NODE_TYPES)})"
+# KubeRay's cache filters the Jobs it creates by this label; the autoscaler RBAC objects carry it too.
+CREATED_BY_SELECTOR = f"{c.K8S_CREATED_BY_LABEL}={c.COMPONENT_NAME}"
 
-NORMAL = "Normal"
-WARNING = "Warning"
+Obj = Mapping[str, Any]
+
+
+def registration(options: BuildOptions) -> Registration:
+    """What the RayCluster controller reconciles and owns (KubeRay ``SetupWithManager``: ``For(RayCluster)``,
+    ``Owns(Pod, Service)`` and the objects it creates around them), and how its reconciler is built."""
+    reg = (
+        Registration.named(CONTROLLER, recorder=c.RAYCLUSTER_CONTROLLER_NAME)
+        .for_(RAYCLUSTERS)
+        .owns(PODS, label_selector=POD_SELECTOR, index_labels=(c.RAY_CLUSTER_LABEL,))
+        .owns(SERVICES, index_labels=(c.RAY_CLUSTER_LABEL,))
+        # What the operator creates around a cluster: few objects, each filtered the way KubeRay's cache filters
+        # Jobs (created-by) or by the cluster label.
+        .owns(SERVICE_ACCOUNTS, label_selector=CREATED_BY_SELECTOR)
+        .owns(ROLES, label_selector=CREATED_BY_SELECTOR)
+        .owns(ROLE_BINDINGS, label_selector=CREATED_BY_SELECTOR)
+        .owns(JOBS, label_selector=CREATED_BY_SELECTOR)
+        .owns(SECRETS, label_selector=c.RAY_CLUSTER_LABEL)
+        .owns(INGRESSES, label_selector=c.RAY_CLUSTER_LABEL)
+    )
+    plugin = batch.get(options.batch_scheduler)
+    for res in plugin.kinds if plugin else ():
+        # The batch scheduler's objects (Volcano PodGroups): not labelled, so all of them, as KubeRay.
+        hint = (
+            f"--batch-scheduler={options.batch_scheduler} needs {res.kind} objects ({res.plural}.{res.group}/"
+            f"{res.version}), which the API server does not serve: install {options.batch_scheduler} (its CRDs) "
+            "first, or run without --batch-scheduler"
+        )
+        reg = reg.owns(res, missing_hint=hint)
+    expectations = ScaleExpectations()  # one per controller: it outlives every pass
+    return reg.complete(lambda deps: RayClusterReconciler(deps, expectations=expectations))
 
 
 @dataclass(frozen=True)
-class Result:
-    requeue_after: float | None = None
+class ClusterContext(Context[RayCluster, RayClusterSpec]):
+    """One pass over one valid RayCluster; the children are read from the cache when asked for (it moves as the
+    pass writes, and the status at the end must see what the pass created)."""
+
+    cache: Cache
+
+    @property
+    def cluster(self) -> RayCluster:
+        return self.model
+
+    @property
+    def all_pods_selector(self) -> dict[str, str]:
+        return {c.RAY_CLUSTER_LABEL: self.name}
+
+    def pods(self, **labels: str) -> Sequence[Obj]:
+        """The cluster's Pods in the cache (with these labels too)."""
+        return self.cache.list(PODS, self.namespace, {c.RAY_CLUSTER_LABEL: self.name, **labels})
+
+    def group_pods(self, group: str) -> list[Obj]:
+        return [
+            p
+            for p in self.pods()
+            if objects.labels(p).get(c.RAY_NODE_GROUP_LABEL) == group
+            and objects.labels(p).get(c.RAY_NODE_TYPE_LABEL) == c.NODE_TYPE_WORKER
+        ]
+
+    def head_services(self) -> Sequence[Obj]:
+        return self.cache.list(SERVICES, self.namespace, services.head_service_selector(self.cluster))
+
+    def group(self, index: int) -> WorkerGroupSpec:
+        groups_ = self.spec.worker_group_specs
+        if not groups_ or index >= len(groups_):
+            raise ReconcileError(f"worker group {index} does not exist")
+        return groups_[index]
+
+    @property
+    def autoscaling(self) -> bool:
+        return pods.is_autoscaling_enabled(self.spec)
 
 
 class ReconcileError(Exception):
@@ -69,24 +156,6 @@ class ReconcileError(Exception):
 
 class _NotYet(Exception):
     """Expectations not met yet: stop this pass quietly and look again soon."""
-
-
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta: Mapping[str, Any] = obj.get("metadata") or {}
-    return meta
-
-
-def _name(obj: Mapping[str, Any]) -> str:
-    return str(_meta(obj).get("name", ""))
-
-
-def _labels(obj: Mapping[str, Any]) -> Mapping[str, str]:
-    labels: Mapping[str, str] = _meta(obj).get("labels") or {}
-    return labels
-
-
-def _terminating(obj: Mapping[str, Any]) -> bool:
-    return _meta(obj).get("deletionTimestamp") is not None
 
 
 _RAND_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # k8s.io/apimachinery util/rand.String's alphabet
@@ -107,26 +176,20 @@ def _free_indices(used: set[str | None], count: int) -> list[int]:
     return free
 
 
-async def slow_start(
-    items: Sequence[Mapping[str, Any]], create: Callable[[Mapping[str, Any]], Awaitable[None]]
-) -> None:
+async def slow_start(items: Sequence[Obj], create: Callable[[Obj], Awaitable[None]]) -> None:
     """Create ``items`` in batches of 1, 2, 4, ... whose requests run at once, as Kubernetes' ReplicaSet controller
     does (``slowStartBatch``): many Pods take a few round trips instead of one each, and a failing create (a quota,
     an admission webhook) fails after one request rather than after all of them. The first failure of a batch is
     raised once the batch has finished; later batches are not started."""
     done, size = 0, 1
     while done < len(items):
-        batch = items[done : done + size]
-        results = await asyncio.gather(*(create(item) for item in batch), return_exceptions=True)
+        chunk = items[done : done + size]
+        results = await asyncio.gather(*(create(item) for item in chunk), return_exceptions=True)
         for result in results:
             if isinstance(result, BaseException):
                 raise result
-        done += len(batch)
+        done += len(chunk)
         size *= 2
-
-
-def _autoscaling(cluster: RayCluster) -> bool:
-    return cluster.spec is not None and pods.is_autoscaling_enabled(cluster.spec)
 
 
 def _validation_message(errors: Sequence[FieldError]) -> str:
@@ -134,23 +197,14 @@ def _validation_message(errors: Sequence[FieldError]) -> str:
 
 
 class RayClusterReconciler:
-    def __init__(
-        self,
-        api: Api,
-        cache: Cache,
-        recorder: Recorder,
-        options: BuildOptions | None = None,
-        *,
-        expectations: ScaleExpectations | None = None,
-        clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
-    ) -> None:
-        self.api = api
-        self.cache = cache
-        self.recorder = recorder
-        self.options = options or BuildOptions()
+    def __init__(self, deps: Deps, *, expectations: ScaleExpectations | None = None) -> None:
+        self.api = deps.api
+        self.cache = deps.cache
+        self.recorder = deps.recorder
+        self.options = deps.options
+        self.clock = deps.clock
         self.expectations = expectations or ScaleExpectations()
-        self.clock = clock
-        self.children = Children(api, cache, recorder, self.options, clock=clock)
+        self.children = Children(deps)
 
     # -------------------------------------------------------------------------------------------------- entry
     async def reconcile(self, namespace: str, name: str) -> Result:
@@ -165,326 +219,273 @@ class RayClusterReconciler:
         errors = validate_raycluster(obj, features=self.options.features)
         if errors:
             metadata = [e for e in errors if e.path.startswith("metadata")]
-            reason = "InvalidRayClusterMetadata" if metadata else "InvalidRayClusterSpec"
+            reason = c.EVENT_INVALID_RAYCLUSTER_METADATA if metadata else c.EVENT_INVALID_RAYCLUSTER_SPEC
             self.recorder.event(obj, WARNING, reason, "Validate", _validation_message(metadata or errors))
             return Result()
         cluster = RayCluster.model_validate(obj)
-        if _terminating(obj):
-            requeue = await self.children.finalize(obj, cluster)  # GCS FT Redis cleanup, if the finalizer is on
+        if cluster.spec is None:  # validation requires a spec; this keeps the type checker honest
+            raise ReconcileError("the RayCluster has no spec")
+        ctx = ClusterContext(obj, cluster, cluster.spec, namespace, name, self.cache)
+        if objects.terminating(obj):
+            requeue = await self.children.finalize(ctx)  # GCS FT Redis cleanup, if the finalizer is on
             return Result(requeue)
-        if await self.children.ensure_finalizer(obj, cluster):
+        if await self.children.ensure_finalizer(ctx):
             return Result(REQUEUE_SOON)  # as KubeRay: Pods come in the next pass, once the finalizer is stored
 
         failure: status.ReconcileFailure | None = None
         waiting = False
         try:
-            await self.children.autoscaler_rbac(obj, cluster)
-            await self.children.ingress(obj, cluster)
-            await self.children.auth_secret(obj, cluster)
-            await self._reconcile_services(obj, cluster)
-            await self._reconcile_pods(obj, cluster)
+            await self.children.autoscaler_rbac(ctx)
+            await self.children.ingress(ctx)
+            await self.children.auth_secret(ctx)
+            await self._reconcile_services(ctx)
+            await self._reconcile_pods(ctx)
         except _NotYet:
             waiting = True
         except ReconcileError as exc:
             failure = exc.failure
-        except ChildError as exc:
-            failure = status.ReconcileFailure(str(exc))
-        except ApiError as exc:
+        except (ChildError, ApiError) as exc:
             failure = status.ReconcileFailure(str(exc))
 
-        changed = await self._update_status(obj, cluster, failure)
+        changed = await self._update_status(ctx, failure)
         if failure is not None:
             raise ReconcileError(failure.message, failure.reason)
         return Result(REQUEUE_SOON if changed or waiting else REQUEUE_QUIET)
 
-    # -------------------------------------------------------------------------------------------------- services
-    async def _create(self, obj: Mapping[str, Any], res: Any, body: Mapping[str, Any]) -> dict[str, Any] | None:
+    # -------------------------------------------------------------------------------------------------- writes
+    async def _create(self, ctx: ClusterContext, res: Resource, body: Obj) -> dict[str, Any] | None:
         """Create ``body``; None when it already exists (the cache has not caught up yet)."""
         try:
-            return await self.api.create(res, body, _meta(obj).get("namespace"))
+            return await self.api.create(res, body, ctx.namespace)
         except ApiError as exc:
-            if exc.conflict and exc.reason == "AlreadyExists":
+            if exc.already_exists:
                 return None
             raise
 
     async def _create_reported(
-        self,
-        obj: Mapping[str, Any],
-        res: Any,
-        body: Mapping[str, Any],
-        *,
-        failed: tuple[str, str],
-        marker: str | None = None,
+        self, ctx: ClusterContext, res: Resource, body: Obj, *, failed: tuple[str, str], marker: str | None = None
     ) -> dict[str, Any] | None:
         """:meth:`_create`; a failure becomes the ``(reason, note)`` Warning event and a :class:`ReconcileError`
         carrying the ReplicaFailure ``marker``."""
         try:
-            return await self._create(obj, res, body)
+            return await self._create(ctx, res, body)
         except ApiError as exc:
             reason, note = failed
-            self.recorder.event(obj, WARNING, reason, "Create", f"{note}, {exc.message or exc}")
+            self.recorder.event(ctx.obj, WARNING, reason, "Create", f"{note}, {exc.message or exc}")
             raise ReconcileError(str(exc), marker) from exc
 
-    async def _reconcile_services(self, obj: Mapping[str, Any], cluster: RayCluster) -> None:
-        namespace = str(_meta(obj)["namespace"])
-        existing = self.cache.list(SERVICES, namespace, services.head_service_selector(cluster))
-        if len(existing) > 1:
-            names = ", ".join(sorted(_name(s) for s in existing))
-            raise ReconcileError(f"found {len(existing)} head Services for the RayCluster: {names}")
-        if not existing:
-            body = services.head_service(cluster, self.options)
-            failed = ("FailedToCreateService", f"Failed to create service {namespace}/{_name(body)}")
-            created = await self._create_reported(obj, SERVICES, body, failed=failed)
-            if created is not None:
-                self.recorder.event(
-                    obj, NORMAL, "CreatedService", "Create", f"Created service {namespace}/{_name(created)}"
-                )
-
-        headless = services.headless_worker_service(cluster)
-        if headless is not None and not self.cache.list(SERVICES, namespace, _labels(headless)):
-            created = await self._create(obj, SERVICES, headless)
-            if created is not None:
-                self.recorder.event(
-                    obj, NORMAL, "CreatedService", "Create", f"Created service {namespace}/{_name(created)}"
-                )
-
-        if services.serve_service_enabled(cluster):
-            serve = services.serve_service(cluster)
-            if serve is None:
-                raise ReconcileError(services.SERVE_PORT_MISSING_MESSAGE)
-            if self.cache.get(SERVICES, namespace, _name(serve)) is None:
-                await self._create(obj, SERVICES, serve)  # KubeRay creates the serve Service without an event
-
-    # -------------------------------------------------------------------------------------------------- pods
-    async def _delete_pod(self, obj: Mapping[str, Any], pod: Mapping[str, Any], group: str) -> bool:
+    async def _delete_pod(self, ctx: ClusterContext, pod: Obj, group: str) -> bool:
         """Delete ``pod`` (only that incarnation: uid precondition); False if it was already gone."""
-        namespace = str(_meta(obj)["namespace"])
-        key = (namespace, _name(obj))
         try:
-            await self.api.delete(PODS, _name(pod), namespace, uid=_meta(pod).get("uid"))
+            await self.api.delete(PODS, objects.name(pod), ctx.namespace, uid=objects.uid(pod) or None)
         except ApiError as exc:
             if exc.not_found or exc.conflict:
                 return False
             raise
-        self.expectations.expect_delete(key, group, _name(pod))
+        self.expectations.expect_delete(ctx.key, group, objects.name(pod))
         return True
 
-    async def _reconcile_pods(self, obj: Mapping[str, Any], cluster: RayCluster) -> None:
-        namespace = str(_meta(obj)["namespace"])
-        name = _name(obj)
-        key = (namespace, name)
-        spec = cluster.spec
-        if spec is None:
-            raise ReconcileError("the RayCluster has no spec")
-        everything = {c.RAY_CLUSTER_LABEL: name}
+    # -------------------------------------------------------------------------------------------------- services
+    async def _reconcile_services(self, ctx: ClusterContext) -> None:
+        namespace = ctx.namespace
+        existing = ctx.head_services()
+        if len(existing) > 1:
+            names = ", ".join(sorted(objects.name(s) for s in existing))
+            raise ReconcileError(f"found {len(existing)} head Services for the RayCluster: {names}")
+        if not existing:
+            body = services.head_service(ctx.cluster, self.options)
+            failed = (c.EVENT_FAILED_TO_CREATE_SERVICE, f"Failed to create service {namespace}/{objects.name(body)}")
+            created = await self._create_reported(ctx, SERVICES, body, failed=failed)
+            if created is not None:
+                note = f"Created service {namespace}/{objects.name(created)}"
+                self.recorder.event(ctx.obj, NORMAL, c.EVENT_CREATED_SERVICE, "Create", note)
 
-        if status.is_suspending(cluster, options=self.options):
-            if self.cache.list(PODS, namespace, everything):
+        headless = services.headless_worker_service(ctx.cluster)
+        if headless is not None and not self.cache.list(SERVICES, namespace, objects.labels(headless)):
+            created = await self._create(ctx, SERVICES, headless)
+            if created is not None:
+                note = f"Created service {namespace}/{objects.name(created)}"
+                self.recorder.event(ctx.obj, NORMAL, c.EVENT_CREATED_SERVICE, "Create", note)
+
+        if services.serve_service_enabled(ctx.cluster):
+            serve = services.serve_service(ctx.cluster)
+            if serve is None:
+                raise ReconcileError(services.SERVE_PORT_MISSING_MESSAGE)
+            if self.cache.get(SERVICES, namespace, objects.name(serve)) is None:
+                await self._create(ctx, SERVICES, serve)  # KubeRay creates the serve Service without an event
+
+    # -------------------------------------------------------------------------------------------------- pods
+    async def _reconcile_pods(self, ctx: ClusterContext) -> None:
+        namespace, name, spec = ctx.namespace, ctx.name, ctx.spec
+        everything = ctx.all_pods_selector
+
+        if status.is_suspending(ctx.cluster, options=self.options):
+            if ctx.pods():
                 await self.api.delete_collection(PODS, namespace, everything)
-                self.recorder.event(
-                    obj,
-                    NORMAL,
-                    "DeletedPod",
-                    "Delete",
-                    f"Deleted Pods for RayCluster {namespace}/{name} due to suspension",
-                )
-            self.expectations.forget(key)
+                note = f"Deleted Pods for RayCluster {namespace}/{name} due to suspension"
+                self.recorder.event(ctx.obj, NORMAL, c.EVENT_DELETED_POD, "Delete", note)
+            self.expectations.forget(ctx.key)
             return
-        if status.is_suspended(cluster, options=self.options) or spec.suspend:
+        if status.is_suspended(ctx.cluster, options=self.options) or spec.suspend:
             return  # suspended; or suspend just requested: this pass's status sets Suspending, the next one deletes
 
-        all_pods = self.cache.list(PODS, namespace, everything)
-        heads = [p for p in all_pods if _labels(p).get(c.RAY_NODE_TYPE_LABEL) == c.NODE_TYPE_HEAD]
+        all_pods = ctx.pods()
+        heads = [p for p in all_pods if objects.labels(p).get(c.RAY_NODE_TYPE_LABEL) == c.NODE_TYPE_HEAD]
 
         if spec.upgrade_strategy is not None and spec.upgrade_strategy.type == c.RAYCLUSTER_UPGRADE_RECREATE:
             wanted = pods.cluster_spec_hash(spec)
             for head in heads:
-                have = (_meta(head).get("annotations") or {}).get(c.RAY_UPGRADE_STRATEGY_RECREATE_HASH_ANNOTATION)
+                have = objects.annotations(head).get(c.RAY_UPGRADE_STRATEGY_RECREATE_HASH_ANNOTATION)
                 if have and have != wanted:
                     await self.api.delete_collection(PODS, namespace, everything)
-                    self.expectations.forget(key)
+                    self.expectations.forget(ctx.key)
                     note = (
                         f"Deleted Pods for RayCluster {namespace}/{name} due to spec change with Recreate "
                         "upgradeStrategy"
                     )
-                    self.recorder.event(obj, NORMAL, "DeletedPod", "Delete", note)
+                    self.recorder.event(ctx.obj, NORMAL, c.EVENT_DELETED_POD, "Delete", note)
                     return
 
-        await self._reconcile_batch_objects(obj, cluster)
-        waiting = not await self._reconcile_head(obj, cluster, heads)
+        await self._reconcile_batch_objects(ctx)
+        waiting = not await self._reconcile_head(ctx, heads)
         for index, group in enumerate(spec.worker_group_specs or []):
             group_pods = [
                 p
                 for p in all_pods
-                if _labels(p).get(c.RAY_NODE_GROUP_LABEL) == group.group_name
-                and _labels(p).get(c.RAY_NODE_TYPE_LABEL) == c.NODE_TYPE_WORKER
+                if objects.labels(p).get(c.RAY_NODE_GROUP_LABEL) == group.group_name
+                and objects.labels(p).get(c.RAY_NODE_TYPE_LABEL) == c.NODE_TYPE_WORKER
             ]
-            if not self.expectations.satisfied(key, group.group_name, {_name(p) for p in group_pods}):
+            if not self.expectations.satisfied(ctx.key, group.group_name, {objects.name(p) for p in group_pods}):
                 waiting = True
                 continue
-            await self._reconcile_group(obj, cluster, index, group_pods)
+            await self._reconcile_group(ctx, index, group_pods)
         if waiting:
             raise _NotYet
 
-    async def _reconcile_batch_objects(self, obj: Mapping[str, Any], cluster: RayCluster) -> None:
+    async def _reconcile_batch_objects(self, ctx: ClusterContext) -> None:
         """KubeRay ``DoBatchSchedulingOnSubmission``: the batch scheduler's objects exist, and are in step, before
         any Pod is created. A failure fails the pass (no event, as in KubeRay); the retry comes with back-off."""
         plugin = batch.get(self.options.batch_scheduler)
         if plugin is None:
             return
-        namespace = str(_meta(obj)["namespace"])
         try:
-            desired = plugin.objects(cluster)
+            desired = plugin.objects(ctx.cluster)
         except batch.BatchSchedulingError as exc:
             raise ReconcileError(str(exc)) from exc
         kinds = {(kind.api_version, kind.kind): kind for kind in plugin.kinds}
         for body in desired:
-            res = resource_of(kinds[(body["apiVersion"], body["kind"])])
-            live = self.cache.get(res, namespace, _name(body))
+            res = kinds[(body["apiVersion"], body["kind"])]
+            live = self.cache.get(res, ctx.namespace, objects.name(body))
             if live is None:
-                await self._create(obj, res, body)  # AlreadyExists: the cache has not seen it yet
+                await self._create(ctx, res, body)  # AlreadyExists: the cache has not seen it yet
                 continue
             update = plugin.updated(live, body)
             if update is not None:
-                await self.api.replace(res, _name(body), update, namespace)  # 409 if stale: the pass is retried
+                await self.api.replace(res, objects.name(body), update, ctx.namespace)  # 409 if stale: retried
 
-    async def _reconcile_head(
-        self, obj: Mapping[str, Any], cluster: RayCluster, heads: Sequence[Mapping[str, Any]]
-    ) -> bool:
+    async def _reconcile_head(self, ctx: ClusterContext, heads: Sequence[Obj]) -> bool:
         """Returns False while the head's expectations are not met yet."""
-        namespace = str(_meta(obj)["namespace"])
-        key = (namespace, _name(obj))
-        if not self.expectations.satisfied(key, c.HEAD_GROUP_NAME, {_name(p) for p in heads}):
+        namespace = ctx.namespace
+        if not self.expectations.satisfied(ctx.key, c.HEAD_GROUP_NAME, {objects.name(p) for p in heads}):
             return False
-        live = [p for p in heads if not _terminating(p)]
+        live = [p for p in heads if not objects.terminating(p)]
         if len(live) > 1:
             raise ReconcileError(f"{len(live)} head Pods found for the RayCluster; there must be one")
         if live:
             head = live[0]
             if pods.should_delete_pod(head):
-                if await self._delete_pod(obj, head, c.HEAD_GROUP_NAME):
-                    self.recorder.event(
-                        obj,
-                        NORMAL,
-                        "DeletedHeadPod",
-                        "Delete",
-                        f"Deleted head Pod {namespace}/{_name(head)}; Pod status: "
+                if await self._delete_pod(ctx, head, c.HEAD_GROUP_NAME):
+                    note = (
+                        f"Deleted head Pod {namespace}/{objects.name(head)}; Pod status: "
                         f"{(head.get('status') or {}).get('phase', '')}; Pod restart policy: "
-                        f"{(head.get('spec') or {}).get('restartPolicy', '')}",
+                        f"{(head.get('spec') or {}).get('restartPolicy', '')}"
                     )
-                raise ReconcileError(f"deleted unhealthy head Pod {namespace}/{_name(head)}")
+                    self.recorder.event(ctx.obj, NORMAL, c.EVENT_DELETED_HEAD_POD, "Delete", note)
+                raise ReconcileError(f"deleted unhealthy head Pod {namespace}/{objects.name(head)}")
             return True
         if heads:
             return True  # the old head is still terminating; create the new one when it is gone
-        annotations = _meta(obj).get("annotations") or {}
-        provisioned = any(
-            cond.get("type") == c.CONDITION_RAYCLUSTER_PROVISIONED and cond.get("status") == "True"
-            for cond in ((obj.get("status") or {}).get("conditions") or [])
-        )
-        if provisioned and annotations.get(c.RAY_DISABLE_PROVISIONED_HEAD_RESTART_ANNOTATION) == "true":
+        provisioned = objects.condition_true(ctx.obj, c.CONDITION_RAYCLUSTER_PROVISIONED)
+        if provisioned and ctx.annotations.get(c.RAY_DISABLE_PROVISIONED_HEAD_RESTART_ANNOTATION) == "true":
             return True
-        body = pods.head_pod(cluster, self.options)
-        target = _name(body) or _meta(body).get("generateName", "")
-        failed = ("FailedToCreateHeadPod", f"Failed to create head Pod {namespace}/{target}")
-        created = await self._create_reported(obj, PODS, body, failed=failed, marker=c.REASON_FAILED_CREATE_HEAD_POD)
+        body = pods.head_pod(ctx.cluster, self.options)
+        target = objects.name(body) or objects.meta(body).get("generateName", "")
+        failed = (c.EVENT_FAILED_TO_CREATE_HEAD_POD, f"Failed to create head Pod {namespace}/{target}")
+        created = await self._create_reported(ctx, PODS, body, failed=failed, marker=c.REASON_FAILED_CREATE_HEAD_POD)
         if created is not None:
-            self.expectations.expect_create(key, c.HEAD_GROUP_NAME, _name(created))
-            self.recorder.event(
-                obj, NORMAL, "CreatedHeadPod", "Create", f"Created head Pod {namespace}/{_name(created)}"
-            )
+            self.expectations.expect_create(ctx.key, c.HEAD_GROUP_NAME, objects.name(created))
+            note = f"Created head Pod {namespace}/{objects.name(created)}"
+            self.recorder.event(ctx.obj, NORMAL, c.EVENT_CREATED_HEAD_POD, "Create", note)
         return True
 
-    async def _reconcile_group(
-        self, obj: Mapping[str, Any], cluster: RayCluster, index: int, group_pods: Sequence[Mapping[str, Any]]
-    ) -> None:
-        namespace = str(_meta(obj)["namespace"])
-        name = _name(obj)
-        group = self._group(cluster, index)
-        live = [p for p in group_pods if not _terminating(p)]
+    async def _reconcile_group(self, ctx: ClusterContext, index: int, group_pods: Sequence[Obj]) -> None:
+        namespace, name = ctx.namespace, ctx.name
+        group = ctx.group(index)
+        live = [p for p in group_pods if not objects.terminating(p)]
 
         if group.suspend:
             if live:
                 await self.api.delete_collection(
                     PODS, namespace, {c.RAY_CLUSTER_LABEL: name, c.RAY_NODE_GROUP_LABEL: group.group_name}
                 )
-                self.expectations.forget((namespace, name), group.group_name)
-                self.recorder.event(
-                    obj,
-                    NORMAL,
-                    "DeletedWorkerPod",
-                    "Delete",
-                    f"Deleted all pods for suspended worker group {group.group_name} in RayCluster {namespace}/{name}",
+                self.expectations.forget(ctx.key, group.group_name)
+                note = (
+                    f"Deleted all pods for suspended worker group {group.group_name} in RayCluster {namespace}/{name}"
                 )
+                self.recorder.event(ctx.obj, NORMAL, c.EVENT_DELETED_WORKER_POD, "Delete", note)
             return
 
         if group.num_of_hosts > 1 and self.options.gate(c.GATE_RAY_MULTI_HOST_INDEXING):
-            await self._reconcile_multi_host(obj, cluster, index, live)
+            await self._reconcile_multi_host(ctx, index, live)
             return
 
         unhealthy = [p for p in live if pods.should_delete_pod(p)]
         for pod in unhealthy:
-            if await self._delete_pod(obj, pod, group.group_name):
-                note = f"Deleted worker Pod {namespace}/{_name(pod)}"
-                self.recorder.event(obj, NORMAL, "DeletedWorkerPod", "Delete", note)
+            if await self._delete_pod(ctx, pod, group.group_name):
+                note = f"Deleted worker Pod {namespace}/{objects.name(pod)}"
+                self.recorder.event(ctx.obj, NORMAL, c.EVENT_DELETED_WORKER_POD, "Delete", note)
         if unhealthy:
             raise ReconcileError(f"delete {len(unhealthy)} unhealthy worker Pods")
 
-        deleted = await self._delete_requested(obj, group, live)
-        running = sorted((p for p in live if _name(p) not in deleted), key=_name)
+        deleted = await self._delete_requested(ctx, group, live)
+        running = sorted((p for p in live if objects.name(p) not in deleted), key=objects.name)
         diff = groups.desired_worker_replicas(group) - len(running)
         if diff > 0:
-            await self._scale_up(obj, cluster, index, running, diff)
-        elif diff < 0 and (self.options.random_pod_delete or not _autoscaling(cluster)):
+            await self._scale_up(ctx, index, running, diff)
+        elif diff < 0 and (self.options.random_pod_delete or not ctx.autoscaling):
             for pod in running[:-diff]:
-                if await self._delete_pod(obj, pod, group.group_name):
-                    self.recorder.event(
-                        obj, NORMAL, "DeletedWorkerPod", "Delete", f"Deleted Pod {namespace}/{_name(pod)}"
-                    )
+                if await self._delete_pod(ctx, pod, group.group_name):
+                    note = f"Deleted Pod {namespace}/{objects.name(pod)}"
+                    self.recorder.event(ctx.obj, NORMAL, c.EVENT_DELETED_WORKER_POD, "Delete", note)
 
-    @staticmethod
-    def _group(cluster: RayCluster, index: int) -> WorkerGroupSpec:
-        groups_ = cluster.spec.worker_group_specs if cluster.spec else None
-        if not groups_:
-            raise ReconcileError(f"worker group {index} does not exist")
-        return groups_[index]
-
-    async def _delete_requested(
-        self, obj: Mapping[str, Any], group: WorkerGroupSpec, live: Sequence[Mapping[str, Any]]
-    ) -> set[str]:
+    async def _delete_requested(self, ctx: ClusterContext, group: WorkerGroupSpec, live: Sequence[Obj]) -> set[str]:
         """Delete the group's Pods named in ``scaleStrategy.workersToDelete``; the names deleted.
 
         Only names of this group's Pods are honoured, so a stray name can never delete another cluster's Pod; a name
         not in the cache is already gone (KubeRay ignores NotFound the same way). The list is never cleared: the
         autoscaler owns it.
         """
-        namespace = str(_meta(obj)["namespace"])
-        key = (namespace, _name(obj))
+        namespace = ctx.namespace
         wanted = set((group.scale_strategy.workers_to_delete if group.scale_strategy else None) or [])
-        by_name = {_name(p): p for p in live}
+        by_name = {objects.name(p): p for p in live}
         deleted: set[str] = set()
         for pod_name in sorted(wanted & by_name.keys()):
             try:
-                await self.api.delete(PODS, pod_name, namespace, uid=_meta(by_name[pod_name]).get("uid"))
+                await self.api.delete(PODS, pod_name, namespace, uid=objects.uid(by_name[pod_name]) or None)
             except ApiError as exc:
                 if exc.not_found or exc.conflict:
                     deleted.add(pod_name)
                     continue
-                self.recorder.event(
-                    obj,
-                    WARNING,
-                    "FailedToDeleteWorkerPod",
-                    "Delete",
-                    f"Failed deleting worker Pod {namespace}/{pod_name}, {exc.message or exc}",
-                )
+                note = f"Failed deleting worker Pod {namespace}/{pod_name}, {exc.message or exc}"
+                self.recorder.event(ctx.obj, WARNING, c.EVENT_FAILED_TO_DELETE_WORKER_POD, "Delete", note)
                 raise ReconcileError(str(exc), c.REASON_FAILED_DELETE_WORKER_POD) from exc
             deleted.add(pod_name)
-            self.expectations.expect_delete(key, group.group_name, pod_name)
-            self.recorder.event(obj, NORMAL, "DeletedWorkerPod", "Delete", f"Deleted pod {namespace}/{pod_name}")
+            self.expectations.expect_delete(ctx.key, group.group_name, pod_name)
+            note = f"Deleted pod {namespace}/{pod_name}"
+            self.recorder.event(ctx.obj, NORMAL, c.EVENT_DELETED_WORKER_POD, "Delete", note)
         return deleted
 
-    async def _reconcile_multi_host(
-        self, obj: Mapping[str, Any], cluster: RayCluster, index: int, live: Sequence[Mapping[str, Any]]
-    ) -> None:
+    async def _reconcile_multi_host(self, ctx: ClusterContext, index: int, live: Sequence[Obj]) -> None:
         """A group of multi-host replicas (TPU slices): Pods are created and deleted a whole replica at a time.
 
         As KubeRay's ``reconcileMultiHostWorkerGroup``: an incomplete replica, one with an unhealthy host, or one
@@ -493,13 +494,12 @@ class RayClusterReconciler:
         lowest free replica index and host indices 0..numOfHosts-1; surplus replicas are deleted whole only without
         the autoscaler.
         """
-        namespace = str(_meta(obj)["namespace"])
-        _name(obj)
-        group = self._group(cluster, index)
+        namespace = ctx.namespace
+        group = ctx.group(index)
         hosts = group.num_of_hosts
-        replicas: dict[str, list[Mapping[str, Any]]] = {}
+        replicas: dict[str, list[Obj]] = {}
         for pod in live:
-            replicas.setdefault(_labels(pod).get(c.RAY_WORKER_REPLICA_NAME_LABEL, ""), []).append(pod)
+            replicas.setdefault(objects.labels(pod).get(c.RAY_WORKER_REPLICA_NAME_LABEL, ""), []).append(pod)
         doomed_names = set((group.scale_strategy.workers_to_delete if group.scale_strategy else None) or [])
         broken = {
             replica
@@ -507,13 +507,13 @@ class RayClusterReconciler:
             if not replica
             or len(members) < hosts
             or any(pods.should_delete_pod(p) for p in members)
-            or any(_name(p) in doomed_names for p in members)
+            or any(objects.name(p) in doomed_names for p in members)
         }
         for replica in sorted(broken):
             for pod in replicas.pop(replica):
-                if await self._delete_pod(obj, pod, group.group_name):
-                    note = f"Deleted worker Pod {namespace}/{_name(pod)}"
-                    self.recorder.event(obj, NORMAL, "DeletedWorkerPod", "Delete", note)
+                if await self._delete_pod(ctx, pod, group.group_name):
+                    note = f"Deleted worker Pod {namespace}/{objects.name(pod)}"
+                    self.recorder.event(ctx.obj, NORMAL, c.EVENT_DELETED_WORKER_POD, "Delete", note)
         if broken:
             raise ReconcileError(f"deleted {len(broken)} incomplete, unhealthy or requested replica group(s)")
 
@@ -521,74 +521,70 @@ class RayClusterReconciler:
         if desired % hosts:
             raise ReconcileError(f"desired {desired} workers is not a multiple of numOfHosts {hosts}")
         missing = desired // hosts - len(replicas)
-        used = {_labels(m[0]).get(c.RAY_WORKER_REPLICA_INDEX_LABEL) for m in replicas.values()}
+        used = {objects.labels(m[0]).get(c.RAY_WORKER_REPLICA_INDEX_LABEL) for m in replicas.values()}
         for replica_index in _free_indices(used, missing):
-            await self._create_replica(obj, cluster, index, replica_index, f"{group.group_name}-{_rand5()}")
-        if missing < 0 and (self.options.random_pod_delete or not _autoscaling(cluster)):
+            await self._create_replica(ctx, index, replica_index, f"{group.group_name}-{_rand5()}")
+        if missing < 0 and (self.options.random_pod_delete or not ctx.autoscaling):
             for replica in sorted(replicas)[:-missing]:
                 for pod in replicas[replica]:
-                    if await self._delete_pod(obj, pod, group.group_name):
-                        self.recorder.event(
-                            obj, NORMAL, "DeletedWorkerPod", "Delete", f"Deleted Pod {namespace}/{_name(pod)}"
-                        )
+                    if await self._delete_pod(ctx, pod, group.group_name):
+                        note = f"Deleted Pod {namespace}/{objects.name(pod)}"
+                        self.recorder.event(ctx.obj, NORMAL, c.EVENT_DELETED_WORKER_POD, "Delete", note)
 
-    async def _create_replica(
-        self, obj: Mapping[str, Any], cluster: RayCluster, index: int, replica_index: int, replica_name: str
-    ) -> None:
+    async def _create_replica(self, ctx: ClusterContext, index: int, replica_index: int, replica_name: str) -> None:
         """Create the ``numOfHosts`` Pods of one multi-host replica."""
-        group = self._group(cluster, index)
+        group = ctx.group(index)
         bodies = [
             pods.worker_pod(
-                cluster, index, self.options, replica_index=replica_index, replica_name=replica_name, host_index=host
+                ctx.cluster,
+                index,
+                self.options,
+                replica_index=replica_index,
+                replica_name=replica_name,
+                host_index=host,
             )
             for host in range(group.num_of_hosts)
         ]
-        await slow_start(bodies, lambda body: self._create_worker(obj, group, body))
+        await slow_start(bodies, lambda body: self._create_worker(ctx, group, body))
 
-    async def _create_worker(self, obj: Mapping[str, Any], group: WorkerGroupSpec, body: Mapping[str, Any]) -> None:
-        namespace = str(_meta(obj)["namespace"])
-        name = _name(obj)
-        failed = ("FailedToCreateWorkerPod", f"Failed to create worker Pod for the cluster {namespace}/{name}")
-        created = await self._create_reported(obj, PODS, body, failed=failed, marker=c.REASON_FAILED_CREATE_WORKER_POD)
+    async def _create_worker(self, ctx: ClusterContext, group: WorkerGroupSpec, body: Obj) -> None:
+        failed = (
+            c.EVENT_FAILED_TO_CREATE_WORKER_POD,
+            f"Failed to create worker Pod for the cluster {ctx.namespace}/{ctx.name}",
+        )
+        marker = c.REASON_FAILED_CREATE_WORKER_POD
+        created = await self._create_reported(ctx, PODS, body, failed=failed, marker=marker)
         if created is not None:
-            self.expectations.expect_create((namespace, name), group.group_name, _name(created))
-            note = f"Created worker Pod {namespace}/{_name(created)}"
-            self.recorder.event(obj, NORMAL, "CreatedWorkerPod", "Create", note)
+            self.expectations.expect_create(ctx.key, group.group_name, objects.name(created))
+            note = f"Created worker Pod {ctx.namespace}/{objects.name(created)}"
+            self.recorder.event(ctx.obj, NORMAL, c.EVENT_CREATED_WORKER_POD, "Create", note)
 
-    async def _scale_up(
-        self, obj: Mapping[str, Any], cluster: RayCluster, index: int, running: Sequence[Mapping[str, Any]], count: int
-    ) -> None:
+    async def _scale_up(self, ctx: ClusterContext, index: int, running: Sequence[Obj], count: int) -> None:
         """Create ``count`` workers; each takes the lowest free ``ray.io/worker-group-replica-index``."""
-        group = self._group(cluster, index)
+        group = ctx.group(index)
         indices: list[int | None] = [None] * count
         if self.options.gate(c.GATE_RAY_MULTI_HOST_INDEXING):
-            used = {_labels(p).get(c.RAY_WORKER_REPLICA_INDEX_LABEL) for p in running}
+            used = {objects.labels(p).get(c.RAY_WORKER_REPLICA_INDEX_LABEL) for p in running}
             indices = list(_free_indices(used, count))
-        bodies = [pods.worker_pod(cluster, index, self.options, replica_index=i) for i in indices]
-        await slow_start(bodies, lambda body: self._create_worker(obj, group, body))
+        bodies = [pods.worker_pod(ctx.cluster, index, self.options, replica_index=i) for i in indices]
+        await slow_start(bodies, lambda body: self._create_worker(ctx, group, body))
 
     # -------------------------------------------------------------------------------------------------- status
-    async def _update_status(
-        self, obj: Mapping[str, Any], cluster: RayCluster, failure: status.ReconcileFailure | None
-    ) -> bool:
-        namespace = str(_meta(obj)["namespace"])
-        name = _name(obj)
-        all_pods = self.cache.list(PODS, namespace, {c.RAY_CLUSTER_LABEL: name})
-        head_services = self.cache.list(SERVICES, namespace, services.head_service_selector(cluster))
+    async def _update_status(self, ctx: ClusterContext, failure: status.ReconcileFailure | None) -> bool:
         try:
             new = status.calculate_status(
-                cluster, all_pods, head_services, failure=failure, now=self.clock(), options=self.options
+                ctx.cluster, ctx.pods(), ctx.head_services(), failure=failure, now=self.clock(), options=self.options
             )
         except status.StatusError as exc:
             # As KubeRay: no status this pass (typically the new head Service is not in the cache yet; its
             # informer event brings the cluster straight back).
-            log.debug("no status for %s/%s yet: %s", namespace, name, exc)
+            log.debug("no status for %s/%s yet: %s", ctx.namespace, ctx.name, exc)
             return True
-        old = obj.get("status")
+        old = ctx.obj.get("status")
         if not status.status_needs_update(old, new):
             return False
         patch = merge_patch(old, new)
         if not patch:
             return False
-        await self.api.patch(RAYCLUSTERS, name, {"status": patch}, namespace, subresource="status")
+        await self.api.patch(RAYCLUSTERS, ctx.name, {"status": patch}, ctx.namespace, subresource="status")
         return True

@@ -21,14 +21,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from raykube.controllers.ports import LEASES, ApiError
-from raykube.runtime.kube import Kube
+from raykube.kube.client import Kube
+from raykube.kube.errors import ApiError
+from raykube.kube.resources import LEASES
+from raykube.kube.times import format_micro_time
 
 log = logging.getLogger(__name__)
-
-
-def _micro(moment: dt.datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class LeaderElector:
@@ -61,8 +59,8 @@ class LeaderElector:
         return {
             "holderIdentity": self.identity,
             "leaseDurationSeconds": int(self.lease_duration),
-            "acquireTime": _micro(now),
-            "renewTime": _micro(now),
+            "acquireTime": format_micro_time(now),
+            "renewTime": format_micro_time(now),
             "leaseTransitions": transitions,
         }
 
@@ -97,7 +95,7 @@ class LeaderElector:
             return False
         transitions = int(spec.get("leaseTransitions") or 0)
         new_spec = dict(spec) if holder == self.identity else self._spec(now, transitions + (1 if holder else 0))
-        new_spec["renewTime"] = _micro(now)
+        new_spec["renewTime"] = format_micro_time(now)
         new_spec["leaseDurationSeconds"] = int(self.lease_duration)
         new_spec["holderIdentity"] = self.identity
         body = {**lease, "spec": new_spec}  # carries metadata.resourceVersion: optimistic concurrency
@@ -171,7 +169,7 @@ class LeaderElector:
                 **lease["spec"],
                 "holderIdentity": "",
                 "leaseDurationSeconds": 1,
-                "renewTime": _micro(dt.datetime.now(dt.UTC)),
+                "renewTime": format_micro_time(dt.datetime.now(dt.UTC)),
             }
             await self.kube.request(
                 "update", "PUT", LEASES, LEASES.path(self.namespace, self.name), body={**lease, "spec": spec}

@@ -1,19 +1,22 @@
-"""The operator's runtime: informers, the cache the reconcilers read, the work queue and its workers.
+"""The operator's runtime: controllers from their registrations, informers, the cache, work queues and workers.
 
-``Manager.run()`` starts an informer per watched resource and namespace (RayClusters; Pods restricted to KubeRay's
-node types, as KubeRay's own cache is; Services), waits for their first lists, then runs
-``reconcile_concurrency`` workers. Every informer event is mapped to the key of the RayCluster it concerns:
+A :class:`Manager` is given :class:`~raykube.controllers.base.Registration` s (today one, the RayCluster
+controller's; RayJob and RayService will each be one more) and builds, as controller-runtime's manager does:
 
-* a RayCluster event → that cluster, unless only its status changed (KubeRay reconciles on generation, label and
-  annotation changes of the CR itself, so its own status writes do not cause another pass);
-* a Pod or Service event → the RayCluster named by its controller owner reference (``ray.io`` kind RayCluster).
+* **informers**: one per watched resource and namespace, shared by every controller that watches it. Two
+  controllers watching one resource must agree on its label selector (the cache would otherwise hold two partial
+  copies); their index labels are merged.
+* **event routing**: an event of a controller's primary kind queues that object, unless the controller's predicate
+  says nothing it reacts to changed (KubeRay: status-only updates start no pass); an event of an owned kind queues the
+  object named by its controller owner reference of the primary kind.
+* **per controller**: a work queue (never one key to two workers), an event recorder with its own rate limiter (as
+  client-go's), its reconciler (built from :class:`~raykube.controllers.base.Deps`), and ``reconcile_concurrency``
+  workers. A worker requeues as the reconciler asks (``requeue_after``) or, on an error, with per-key exponential
+  back-off.
 
-With a ``--batch-scheduler`` whose plugin creates objects (Volcano's PodGroups), those are watched too (KubeRay's
-``Owns``), and :meth:`Manager.preflight` first checks that the API server serves them: without Volcano's CRD the
-informer could never sync, so the operator stops at start-up with a message saying what to install.
-
-A worker takes a key, runs the reconciler, and requeues as it asks (``requeue_after``) or, on an error, with
-per-key exponential back-off. The queue never gives one key to two workers at once.
+:meth:`Manager.preflight` first lists every watch that declares a ``missing_hint`` (Volcano's PodGroups with
+``--batch-scheduler=volcano``): an informer for a type the API server does not serve would never sync, so the
+operator stops at start-up with the hint instead.
 """
 
 from __future__ import annotations
@@ -27,38 +30,23 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from raykube.api import constants as c
-from raykube.builders import batch
 from raykube.builders.options import BuildOptions
-from raykube.controllers.expectations import ScaleExpectations
-from raykube.controllers.ports import (
-    INGRESSES,
-    JOBS,
-    PODS,
-    RAYCLUSTERS,
-    ROLE_BINDINGS,
-    ROLES,
-    SECRETS,
-    SERVICE_ACCOUNTS,
-    SERVICES,
-    ApiError,
-    Resource,
-    resource_of,
-)
-from raykube.controllers.raycluster import CONTROLLER_NAME, RayClusterReconciler
-from raykube.runtime.events import EventRecorder
-from raykube.runtime.informer import Informer
-from raykube.runtime.kube import Kube
+from raykube.controllers.base import Deps, Key, Reconciler, Registration, Watch
+from raykube.controllers.raycluster import registration as raycluster_registration
+from raykube.kube.client import Kube
+from raykube.kube.errors import ApiError
+from raykube.kube.events import EventRecorder
+from raykube.kube.informer import Informer, InformerCache
+from raykube.kube.resources import Resource
 from raykube.runtime.logs import reconcile_context
-from raykube.runtime.metrics import CONTROLLER, Metrics
+from raykube.runtime.metrics import Metrics
 from raykube.runtime.queue import WorkQueue
 
 log = logging.getLogger(__name__)
 
-Key = tuple[str, str]
 
-# KubeRay internal/managercache: only Ray Pods are cached, so unrelated Pods cost no memory.
-POD_SELECTOR = f"{c.RAY_NODE_TYPE_LABEL} in ({','.join(c.CACHED_POD_NODE_TYPES)})"
+class StartupError(RuntimeError):
+    """The operator cannot run as configured (the message says what to do)."""
 
 
 @dataclass
@@ -68,50 +56,42 @@ class ReconcileStats:
     seconds: list[float] = field(default_factory=list)  # drained by the metrics collector
 
 
-class InformerCache:
-    """The ``Cache`` the reconcilers read: one or more informers per resource (one per watched namespace)."""
+@dataclass
+class Controller:
+    """A registration brought to life: its queue, recorder, reconciler and statistics."""
 
-    def __init__(self) -> None:
-        self._informers: dict[Resource, list[Informer]] = {}
+    registration: Registration
+    queue: WorkQueue[Key]
+    recorder: EventRecorder
+    reconciler: Reconciler
+    stats: ReconcileStats = field(default_factory=ReconcileStats)
 
-    def register(self, informer: Informer) -> None:
-        self._informers.setdefault(informer.res, []).append(informer)
-
-    def _for(self, res: Resource, namespace: str) -> list[Informer]:
-        return [i for i in self._informers.get(res, []) if i.namespace in (None, namespace)]
-
-    def get(self, res: Resource, namespace: str, name: str) -> Mapping[str, Any] | None:
-        for informer in self._for(res, namespace):
-            found = informer.get(namespace, name)
-            if found is not None:
-                return found
-        return None
-
-    def list(self, res: Resource, namespace: str, labels: Mapping[str, str]) -> Sequence[Mapping[str, Any]]:
-        found: list[Mapping[str, Any]] = []
-        for informer in self._for(res, namespace):
-            found.extend(informer.list(namespace, labels))
-        return found
+    @property
+    def name(self) -> str:
+        return self.registration.name
 
 
-class StartupError(RuntimeError):
-    """The operator cannot run as configured (the message says what to do)."""
+def default_registrations(options: BuildOptions) -> list[Registration]:
+    """The controllers the operator runs."""
+    return [raycluster_registration(options)]
 
 
-def _owner_cluster(obj: Mapping[str, Any] | None) -> Key | None:
-    meta = (obj or {}).get("metadata") or {}
-    for ref in meta.get("ownerReferences") or []:
-        is_cluster = ref.get("kind") == c.KIND_RAYCLUSTER and str(ref.get("apiVersion", "")).startswith(c.API_GROUP)
-        if is_cluster and ref.get("controller"):
-            return str(meta.get("namespace", "")), str(ref.get("name", ""))
-    return None
-
-
-def _spec_changed(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> bool:
-    if old is None or new is None:
-        return True
-    before, after = old.get("metadata") or {}, new.get("metadata") or {}
-    return any(before.get(k) != after.get(k) for k in ("generation", "labels", "annotations", "deletionTimestamp"))
+def _merge_watches(registrations: Sequence[Registration]) -> dict[Resource, Watch]:
+    merged: dict[Resource, Watch] = {}
+    for reg in registrations:
+        for watch in reg.watches:
+            seen = merged.get(watch.res)
+            if seen is None:
+                merged[watch.res] = watch
+                continue
+            if seen.label_selector != watch.label_selector:
+                raise ValueError(
+                    f"controllers watch {watch.res} with different label selectors ({seen.label_selector!r} and "
+                    f"{watch.label_selector!r}); the cache holds one copy per resource, so they must agree"
+                )
+            labels = tuple(dict.fromkeys((*seen.index_labels, *watch.index_labels)))
+            merged[watch.res] = Watch(watch.res, watch.label_selector, labels, seen.missing_hint or watch.missing_hint)
+    return merged
 
 
 class Manager:
@@ -124,6 +104,7 @@ class Manager:
         reconcile_concurrency: int = 1,
         identity: str | None = None,
         metrics: Metrics | None = None,
+        registrations: Sequence[Registration] | None = None,
     ) -> None:
         if reconcile_concurrency < 1:
             raise ValueError(f"--reconcile-concurrency must be at least 1, got {reconcile_concurrency}")
@@ -132,122 +113,140 @@ class Manager:
         self.namespaces: Sequence[str | None] = list(namespaces) if namespaces else [None]
         self.concurrency = reconcile_concurrency
         self.identity = identity or f"raykube-{uuid.uuid4().hex[:8]}"
+        self.metrics = metrics
         self.cache = InformerCache()
-        self.queue: WorkQueue[Key] = WorkQueue("raycluster")
-        self.recorder = EventRecorder(kube.sibling(), CONTROLLER_NAME)  # its own rate limiter, as client-go's
-        self.expectations = ScaleExpectations()
-        self.reconciler = RayClusterReconciler(
-            kube, self.cache, self.recorder, self.options, expectations=self.expectations
-        )
-        self.stats = ReconcileStats()
         self.informers: list[Informer] = []
-        plugin = batch.get(self.options.batch_scheduler)
-        self.batch_resources = [resource_of(kind) for kind in (plugin.kinds if plugin else ())]
+        regs = list(registrations) if registrations is not None else default_registrations(self.options)
+        self.watches = _merge_watches(regs)
+        self.hints = {w.res: w.missing_hint for w in self.watches.values() if w.missing_hint}
         self._preflight_done = False
+
+        self.controllers: list[Controller] = []
+        for reg in regs:
+            recorder = EventRecorder(kube.sibling(), reg.recorder)  # its own rate limiter, as client-go's
+            deps = Deps(kube, self.cache, recorder, self.options)
+            self.controllers.append(Controller(reg, WorkQueue(reg.name), recorder, reg.new_reconciler(deps)))
+
         for namespace in self.namespaces:
-            clusters = Informer(kube, RAYCLUSTERS, namespace=namespace)
-            pods = Informer(
-                kube, PODS, namespace=namespace, label_selector=POD_SELECTOR, index_labels=(c.RAY_CLUSTER_LABEL,)
-            )
-            svcs = Informer(kube, SERVICES, namespace=namespace, index_labels=(c.RAY_CLUSTER_LABEL,))
-            created_by = f"{c.K8S_CREATED_BY_LABEL}={c.COMPONENT_NAME}"
-            owned = [
-                # What the operator creates around a cluster: few objects, each filtered the way KubeRay's cache
-                # filters Jobs (created-by) or by the cluster label.
-                Informer(kube, SERVICE_ACCOUNTS, namespace=namespace, label_selector=created_by),
-                Informer(kube, ROLES, namespace=namespace, label_selector=created_by),
-                Informer(kube, ROLE_BINDINGS, namespace=namespace, label_selector=created_by),
-                Informer(kube, JOBS, namespace=namespace, label_selector=created_by),
-                Informer(kube, SECRETS, namespace=namespace, label_selector=c.RAY_CLUSTER_LABEL),
-                Informer(kube, INGRESSES, namespace=namespace, label_selector=c.RAY_CLUSTER_LABEL),
-                # The batch scheduler's objects (Volcano PodGroups): not labelled, so all of them, as KubeRay.
-                *(Informer(kube, res, namespace=namespace) for res in self.batch_resources),
-            ]
-            clusters.add_handler(self._on_cluster)
-            for informer in (pods, svcs, *owned):
-                informer.add_handler(self._on_child)
-            for informer in (clusters, pods, svcs, *owned):
+            for watch in self.watches.values():
+                informer = Informer(
+                    kube,
+                    watch.res,
+                    namespace=namespace,
+                    label_selector=watch.label_selector,
+                    index_labels=watch.index_labels,
+                )
+                for ctl in self.controllers:
+                    self._route(informer, ctl)
                 self.cache.register(informer)
                 self.informers.append(informer)
-        self.metrics = metrics
+
         if metrics is not None:
-            metrics.watch_clusters([i for i in self.informers if i.res == RAYCLUSTERS])
-            metrics.watch_queue(self.queue)
-            metrics.max_concurrent.labels(CONTROLLER).set(reconcile_concurrency)
+            from raykube.api.resources import RAYCLUSTERS  # noqa: PLC0415 - the one kind with cache-derived metrics
+
+            metrics.watch_clusters(self.cache.informers(RAYCLUSTERS))
+            for ctl in self.controllers:
+                metrics.watch_queue(ctl.queue)
+                metrics.max_concurrent.labels(ctl.name).set(reconcile_concurrency)
         self.synced = asyncio.Event()  # every informer has listed once
         self.ready = asyncio.Event()  # caches synced and workers running
         self._tasks: list[asyncio.Task[None]] = []
 
-    # ------------------------------------------------------------------------------------------------- events
-    def _on_cluster(self, event: str, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> None:
-        obj = new or old
-        if obj is None or (event == "MODIFIED" and not _spec_changed(old, new)):
-            return
-        meta = obj.get("metadata") or {}
-        self.queue.add((str(meta.get("namespace", "")), str(meta.get("name", ""))))
+    # ------------------------------------------------------------------------------------------------- routing
+    @staticmethod
+    def _route(informer: Informer, ctl: Controller) -> None:
+        reg = ctl.registration
+        if informer.res == reg.kind:
 
-    def _on_child(self, event: str, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> None:
-        key = _owner_cluster(new) or _owner_cluster(old)
-        if key is not None:
-            self.queue.add(key)
+            def on_primary(event: str, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> None:
+                key = reg.key_for_primary(event, old, new)
+                if key is not None:
+                    ctl.queue.add(key)
+
+            informer.add_handler(on_primary)
+        if any(w.res == informer.res for w in reg.owned):
+
+            def on_owned(event: str, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> None:
+                key = reg.key_for_owned(old, new)
+                if key is not None:
+                    ctl.queue.add(key)
+
+            informer.add_handler(on_owned)
+
+    # ------------------------------------------------------------------------------------------------- compat
+    @property
+    def controller(self) -> Controller:
+        """The first (today: the only) controller."""
+        return self.controllers[0]
+
+    @property
+    def queue(self) -> WorkQueue[Key]:
+        return self.controller.queue
+
+    @property
+    def stats(self) -> ReconcileStats:
+        return self.controller.stats
+
+    @property
+    def recorder(self) -> EventRecorder:
+        return self.controller.recorder
 
     # ------------------------------------------------------------------------------------------------- running
-    async def _worker(self) -> None:
+    async def _worker(self, ctl: Controller) -> None:
+        metrics = self.metrics
         while True:
-            key = await self.queue.get()
+            key = await ctl.queue.get()
             if key is None:
                 return
             started = time.monotonic()
             outcome = "success"
-            token = reconcile_context.set({"RayCluster": key[1], "namespace": key[0], "reconcileID": str(uuid.uuid4())})
-            if self.metrics:
-                self.metrics.active_workers.labels(CONTROLLER).inc()
+            token = reconcile_context.set(
+                {ctl.registration.kind.kind: key[1], "namespace": key[0], "reconcileID": str(uuid.uuid4())}
+            )
+            if metrics:
+                metrics.active_workers.labels(ctl.name).inc()
             try:
-                result = await self.reconciler.reconcile(*key)
+                result = await ctl.reconciler.reconcile(*key)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
                 outcome = "error"
-                self.stats.errors += 1
-                delay = self.queue.add_rate_limited(key)
+                ctl.stats.errors += 1
+                delay = ctl.queue.add_rate_limited(key)
                 log.warning("reconcile failed: %s; retrying in %.2fs", exc, delay)
             else:
-                self.queue.forget(key)
+                ctl.queue.forget(key)
                 if result.requeue_after is not None:
                     outcome = "requeue_after"
-                    self.queue.add_after(key, result.requeue_after)
+                    ctl.queue.add_after(key, result.requeue_after)
             finally:
                 seconds = time.monotonic() - started
-                self.stats.total += 1
-                self.stats.seconds.append(seconds)
-                if self.metrics:
-                    self.metrics.active_workers.labels(CONTROLLER).dec()
-                    self.metrics.reconcile_total.labels(CONTROLLER, outcome).inc()
-                    self.metrics.reconcile_time.labels(CONTROLLER).observe(seconds)
+                ctl.stats.total += 1
+                ctl.stats.seconds.append(seconds)
+                if metrics:
+                    metrics.active_workers.labels(ctl.name).dec()
+                    metrics.reconcile_total.labels(ctl.name, outcome).inc()
+                    metrics.reconcile_time.labels(ctl.name).observe(seconds)
                     if outcome == "error":
-                        self.metrics.reconcile_errors.labels(CONTROLLER).inc()
+                        metrics.reconcile_errors.labels(ctl.name).inc()
                 reconcile_context.reset(token)
-                self.queue.done(key)
+                ctl.queue.done(key)
 
     async def preflight(self) -> None:
-        """Refuse to start when the batch scheduler's object types are not served (its CRDs are not installed)."""
+        """Refuse to start when a watched type that needs installing (a batch scheduler's CRD) is not served."""
         if self._preflight_done:
             return
         namespace = self.namespaces[0]
-        for res in self.batch_resources:
+        for res, hint in self.hints.items():
             try:
                 await self.kube.request("list", "GET", res, res.path(namespace), params={"limit": 1})
             except ApiError as exc:
                 if not exc.not_found:
                     raise StartupError(
-                        f"--batch-scheduler={self.options.batch_scheduler}: cannot list {res.plural}.{res.group}: "
-                        f"{exc} (the operator's RBAC needs list and watch on them)"
+                        f"cannot list {res.plural}.{res.group}: {exc} (the operator's RBAC needs list and watch on "
+                        "them)"
                     ) from exc
-                raise StartupError(
-                    f"--batch-scheduler={self.options.batch_scheduler} needs {res.kind} objects "
-                    f"({res.plural}.{res.group}/{res.version}), which the API server does not serve: install "
-                    f"{self.options.batch_scheduler} (its CRDs) first, or run without --batch-scheduler"
-                ) from exc
+                raise StartupError(hint) from exc
         self._preflight_done = True
 
     async def start_caches(self) -> None:
@@ -261,19 +260,31 @@ class Manager:
     async def start_workers(self) -> None:
         """Start sending events and reconciling (the leader does this; caches must be synced)."""
         await self.synced.wait()
-        self._tasks.append(asyncio.create_task(self.recorder.run(), name="events"))
-        self._tasks += [asyncio.create_task(self._worker(), name=f"worker {n}") for n in range(self.concurrency)]
+        for ctl in self.controllers:
+            self._tasks.append(asyncio.create_task(ctl.recorder.run(), name=f"events {ctl.name}"))
+            self._tasks += [
+                asyncio.create_task(self._worker(ctl), name=f"worker {ctl.name} {n}") for n in range(self.concurrency)
+            ]
         self.ready.set()
-        log.info("caches synced; %d reconcile worker(s) running", self.concurrency)
+        log.info(
+            "caches synced; %d reconcile worker(s) running per controller (%s)",
+            self.concurrency,
+            ", ".join(ctl.name for ctl in self.controllers),
+        )
+
+    def shutdown_queues(self) -> None:
+        """No new reconcile starts from this moment (in-flight passes finish)."""
+        for ctl in self.controllers:
+            ctl.queue.shutdown()
 
     async def start(self) -> None:
-        """Start informers and the event sender, wait for the caches, then start the workers."""
+        """Start informers and the event senders, wait for the caches, then start the workers."""
         await self.start_caches()
         await self.start_workers()
 
     async def stop(self, grace: float = 10.0) -> None:
         """Stop taking work, let in-flight reconciles finish (up to ``grace`` seconds), then stop everything."""
-        self.queue.shutdown()
+        self.shutdown_queues()
         workers = [t for t in self._tasks if t.get_name().startswith("worker")]
         if workers:
             await asyncio.wait(workers, timeout=grace)
@@ -282,7 +293,8 @@ class Manager:
         for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-        await self.recorder.flush()
+        for ctl in self.controllers:
+            await ctl.recorder.flush()
         self._tasks = []
 
     async def run(self, stop: asyncio.Event) -> None:

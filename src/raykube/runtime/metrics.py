@@ -1,8 +1,9 @@
 """Prometheus metrics of the operator, under the names KubeRay's dashboards and alerts already use.
 
-* KubeRay's control-plane metrics (``shared/research/kuberay.md`` Appendix B): ``kuberay_cluster_info``,
-  ``kuberay_cluster_condition_provisioned``, ``kuberay_cluster_provisioned_duration_seconds``. They are computed at
-  scrape time from the informer cache, so they cost nothing between scrapes and can never drift from it.
+* KubeRay's control-plane metrics (KubeRay v1.6.1 ``controllers/ray/metrics/ray_cluster_metrics.go``):
+  ``kuberay_cluster_info``, ``kuberay_cluster_condition_provisioned``, ``kuberay_cluster_provisioned_duration_seconds``.
+  They are computed at scrape time from the informer cache, so they cost nothing between scrapes and can never drift
+  from it.
 * controller-runtime's: ``controller_runtime_reconcile_total{controller,result}``,
   ``controller_runtime_reconcile_errors_total``, ``controller_runtime_reconcile_time_seconds``,
   ``controller_runtime_max_concurrent_reconciles``, ``controller_runtime_active_workers``, and the work queue's
@@ -16,7 +17,6 @@ Everything lives in one ``CollectorRegistry`` per operator, never the process-gl
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -25,12 +25,12 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from raykube.api import constants as c
+from raykube.kube.times import parse_time
 
 if TYPE_CHECKING:
-    from raykube.runtime.informer import Informer
+    from raykube.kube.informer import Informer
     from raykube.runtime.queue import WorkQueue
 
-CONTROLLER = "raycluster"
 _HTTP_METHOD = {
     "get": "GET",
     "list": "GET",
@@ -42,15 +42,6 @@ _HTTP_METHOD = {
     "deletecollection": "DELETE",
 }
 _DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
-
-
-def _parse_time(value: Any) -> dt.datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        return dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
 
 
 class _ClusterCollector(Collector):
@@ -89,8 +80,8 @@ class _ClusterCollector(Collector):
                 )
                 is_true = condition is not None and condition.get("status") == "True"
                 provisioned.add_metric([*labels, "true" if is_true else "false"], 1)
-                created = _parse_time(meta.get("creationTimestamp"))
-                ready_at = _parse_time(condition.get("lastTransitionTime")) if is_true and condition else None
+                created = parse_time(meta.get("creationTimestamp"))
+                ready_at = parse_time(condition.get("lastTransitionTime")) if is_true and condition else None
                 if created and ready_at:
                     duration.add_metric(labels, (ready_at - created).total_seconds())
         yield info
@@ -99,10 +90,10 @@ class _ClusterCollector(Collector):
 
 
 class _QueueCollector(Collector):
-    """workqueue_* of the controller's queue, at scrape time."""
+    """workqueue_* of the controllers' queues (one ``name`` label per controller), at scrape time."""
 
-    def __init__(self, queue: WorkQueue[Any]) -> None:
-        self.queue = queue
+    def __init__(self) -> None:
+        self.queues: list[WorkQueue[Any]] = []
         self._waits = Histogram(
             "workqueue_queue_duration_seconds",
             "Seconds a key waits in the work queue before being processed",
@@ -112,17 +103,17 @@ class _QueueCollector(Collector):
         )
 
     def collect(self) -> Iterator[Metric]:
-        name = self.queue.name
         depth = GaugeMetricFamily("workqueue_depth", "Current depth of the work queue", labels=["name"])
-        depth.add_metric([name], self.queue.depth)
         adds = CounterMetricFamily("workqueue_adds", "Adds handled by the work queue", labels=["name"])
-        adds.add_metric([name], self.queue.stats.adds)
         retries = CounterMetricFamily("workqueue_retries", "Retries handled by the work queue", labels=["name"])
-        retries.add_metric([name], self.queue.stats.retries)
-        waits, self.queue.stats.waits = self.queue.stats.waits, []
-        child = self._waits.labels(name)
-        for seconds in waits:
-            child.observe(seconds)
+        for queue in self.queues:
+            depth.add_metric([queue.name], queue.depth)
+            adds.add_metric([queue.name], queue.stats.adds)
+            retries.add_metric([queue.name], queue.stats.retries)
+            waits, queue.stats.waits = queue.stats.waits, []
+            child = self._waits.labels(queue.name)
+            for seconds in waits:
+                child.observe(seconds)
         yield depth
         yield adds
         yield retries
@@ -185,6 +176,7 @@ class Metrics:
             ["controller"],
             registry=self.registry,
         )
+        self._queues: _QueueCollector | None = None
         self.leader = Gauge(
             "leader_election_master_status",
             "1 while this instance holds the leader-election lease",
@@ -192,7 +184,7 @@ class Metrics:
             registry=self.registry,
         )
 
-    # RequestObserver (raykube.runtime.kube)
+    # RequestObserver (raykube.kube.client)
     def observe(self, verb: str, resource: str, code: int, seconds: float) -> None:
         code_label = str(code) if code else "<error>"
         self.rest_requests.labels(code_label, self.host, _HTTP_METHOD.get(verb, verb.upper())).inc()
@@ -204,7 +196,10 @@ class Metrics:
         self.registry.register(_ClusterCollector(informers))
 
     def watch_queue(self, queue: WorkQueue[Any]) -> None:
-        self.registry.register(_QueueCollector(queue))
+        if self._queues is None:
+            self._queues = _QueueCollector()
+            self.registry.register(self._queues)
+        self._queues.queues.append(queue)
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

@@ -23,9 +23,9 @@ import uuid
 from pathlib import Path
 
 from raykube.builders.options import BuildOptions
+from raykube.kube.client import Kube
 from raykube.runtime.config import OperatorConfig, describe
 from raykube.runtime.http import HttpServer
-from raykube.runtime.kube import Kube
 from raykube.runtime.leader import LeaderElector
 from raykube.runtime.manager import Manager
 from raykube.runtime.metrics import Metrics
@@ -124,7 +124,7 @@ class Operator:
 
         def lost() -> None:
             leader_gauge.set(0)
-            self.manager.queue.shutdown()  # no new reconcile starts from this moment
+            self.manager.shutdown_queues()  # no new reconcile starts from this moment
             self.lost.set()
 
         self._tasks.append(asyncio.create_task(self.elector.run(started_leading, lost), name="election"))

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from raykube.controllers.raycluster import slow_start
-from raykube.runtime.kube import Kube, _lines
+from raykube.kube.client import Kube, _lines
 
 events = st.lists(st.binary(min_size=1, max_size=40).map(lambda b: b.replace(b"\n", b"x")), max_size=20)
 

@@ -12,8 +12,14 @@ The loop, as client-go's reflector runs it:
    dead (the "watch silently freezes" failure of long-lived HTTP streams, kopf #614/#957): reconnect from the last
    version. Other errors back off exponentially with jitter (0.2 s to 30 s) and retry; a success resets the delay.
 
-Objects are stored without ``metadata.managedFields`` (often half of a Pod's JSON, never read by the operator).
-Stored objects are shared with every reader: treat them as read-only.
+Handlers are called ``handler(event, old, new)`` with event ADDED / MODIFIED / DELETED. An object whose name now
+holds a new incarnation (another uid: deleted and created again while the watch was away) is reported as DELETED
+then ADDED, never as a MODIFIED that changes uid, so handlers keyed by uid (the process kubelet's Pod workers) see
+the old one end.
+
+Objects are stored without ``metadata.managedFields`` (often half of a Pod's JSON, never read by raykube). Stored
+objects are shared with every reader: treat them as read-only. :class:`InformerCache` answers reads across the
+informers of several namespaces.
 """
 
 from __future__ import annotations
@@ -26,13 +32,15 @@ from typing import Any
 
 import httpx2
 
-from raykube.controllers.ports import ApiError, Resource
-from raykube.runtime.kube import Kube
+from raykube.kube import objects
+from raykube.kube.client import Kube
+from raykube.kube.errors import ApiError
+from raykube.kube.resources import Resource
 
 log = logging.getLogger(__name__)
 
 Handler = Callable[[str, Mapping[str, Any] | None, Mapping[str, Any] | None], None]
-Key = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped objects
+Key = objects.Key
 
 
 class Backoff:
@@ -52,13 +60,8 @@ class Backoff:
         self.failures = 0
 
 
-def _key(obj: Mapping[str, Any]) -> Key:
-    meta = obj.get("metadata") or {}
-    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
-
-
-def _version(obj: Mapping[str, Any] | None) -> str:
-    return str(((obj or {}).get("metadata") or {}).get("resourceVersion") or "")
+_key = objects.key
+_version = objects.resource_version
 
 
 def strip_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
@@ -76,6 +79,7 @@ class Informer:
         *,
         namespace: str | None = None,
         label_selector: str | None = None,
+        field_selector: str | None = None,
         index_labels: Sequence[str] = (),
         inactivity: float = 90.0,
     ) -> None:
@@ -83,6 +87,7 @@ class Informer:
         self.res = res
         self.namespace = namespace
         self.label_selector = label_selector
+        self.field_selector = field_selector
         self.inactivity = inactivity
         self.idle_rewatches = 0
         self.synced = asyncio.Event()
@@ -153,14 +158,21 @@ class Informer:
                     if not members:
                         del bucket[(namespace, value)]
 
-    def _put(self, obj: dict[str, Any]) -> tuple[str, Mapping[str, Any] | None]:
+    def _put(self, obj: dict[str, Any]) -> None:
+        """Store ``obj`` and tell the handlers: ADDED, MODIFIED, or DELETED + ADDED for a new incarnation."""
         key = _key(obj)
         old = self._objects.get(key)
         if old is not None:
             self._index(key, old, add=False)
         self._objects[key] = obj
         self._index(key, obj, add=True)
-        return ("ADDED" if old is None else "MODIFIED"), old
+        if old is None:
+            self._dispatch("ADDED", None, obj)
+        elif objects.uid(old) != objects.uid(obj):
+            self._dispatch("DELETED", old, None)
+            self._dispatch("ADDED", None, obj)
+        else:
+            self._dispatch("MODIFIED", old, obj)
 
     def _remove(self, key: Key) -> Mapping[str, Any] | None:
         old = self._objects.pop(key, None)
@@ -183,19 +195,19 @@ class Informer:
             return
         if _version(self._objects.get(_key(obj))) == _version(obj):
             return  # the same version again (a watch restarted from an older point): nothing happened
-        kind, old = self._put(obj)
-        self._dispatch(kind, old, obj)
+        self._put(obj)
 
     async def _relist(self) -> str:
-        result = await self.kube.list(self.res, self.namespace, label_selector=self.label_selector)
+        result = await self.kube.list(
+            self.res, self.namespace, label_selector=self.label_selector, field_selector=self.field_selector
+        )
         fresh = {_key(obj): strip_managed_fields(obj) for obj in result.items}
         gone = [key for key in self._objects if key not in fresh]
         for key in gone:
             self._dispatch("DELETED", self._remove(key), None)
         for obj in fresh.values():
             if _version(self._objects.get(_key(obj))) != _version(obj):
-                kind, old = self._put(obj)
-                self._dispatch(kind, old, obj)
+                self._put(obj)
         self.relists += 1
         self.synced.set()
         return result.resource_version
@@ -216,6 +228,7 @@ class Informer:
                     self.namespace,
                     resource_version=version,
                     label_selector=self.label_selector,
+                    field_selector=self.field_selector,
                     timeout_seconds=random.randint(300, 600),  # noqa: S311 - spreading load, not cryptography
                     inactivity=self.inactivity,
                 ):
@@ -246,3 +259,36 @@ class Informer:
                     "%s: watch interrupted (%s: %s); retrying in %.1fs", self.res, type(exc).__name__, exc, delay
                 )
                 await asyncio.sleep(delay)
+
+
+class InformerCache:
+    """Reads across informers: one or more per resource (one per watched namespace, or one for all)."""
+
+    def __init__(self, informers: Iterable[Informer] = ()) -> None:
+        self._informers: dict[Resource, list[Informer]] = {}
+        for informer in informers:
+            self.register(informer)
+
+    def register(self, informer: Informer) -> None:
+        self._informers.setdefault(informer.res, []).append(informer)
+
+    def informers(self, res: Resource | None = None) -> list[Informer]:
+        if res is not None:
+            return list(self._informers.get(res, []))
+        return [i for group in self._informers.values() for i in group]
+
+    def _for(self, res: Resource, namespace: str) -> list[Informer]:
+        return [i for i in self._informers.get(res, []) if i.namespace in (None, namespace)]
+
+    def get(self, res: Resource, namespace: str, name: str) -> Mapping[str, Any] | None:
+        for informer in self._for(res, namespace):
+            found = informer.get(namespace, name)
+            if found is not None:
+                return found
+        return None
+
+    def list(self, res: Resource, namespace: str, labels: Mapping[str, str]) -> Sequence[Mapping[str, Any]]:
+        found: list[Mapping[str, Any]] = []
+        for informer in self._for(res, namespace):
+            found.extend(informer.list(namespace, labels))
+        return found

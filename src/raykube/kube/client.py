@@ -1,6 +1,6 @@
-"""A small, dict-native asynchronous Kubernetes client for the operator's hot paths.
+"""A small, dict-native asynchronous Kubernetes client: the one every part of raykube talks to the API server with.
 
-Why not lightkube's client for this part: the operator lists and watches thousands of Pods and only ever needs them
+Why not lightkube's client: the operator lists and watches thousands of Pods and only ever needs them
 as plain JSON (typed models cost decoding time and would drop fields a newer Kubernetes adds), its informers need
 explicit control of ``resourceVersion``, bookmarks and 410 handling (lightkube's watch silently restarts without a
 relist, which loses deletions), and every request must go through one client-side rate limiter and be counted by
@@ -23,8 +23,9 @@ import msgspec
 from lightkube import KubeConfig
 from lightkube.config.client_adapter import ConnectionParams
 
-from raykube.api.rbac import Rule, allows
-from raykube.controllers.ports import ApiError, Resource
+from raykube.kube.errors import ApiError, OutsideRbac
+from raykube.kube.rbac import Rule, allows
+from raykube.kube.resources import Resource
 
 PATCH_TYPES = {
     "merge": "application/merge-patch+json",
@@ -34,10 +35,6 @@ PATCH_TYPES = {
 }
 _decode = msgspec.json.Decoder().decode
 _encode = msgspec.json.Encoder().encode
-
-
-class OutsideRbac(PermissionError):
-    """The operator tried an API call its own RBAC rules (raykube.api.rbac) do not grant."""
 
 
 class RequestObserver(Protocol):
@@ -145,8 +142,8 @@ class Kube:
         resource = f"{res.plural}/{subresource}" if subresource else res.plural
         if not allows(self.rules, verb, res.group, resource):
             raise OutsideRbac(
-                f"raykube called {verb} on {resource} (API group {res.group!r}), which its RBAC rules "
-                "(raykube.api.rbac) do not allow: add the rule there and regenerate the chart"
+                f"{self.field_manager} called {verb} on {resource} (API group {res.group!r}), which its RBAC rules "
+                "do not allow (for the operator: add the rule to raykube.api.rbac and run `make manifests`)"
             )
 
     @classmethod
@@ -161,6 +158,7 @@ class Kube:
         user_agent: str = "raykube-operator",
         timeout: float = 30.0,
         rules: Sequence[Rule] | None = None,
+        field_manager: str | None = None,
     ) -> Kube:
         """From a kubeconfig file, else ``$KUBECONFIG`` / ``~/.kube/config``, else the in-cluster ServiceAccount."""
         config = KubeConfig.from_file(kubeconfig) if kubeconfig else KubeConfig.from_env()
@@ -173,7 +171,9 @@ class Kube:
         limits = httpx2.Limits(max_connections=burst + 32, max_keepalive_connections=burst + 32)
         http = httpx2.AsyncClient(**params.httpx_params(single), limits=limits)
         http.headers["User-Agent"] = user_agent
-        return cls(http, qps=qps, burst=burst, observer=observer, rules=rules)
+        return cls(
+            http, qps=qps, burst=burst, observer=observer, rules=rules, field_manager=field_manager or user_agent
+        )
 
     def sibling(self) -> Kube:
         """A client on the same connections and credentials with a rate limiter of its own (same QPS and burst).
@@ -229,9 +229,22 @@ class Kube:
             if self.observer:
                 self.observer.observe(verb, str(res), code, time.monotonic() - started)
 
-    async def get(self, res: Resource, name: str, namespace: str | None = None) -> dict[str, Any]:
-        result: dict[str, Any] = await self.request("get", "GET", res, res.path(namespace, name))
+    async def get(
+        self, res: Resource, name: str, namespace: str | None = None, *, subresource: str | None = None
+    ) -> dict[str, Any]:
+        result: dict[str, Any] = await self.request(
+            "get", "GET", res, res.path(namespace, name, subresource), subresource=subresource
+        )
         return result
+
+    async def get_or_none(self, res: Resource, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        """The object, or None when it does not exist."""
+        try:
+            return await self.get(res, name, namespace)
+        except ApiError as exc:
+            if exc.not_found:
+                return None
+            raise
 
     async def list(
         self,
@@ -273,6 +286,7 @@ class Kube:
         *,
         resource_version: str,
         label_selector: str | None = None,
+        field_selector: str | None = None,
         timeout_seconds: int = 300,
         inactivity: float = 90.0,
     ) -> AsyncIterator[WatchEvent]:
@@ -289,6 +303,8 @@ class Kube:
         }
         if label_selector:
             params["labelSelector"] = label_selector
+        if field_selector:
+            params["fieldSelector"] = field_selector
         started = time.monotonic()
         code = 0
         timeout = httpx2.Timeout(connect=10.0, read=inactivity, write=10.0, pool=10.0)
@@ -317,8 +333,19 @@ class Kube:
                 self.observer.observe("watch", str(res), code, time.monotonic() - started)
 
     # ------------------------------------------------------------------------------------------------- writes
-    async def create(self, res: Resource, body: Mapping[str, Any], namespace: str | None = None) -> dict[str, Any]:
-        result: dict[str, Any] = await self.request("create", "POST", res, res.path(namespace), body=body)
+    async def create(
+        self,
+        res: Resource,
+        body: Mapping[str, Any],
+        namespace: str | None = None,
+        *,
+        name: str | None = None,
+        subresource: str | None = None,
+    ) -> dict[str, Any]:
+        """POST ``body``; with ``name`` and ``subresource``, to a subresource (``serviceaccounts/token``)."""
+        result: dict[str, Any] = await self.request(
+            "create", "POST", res, res.path(namespace, name, subresource), body=body, subresource=subresource
+        )
         return result
 
     async def patch(
@@ -350,11 +377,26 @@ class Kube:
         )
         return result
 
+    async def apply(
+        self, res: Resource, body: Mapping[str, Any], namespace: str | None = None, *, field_manager: str | None = None
+    ) -> dict[str, Any]:
+        """Server-side apply ``body`` (forced: this manager takes ownership of the fields it sets)."""
+        name = str((body.get("metadata") or {}).get("name") or "")
+        return await self.patch(res, name, body, namespace, patch_type="apply", field_manager=field_manager, force=True)
+
     async def replace(
-        self, res: Resource, name: str, body: Mapping[str, Any], namespace: str | None = None
+        self,
+        res: Resource,
+        name: str,
+        body: Mapping[str, Any],
+        namespace: str | None = None,
+        *,
+        subresource: str | None = None,
     ) -> dict[str, Any]:
         """PUT the whole object; ``metadata.resourceVersion`` in ``body`` makes it conditional (409 if stale)."""
-        result: dict[str, Any] = await self.request("update", "PUT", res, res.path(namespace, name), body=body)
+        result: dict[str, Any] = await self.request(
+            "update", "PUT", res, res.path(namespace, name, subresource), body=body, subresource=subresource
+        )
         return result
 
     async def delete(
@@ -365,11 +407,20 @@ class Kube:
         *,
         uid: str | None = None,
         propagation: str = "Background",
+        grace_period_seconds: int | None = None,
+        missing_ok: bool = False,
     ) -> None:
+        """Delete one object; ``uid`` deletes only that incarnation (409 if the name now holds another one)."""
         body: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation}
         if uid:
             body["preconditions"] = {"uid": uid}
-        await self.request("delete", "DELETE", res, res.path(namespace, name), body=body)
+        if grace_period_seconds is not None:
+            body["gracePeriodSeconds"] = grace_period_seconds
+        try:
+            await self.request("delete", "DELETE", res, res.path(namespace, name), body=body)
+        except ApiError as exc:
+            if not (missing_ok and exc.not_found):
+                raise
 
     async def delete_collection(self, res: Resource, namespace: str, labels: Mapping[str, str]) -> None:
         selector = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))

@@ -1,0 +1,181 @@
+"""The controller skeleton: what a controller registers, what a reconcile pass is given, what it returns.
+
+controller-runtime's shape, in Python. A controller is one :class:`Registration`, built the way a Go controller is
+(``ctrl.NewControllerManagedBy(mgr).For(&RayCluster{}).Owns(&Pod{})...``)::
+
+    Registration.named("raycluster", recorder="raycluster-controller")
+        .for_(RAYCLUSTERS)
+        .owns(PODS, label_selector=..., index_labels=(RAY_CLUSTER_LABEL,))
+        .owns(SERVICES, index_labels=(RAY_CLUSTER_LABEL,))
+        .complete(lambda deps: RayClusterReconciler(deps))
+
+The runtime's manager turns registrations into informers (one per resource and namespace, shared by every
+controller that watches the resource), routes each informer event to the work queue of the controller it concerns
+(the primary object's own key, unless :attr:`Registration.primary_changed` says the update is status-only; an owned
+object's key is its controller owner reference of the primary kind), and runs ``reconcile_concurrency`` workers per
+controller. A reconciler sees the world only through :class:`Deps` (the ``Api``, ``Cache`` and ``Recorder``
+protocols of :mod:`raykube.controllers.ports`), so a table test can hand it ``raykube.kube.fake.FakeKube`` instead.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Generic, Protocol, TypeVar
+
+from raykube.builders.options import BuildOptions
+from raykube.controllers.ports import Api, Cache, Recorder
+from raykube.kube import objects
+from raykube.kube.resources import Resource
+
+Obj = Mapping[str, Any]
+Key = tuple[str, str]  # (namespace, name) of the primary object
+
+REQUEUE_SOON = 2.0  # KubeRay DefaultRequeueDuration
+
+
+@dataclass(frozen=True)
+class Result:
+    """What a pass asks for: look again after ``requeue_after`` seconds, or only on the next event (None)."""
+
+    requeue_after: float | None = None
+
+
+class Reconciler(Protocol):
+    async def reconcile(self, namespace: str, name: str) -> Result: ...
+
+
+def now_utc() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+@dataclass(frozen=True)
+class Deps:
+    """What the manager gives every reconciler it builds."""
+
+    api: Api
+    cache: Cache
+    recorder: Recorder
+    options: BuildOptions = field(default_factory=BuildOptions)
+    clock: Callable[[], dt.datetime] = now_utc
+
+
+@dataclass(frozen=True)
+class Watch:
+    """A watched resource and how its informer is filtered (server side) and indexed (client side)."""
+
+    res: Resource
+    label_selector: str | None = None
+    index_labels: tuple[str, ...] = ()
+    # Set for a type the API server serves only once something is installed (a batch scheduler's CRD): the operator
+    # lists it at start-up and, if it is not served, stops with this message instead of waiting for a sync.
+    missing_hint: str | None = None
+
+
+def generation_or_metadata_changed(old: Obj | None, new: Obj | None) -> bool:
+    """The primary-object predicate KubeRay's controllers use (``GenerationChangedPredicate`` or label or annotation
+    changes, plus the start of a deletion): an update that only changed ``status`` starts no pass, so a controller's
+    own status writes do not wake it again."""
+    if old is None or new is None:
+        return True
+    before, after = objects.meta(old), objects.meta(new)
+    return any(before.get(k) != after.get(k) for k in ("generation", "labels", "annotations", "deletionTimestamp"))
+
+
+@dataclass(frozen=True)
+class Registration:
+    """One controller: the kind it reconciles, the kinds it owns, and how to build its reconciler."""
+
+    name: str  # controller-runtime's controller name: the metrics' `controller` label and the work queue's name
+    recorder: str  # the reporting controller of its events (KubeRay: "raycluster-controller")
+    primary: Watch | None = None
+    owned: tuple[Watch, ...] = ()
+    primary_changed: Callable[[Obj | None, Obj | None], bool] = generation_or_metadata_changed
+    build: Callable[[Deps], Reconciler] | None = None
+
+    @classmethod
+    def named(cls, name: str, *, recorder: str) -> Registration:
+        return cls(name, recorder)
+
+    def for_(
+        self, res: Resource, *, label_selector: str | None = None, index_labels: tuple[str, ...] = ()
+    ) -> Registration:
+        return replace(self, primary=Watch(res, label_selector, index_labels))
+
+    def owns(
+        self,
+        res: Resource,
+        *,
+        label_selector: str | None = None,
+        index_labels: tuple[str, ...] = (),
+        missing_hint: str | None = None,
+    ) -> Registration:
+        return replace(self, owned=(*self.owned, Watch(res, label_selector, index_labels, missing_hint)))
+
+    def with_predicate(self, changed: Callable[[Obj | None, Obj | None], bool]) -> Registration:
+        return replace(self, primary_changed=changed)
+
+    def complete(self, build: Callable[[Deps], Reconciler]) -> Registration:
+        if self.primary is None:
+            raise ValueError(f"controller {self.name}: for_() names the kind it reconciles; it was not called")
+        return replace(self, build=build)
+
+    @property
+    def kind(self) -> Resource:
+        if self.primary is None:
+            raise ValueError(f"controller {self.name} has no primary kind")
+        return self.primary.res
+
+    @property
+    def watches(self) -> tuple[Watch, ...]:
+        return (*((self.primary,) if self.primary else ()), *self.owned)
+
+    def new_reconciler(self, deps: Deps) -> Reconciler:
+        if self.build is None:
+            raise ValueError(f"controller {self.name}: complete() was not called")
+        return self.build(deps)
+
+    # Event routing -----------------------------------------------------------------------------------------------
+    def key_for_primary(self, event: str, old: Obj | None, new: Obj | None) -> Key | None:
+        obj = new or old
+        if obj is None or (event == "MODIFIED" and not self.primary_changed(old, new)):
+            return None
+        return objects.key(obj)
+
+    def key_for_owned(self, old: Obj | None, new: Obj | None) -> Key | None:
+        kind = self.kind
+        return objects.controller_of(new, kind.kind, kind.group) or objects.controller_of(old, kind.kind, kind.group)
+
+
+SpecT = TypeVar("SpecT")
+ModelT = TypeVar("ModelT")
+
+
+@dataclass(frozen=True)
+class Context(Generic[ModelT, SpecT]):
+    """One reconcile pass over one object: the live object from the cache, its validated model with a spec that is
+    there (validation guarantees it), and where it lives. Read-only: ``obj`` is shared with the cache."""
+
+    obj: Obj
+    model: ModelT
+    spec: SpecT
+    namespace: str
+    name: str
+
+    @property
+    def key(self) -> Key:
+        return self.namespace, self.name
+
+    @property
+    def uid(self) -> str:
+        return objects.uid(self.obj)
+
+    @property
+    def annotations(self) -> Mapping[str, str]:
+        return objects.annotations(self.obj)
+
+    @property
+    def status(self) -> Mapping[str, Any] | None:
+        found: Mapping[str, Any] | None = self.obj.get("status")
+        return found

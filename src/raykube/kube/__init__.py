@@ -1,0 +1,21 @@
+"""The one Kubernetes layer, at the bottom of raykube: everything that talks to an API server, and nothing else.
+
+The operator's runtime, the controllers' tests, the doctor's live gatherer, the sandbox (its provisioner and the
+process kubelet) and the CLI all reach Kubernetes through these modules, so there is one client, one informer and one
+event recorder to get right:
+
+```
+resources.py  Resource: a type and how to address it; the built-in resources raykube touches
+errors.py     ApiError (a Status from the API server), OutsideRbac
+rbac.py       Rule: an RBAC PolicyRule, and whether a set of rules allows a request
+client.py     Kube: dict-native async client (lightkube's config + httpx2, msgspec JSON, QPS/burst token bucket,
+              every request observed)
+informer.py   Informer (list + watch, bookmarks, 410 relist, idle rewatch, label indexes) and InformerCache
+events.py     EventRecorder: events.k8s.io/v1 (controllers) or core/v1 (the kubelet), series, spam filter
+objects.py    metadata helpers (name, namespace, labels, owner references, deletion) over plain dicts
+times.py      Kubernetes time stamps: Time, MicroTime, parsing
+fake.py       FakeKube: an in-memory API server for reconcile table tests (the Api and Cache protocols)
+```
+
+It imports nothing else from raykube: ``api`` and everything above may import it.
+"""

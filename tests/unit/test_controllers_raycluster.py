@@ -1,0 +1,577 @@
+"""Reconcile table tests: given the cache, one RayCluster pass makes exactly these writes and events.
+
+Each case starts from a RayCluster that the reconciler itself brought up on an in-memory API server
+(``raykube.kube.fake.FakeKube``: head Service, head Pod, two workers, all Running and Ready, status ``ready``), changes
+one thing, runs one pass and compares the writes (verb, resource, name glob, in order) and the event reasons. What
+only a real API server shows (owner references and the garbage collector, watches, admission) is tested on the
+sandbox in ``tests/integration/test_raycluster_controller.py``.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from raykube.api import constants as c
+from raykube.api.resources import RAYCLUSTERS
+from raykube.builders import names, pods
+from raykube.builders.options import BuildOptions
+from raykube.controllers.base import Deps, Result
+from raykube.controllers.expectations import ScaleExpectations
+from raykube.controllers.raycluster import REQUEUE_QUIET, RayClusterReconciler, ReconcileError, registration
+from raykube.kube import objects
+from raykube.kube.fake import FakeKube
+from raykube.kube.resources import (
+    INGRESSES,
+    JOBS,
+    PODS,
+    ROLE_BINDINGS,
+    ROLES,
+    SECRETS,
+    SERVICE_ACCOUNTS,
+    SERVICES,
+    Resource,
+)
+
+NS, NAME = "team", "demo"
+NOW = dt.datetime(2026, 12, 3, 12, 0, 0, tzinfo=dt.UTC)
+PODGROUPS = Resource("scheduling.volcano.sh", "v1beta1", "PodGroup", "podgroups")
+RESOURCES = (RAYCLUSTERS, PODS, SERVICES, SERVICE_ACCOUNTS, ROLES, ROLE_BINDINGS, JOBS, SECRETS, INGRESSES, PODGROUPS)
+STATUS = ("patch", "rayclusters/status", NAME)
+
+
+def _container(name: str) -> dict[str, Any]:
+    return {"name": name, "image": "rayproject/ray:2.52.0", "resources": {"limits": {"cpu": "1", "memory": "2Gi"}}}
+
+
+def raycluster(**spec: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCluster",
+        "metadata": {"name": NAME, "namespace": NS, "uid": "cluster-uid", "generation": 1},
+        "spec": {
+            "rayVersion": "2.52.0",
+            "headGroupSpec": {"rayStartParams": {}, "template": {"spec": {"containers": [_container("ray-head")]}}},
+            "workerGroupSpecs": [
+                {
+                    "groupName": "workers",
+                    "replicas": 2,
+                    "minReplicas": 0,
+                    "maxReplicas": 5,
+                    "rayStartParams": {},
+                    "template": {"spec": {"containers": [_container("ray-worker")]}},
+                }
+            ],
+        },
+    }
+    body["spec"].update(spec)
+    return body
+
+
+@dataclass
+class World:
+    """A FakeKube with one RayCluster, and the reconciler that works on it."""
+
+    fake: FakeKube
+    options: BuildOptions = field(default_factory=BuildOptions)
+    expectations: ScaleExpectations = field(default_factory=ScaleExpectations)
+
+    @property
+    def reconciler(self) -> RayClusterReconciler:
+        deps = Deps(self.fake.api, self.fake.cache, self.fake.recorder, self.options, clock=lambda: NOW)
+        return RayClusterReconciler(deps, expectations=self.expectations)
+
+    async def reconcile(self) -> Result:
+        return await self.reconciler.reconcile(NS, NAME)
+
+    @property
+    def cluster(self) -> dict[str, Any]:
+        found = self.fake.stored(RAYCLUSTERS, NS, NAME)
+        assert found is not None
+        return found
+
+    def edit(self, change: Callable[[dict[str, Any]], None]) -> None:
+        """Change the stored cluster the way ``kubectl edit`` would (a new generation)."""
+        body = copy.deepcopy(self.cluster)
+        change(body)
+        body["metadata"]["generation"] = body["metadata"].get("generation", 1) + 1
+        self.fake.add(body)
+
+    def pods(self, **labels: str) -> list[dict[str, Any]]:
+        return [p for p in self.fake.all(PODS, NS) if all(objects.labels(p).get(k) == v for k, v in labels.items())]
+
+    def workers(self) -> list[dict[str, Any]]:
+        return sorted(self.pods(**{c.RAY_NODE_TYPE_LABEL: c.NODE_TYPE_WORKER}), key=objects.name)
+
+    def set_pod(self, pod: dict[str, Any], **status: Any) -> None:
+        updated = copy.deepcopy(pod)
+        updated.setdefault("status", {}).update(status)
+        self.fake.add(updated, PODS)
+
+    def run_all_pods(self) -> None:
+        """What the kubelet would report: every Pod Running and Ready, with an IP."""
+        for index, pod in enumerate(self.fake.all(PODS, NS)):
+            self.set_pod(
+                pod,
+                phase="Running",
+                podIP=f"10.0.0.{index + 10}",
+                conditions=[{"type": "Ready", "status": "True"}],
+                containerStatuses=[
+                    {"name": ctr["name"], "ready": True, "state": {"running": {}}} for ctr in pod["spec"]["containers"]
+                ],
+            )
+        for svc in self.fake.all(SERVICES, NS):
+            self.fake.add({**svc, "spec": {**svc["spec"], "clusterIP": svc["spec"].get("clusterIP") or "10.96.0.10"}})
+
+    def writes(self) -> list[str]:
+        return [str(w) for w in self.fake.writes]
+
+    def clear(self) -> None:
+        self.fake.writes.clear()
+        self.fake.events.clear()
+
+
+def new_world(cluster: dict[str, Any] | None = None, **kwargs: Any) -> World:
+    return World(FakeKube([cluster or raycluster()], resources=RESOURCES, clock=lambda: NOW), **kwargs)
+
+
+async def ready_world(cluster: dict[str, Any] | None = None, **kwargs: Any) -> World:
+    """A cluster the reconciler brought up, its Pods Running and Ready, status ``ready``, nothing recorded yet."""
+    world = new_world(cluster, **kwargs)
+    await world.reconcile()
+    world.run_all_pods()
+    await world.reconcile()
+    assert world.cluster["status"]["state"] == c.CLUSTER_STATE_READY, world.cluster.get("status")
+    world.clear()
+    return world
+
+
+def assert_writes(world: World, expected: list[tuple[str, str, str]]) -> None:
+    got = world.fake.writes
+    described = "\n  ".join(str(w) for w in got)
+    assert len(got) == len(expected), f"expected {len(expected)} writes, got {len(got)}:\n  {described}"
+    for write, (verb, resource, name) in zip(got, expected, strict=True):
+        assert write.matches(verb, resource, name), f"expected {verb} {resource} {name}, got {write}\n  {described}"
+
+
+# ---------------------------------------------------------------------------------------------------- the table
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    change: Callable[[World], None]
+    writes: list[tuple[str, str, str]]
+    events: list[str]
+    requeue: float | None = 2.0
+    options: BuildOptions = field(default_factory=BuildOptions)
+
+
+def _replicas(n: int) -> Callable[[World], None]:
+    def change(world: World) -> None:
+        world.edit(lambda body: body["spec"]["workerGroupSpecs"][0].update(replicas=n))
+
+    return change
+
+
+def _autoscaling_replicas(n: int) -> Callable[[World], None]:
+    def change(world: World) -> None:
+        def edit(body: dict[str, Any]) -> None:
+            body["spec"]["enableInTreeAutoscaling"] = True
+            body["spec"]["workerGroupSpecs"][0]["replicas"] = n
+
+        world.edit(edit)
+
+    return change
+
+
+def _workers_to_delete(names: Callable[[World], list[str]], replicas: int) -> Callable[[World], None]:
+    def change(world: World) -> None:
+        doomed = names(world)
+        world.edit(
+            lambda body: body["spec"]["workerGroupSpecs"][0].update(
+                replicas=replicas, scaleStrategy={"workersToDelete": doomed}
+            )
+        )
+
+    return change
+
+
+def _fail_worker(restart_policy: str, phase: str, terminated: bool) -> Callable[[World], None]:
+    def change(world: World) -> None:
+        pod = world.workers()[0]
+        pod = {**pod, "spec": {**pod["spec"], "restartPolicy": restart_policy}}
+        state = {"terminated": {"exitCode": 1}} if terminated else {"running": {}}
+        world.set_pod(pod, phase=phase, containerStatuses=[{"name": "ray-worker", "state": state}])
+
+    return change
+
+
+def _terminating_worker(world: World) -> None:
+    pod = copy.deepcopy(world.workers()[0])
+    pod["metadata"]["deletionTimestamp"] = "2026-12-03T11:59:00Z"
+    pod["metadata"]["finalizers"] = ["test/hold"]
+    world.fake.add(pod, PODS)
+
+
+def _group_suspend(world: World) -> None:
+    world.edit(lambda body: body["spec"]["workerGroupSpecs"][0].update(suspend=True))
+
+
+def _nothing(world: World) -> None:
+    return None
+
+
+CASES = [
+    Case("settled: nothing to do", _nothing, [], [], requeue=REQUEUE_QUIET),
+    Case(
+        "scale up 2 -> 4 creates two workers (slow start 1, then 1)",
+        _replicas(4),
+        [("create", "pods", f"{NAME}-workers-worker-*"), ("create", "pods", f"{NAME}-workers-worker-*"), STATUS],
+        [c.EVENT_CREATED_WORKER_POD, c.EVENT_CREATED_WORKER_POD],
+    ),
+    Case(
+        "scale up past maxReplicas is clamped to it",
+        _replicas(9),
+        [("create", "pods", "*")] * 3 + [STATUS],
+        [c.EVENT_CREATED_WORKER_POD] * 3,
+    ),
+    Case(
+        "scale down 2 -> 1 without the autoscaler deletes one worker",
+        _replicas(1),
+        [("delete", "pods", f"{NAME}-workers-worker-*"), STATUS],
+        [c.EVENT_DELETED_WORKER_POD],
+    ),
+    Case(
+        "scale down to 0 deletes every worker",
+        _replicas(0),
+        [("delete", "pods", "*"), ("delete", "pods", "*"), STATUS],
+        [c.EVENT_DELETED_WORKER_POD] * 2,
+    ),
+    Case(
+        "scale down with in-tree autoscaling leaves surplus Pods to the autoscaler",
+        _autoscaling_replicas(1),
+        [
+            ("create", "serviceaccounts", NAME),
+            ("create", "roles", NAME),
+            ("create", "rolebindings", NAME),
+            STATUS,
+        ],
+        [c.EVENT_CREATED_SERVICE_ACCOUNT, c.EVENT_CREATED_ROLE, c.EVENT_CREATED_ROLE_BINDING],
+    ),
+    Case(
+        "workersToDelete deletes the named worker (by uid) and no replacement when replicas dropped",
+        _workers_to_delete(lambda w: [objects.name(w.workers()[0])], replicas=1),
+        [("delete", "pods", "*"), STATUS],
+        [c.EVENT_DELETED_WORKER_POD],
+    ),
+    Case(
+        "workersToDelete with unchanged replicas deletes, then replaces",
+        _workers_to_delete(lambda w: [objects.name(w.workers()[1])], replicas=2),
+        [("delete", "pods", "*"), ("create", "pods", f"{NAME}-workers-worker-*"), STATUS],
+        [c.EVENT_DELETED_WORKER_POD, c.EVENT_CREATED_WORKER_POD],
+    ),
+    Case(
+        "workersToDelete never touches a Pod outside the group",
+        _workers_to_delete(lambda w: ["someone-elses-pod", objects.name(w.pods(**{"ray.io/node-type": "head"})[0])], 2),
+        [],
+        [],
+        requeue=REQUEUE_QUIET,
+    ),
+    Case(
+        "a Failed worker is deleted and the pass fails",
+        _fail_worker("Always", "Failed", terminated=True),
+        [("delete", "pods", "*"), STATUS],
+        [c.EVENT_DELETED_WORKER_POD],
+        requeue=None,
+    ),
+    Case(
+        "a Running worker whose ray container ended is deleted only with restartPolicy Never",
+        _fail_worker("Never", "Running", terminated=True),
+        [("delete", "pods", "*"), STATUS],
+        [c.EVENT_DELETED_WORKER_POD],
+        requeue=None,
+    ),
+    Case(
+        "a Running worker whose ray container ended is left to the kubelet with restartPolicy Always",
+        _fail_worker("Always", "Running", terminated=True),
+        [],
+        [],
+        requeue=REQUEUE_QUIET,
+    ),
+    Case(
+        "a terminating worker is not counted: a replacement is created at once",
+        _terminating_worker,
+        [("create", "pods", f"{NAME}-workers-worker-*")],
+        [c.EVENT_CREATED_WORKER_POD],
+        requeue=REQUEUE_QUIET,  # status unchanged: the new Pod's own events bring the cluster back
+    ),
+    Case(
+        "a suspended worker group loses its Pods in one collection delete",
+        _group_suspend,
+        [("deletecollection", "pods", f"{c.RAY_CLUSTER_LABEL}={NAME},{c.RAY_NODE_GROUP_LABEL}=workers"), STATUS],
+        [c.EVENT_DELETED_WORKER_POD],
+    ),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+async def test_one_pass_from_a_ready_cluster(case: Case) -> None:
+    world = await ready_world(options=case.options)
+    case.change(world)
+    if case.requeue is None:
+        with pytest.raises(ReconcileError):
+            await world.reconcile()
+    else:
+        result = await world.reconcile()
+        assert result.requeue_after == case.requeue
+    assert_writes(world, case.writes)
+    assert world.fake.reasons() == case.events
+
+
+# ---------------------------------------------------------------------------------------------------- creation
+
+
+async def test_a_new_cluster_gets_its_service_head_workers_and_status_in_one_pass() -> None:
+    world = new_world()
+    result = await world.reconcile()
+    assert_writes(
+        world,
+        [
+            ("create", "services", f"{NAME}-head-svc"),
+            ("create", "pods", f"{NAME}-head-*"),
+            ("create", "pods", f"{NAME}-workers-worker-*"),
+            ("create", "pods", f"{NAME}-workers-worker-*"),
+            STATUS,
+        ],
+    )
+    assert world.fake.reasons() == [
+        c.EVENT_CREATED_SERVICE,
+        c.EVENT_CREATED_HEAD_POD,
+        c.EVENT_CREATED_WORKER_POD,
+        c.EVENT_CREATED_WORKER_POD,
+    ]
+    assert result.requeue_after == 2.0
+    head = world.pods(**{c.RAY_NODE_TYPE_LABEL: c.NODE_TYPE_HEAD})[0]
+    assert head == {**head, **{k: v for k, v in pods.head_pod(_model(world), world.options).items() if k != "metadata"}}
+
+
+def _model(world: World) -> Any:
+    from raykube.api.resources import RayCluster  # noqa: PLC0415
+
+    return RayCluster.model_validate(world.cluster)
+
+
+async def test_a_lagging_cache_never_creates_duplicates_while_expectations_are_unmet() -> None:
+    world = World(FakeKube([raycluster()], resources=RESOURCES, lagging=True, clock=lambda: NOW))
+    await world.reconcile()
+    assert len(world.fake.writes_of("create", "pods")) == 3
+    world.clear()
+    result = await world.reconcile()  # the cache has not seen the new Pods yet
+    assert world.fake.writes_of("create", "pods") == []
+    assert result.requeue_after == 2.0
+    world.fake.sync()
+    world.clear()
+    await world.reconcile()  # now it has: expectations are met, and there is nothing to create
+    assert world.fake.writes_of("create", "pods") == []
+    assert world.expectations.pending((NS, NAME)) == 0
+
+
+async def test_a_lagging_cache_never_deletes_twice() -> None:
+    world = await ready_world(expectations=ScaleExpectations())
+    world.fake.lagging = True
+    world.fake.sync()
+    _replicas(1)(world)
+    world.fake.sync()
+    await world.reconcile()
+    assert len(world.fake.writes_of("delete", "pods")) == 1
+    world.clear()
+    await world.reconcile()  # the deleted Pod is still in the cache
+    assert world.fake.writes_of("delete", "pods") == []
+
+
+async def test_a_failed_head_pod_create_is_a_warning_event_and_a_replica_failure() -> None:
+    world = new_world()
+    world.fake.fail("create", PODS, name=f"{NAME}-head-*", code=403, reason="Forbidden", message="quota exceeded")
+    with pytest.raises(ReconcileError):
+        await world.reconcile()
+    assert world.fake.reasons() == [c.EVENT_CREATED_SERVICE, c.EVENT_FAILED_TO_CREATE_HEAD_POD]
+    assert "quota exceeded" in world.fake.events[-1].note
+    failure = next(x for x in world.cluster["status"]["conditions"] if x["type"] == c.CONDITION_REPLICA_FAILURE)
+    assert failure["status"] == "True"
+    assert failure["reason"] == c.REASON_FAILED_CREATE_HEAD_POD
+
+
+async def test_an_unhealthy_head_is_deleted_and_recreated_next_pass() -> None:
+    world = await ready_world()
+    head = world.pods(**{c.RAY_NODE_TYPE_LABEL: c.NODE_TYPE_HEAD})[0]
+    world.set_pod(head, phase="Failed")
+    with pytest.raises(ReconcileError):
+        await world.reconcile()
+    assert world.fake.reasons() == [c.EVENT_DELETED_HEAD_POD]
+    world.clear()
+    await world.reconcile()
+    assert [w.name.startswith(f"{NAME}-head-") for w in world.fake.writes_of("create", "pods")] == [True]
+
+
+# ---------------------------------------------------------------------------------------------------- suspend
+
+
+async def test_suspend_goes_suspending_then_deletes_then_suspended() -> None:
+    world = await ready_world()
+    world.edit(lambda body: body["spec"].update(suspend=True))
+    await world.reconcile()
+    assert_writes(world, [STATUS])  # Suspending first; nothing deleted yet
+    assert world.cluster["status"]["conditions"][-1]["type"] == "RayClusterSuspending"
+    world.clear()
+    await world.reconcile()
+    assert_writes(world, [("deletecollection", "pods", f"{c.RAY_CLUSTER_LABEL}={NAME}"), STATUS])
+    assert world.fake.reasons() == [c.EVENT_DELETED_POD]
+    world.clear()
+    await world.reconcile()
+    assert world.cluster["status"]["state"] == c.CLUSTER_STATE_SUSPENDED
+    world.clear()
+    await world.reconcile()
+    assert world.fake.writes == []  # suspended and quiet: no Pod is created
+
+
+# ---------------------------------------------------------------------------------------------------- upgrades
+
+
+async def test_recreate_deletes_every_pod_when_the_spec_hash_changes() -> None:
+    world = await ready_world(raycluster(upgradeStrategy={"type": "Recreate"}))
+    world.edit(lambda body: body["spec"]["workerGroupSpecs"][0]["template"]["spec"]["containers"][0].update(
+        image="rayproject/ray:2.53.0"))  # fmt: skip
+    await world.reconcile()
+    assert_writes(world, [("deletecollection", "pods", f"{c.RAY_CLUSTER_LABEL}={NAME}"), STATUS])
+    assert world.fake.reasons() == [c.EVENT_DELETED_POD]
+    assert "Recreate" in world.fake.events[0].note
+
+
+async def test_recreate_keeps_pods_when_only_replicas_change() -> None:
+    world = await ready_world(raycluster(upgradeStrategy={"type": "Recreate"}))
+    _replicas(3)(world)
+    await world.reconcile()
+    assert world.fake.writes_of("deletecollection") == []
+    assert len(world.fake.writes_of("create", "pods")) == 1
+
+
+# ------------------------------------------------------------------------------------------------- left alone
+
+
+async def test_an_invalid_spec_is_a_warning_event_and_nothing_else() -> None:
+    cluster = raycluster()
+    cluster["spec"]["workerGroupSpecs"].append(copy.deepcopy(cluster["spec"]["workerGroupSpecs"][0]))
+    world = new_world(cluster)
+    result = await world.reconcile()
+    assert result == Result()
+    assert world.fake.writes == []
+    assert world.fake.reasons() == [c.EVENT_INVALID_RAYCLUSTER_SPEC]
+    assert "spec.workerGroupSpecs[1]" in world.fake.events[0].note
+    assert "unique" in world.fake.events[0].note
+
+
+async def test_a_cluster_managed_by_another_controller_is_left_alone() -> None:
+    world = new_world(raycluster(managedBy="kueue.x-k8s.io/multikueue"))
+    assert await world.reconcile() == Result()
+    assert world.fake.writes == []
+    assert world.fake.events == []
+
+
+async def test_a_deleted_cluster_is_left_to_the_garbage_collector() -> None:
+    world = await ready_world()
+    world.edit(lambda body: body["metadata"].update(deletionTimestamp="2026-12-03T12:00:00Z"))
+    assert await world.reconcile() == Result()
+    assert world.fake.writes == []
+
+
+async def test_a_cluster_gone_from_the_cache_forgets_its_expectations() -> None:
+    world = World(FakeKube([raycluster()], resources=RESOURCES, lagging=True, clock=lambda: NOW))
+    await world.reconcile()
+    assert world.expectations.pending((NS, NAME)) == 3
+    world.fake._cached.clear()
+    assert await world.reconcile() == Result()
+    assert world.expectations.pending((NS, NAME)) == 0
+
+
+async def test_a_provisioned_cluster_with_head_restart_disabled_gets_no_new_head() -> None:
+    world = await ready_world(
+        raycluster() | {"metadata": {**raycluster()["metadata"],
+                                     "annotations": {c.RAY_DISABLE_PROVISIONED_HEAD_RESTART_ANNOTATION: "true"}}}
+    )  # fmt: skip
+    head = world.pods(**{c.RAY_NODE_TYPE_LABEL: c.NODE_TYPE_HEAD})[0]
+    await world.fake.api.delete(PODS, objects.name(head), NS)
+    world.clear()
+    await world.reconcile()
+    assert world.fake.writes_of("create", "pods") == []
+
+
+# ---------------------------------------------------------------------------------------------------- other children
+
+
+async def test_gcs_ft_with_redis_adds_the_finalizer_first_and_creates_nothing_else() -> None:
+    cluster = raycluster(gcsFaultToleranceOptions={"redisAddress": "redis:6379"})
+    world = new_world(cluster)
+    assert await world.reconcile() == Result(2.0)
+    assert_writes(world, [("patch", "rayclusters", NAME)])
+    assert world.cluster["metadata"]["finalizers"] == [c.GCS_FT_REDIS_CLEANUP_FINALIZER]
+
+
+async def test_a_multi_host_group_gets_a_headless_worker_service() -> None:
+    cluster = raycluster()
+    cluster["spec"]["workerGroupSpecs"][0].update(numOfHosts=2, replicas=1)
+    world = new_world(cluster)
+    await world.reconcile()
+    services = [w.name for w in world.fake.writes_of("create", "services")]
+    assert services == [f"{NAME}-head-svc", names.headless_service_name(NAME)]
+
+
+async def test_volcano_podgroup_is_created_before_any_pod() -> None:
+    world = new_world(options=BuildOptions(batch_scheduler=c.BATCH_SCHEDULER_VOLCANO))
+    await world.reconcile()
+    creates = [w.resource for w in world.fake.writes_of("create")]
+    assert creates.index("podgroups") < creates.index("pods")
+
+
+async def test_two_head_services_fail_the_pass() -> None:
+    world = await ready_world()
+    svc = copy.deepcopy(world.fake.all(SERVICES, NS)[0])
+    svc["metadata"] = {**svc["metadata"], "name": "another-head-svc", "uid": "other"}
+    world.fake.add(svc, SERVICES)
+    with pytest.raises(ReconcileError, match="2 head Services"):
+        await world.reconcile()
+
+
+# ---------------------------------------------------------------------------------------------------- registration
+
+
+def test_the_registration_watches_what_kuberays_controller_owns() -> None:
+    reg = registration(BuildOptions())
+    assert reg.kind == RAYCLUSTERS
+    assert reg.recorder == c.RAYCLUSTER_CONTROLLER_NAME
+    owned = [w.res for w in reg.owned]
+    assert owned == [PODS, SERVICES, SERVICE_ACCOUNTS, ROLES, ROLE_BINDINGS, JOBS, SECRETS, INGRESSES]
+    volcano = registration(BuildOptions(batch_scheduler=c.BATCH_SCHEDULER_VOLCANO))
+    assert [w.res.kind for w in volcano.owned][-1] == "PodGroup"
+    assert volcano.owned[-1].missing_hint is not None
+
+
+def test_routing_ignores_status_only_updates_and_follows_controller_owner_references() -> None:
+    reg = registration(BuildOptions())
+    old = raycluster()
+    status_only = copy.deepcopy(old) | {"status": {"state": "ready"}}
+    assert reg.key_for_primary("MODIFIED", old, status_only) is None
+    relabelled = copy.deepcopy(old)
+    relabelled["metadata"]["labels"] = {"team": "a"}
+    assert reg.key_for_primary("MODIFIED", old, relabelled) == (NS, NAME)
+    pod = {"metadata": {"namespace": NS, "ownerReferences": [
+        {"apiVersion": "ray.io/v1", "kind": "RayCluster", "name": NAME, "uid": "u", "controller": True}]}}  # fmt: skip
+    assert reg.key_for_owned(None, pod) == (NS, NAME)
+    not_controller = copy.deepcopy(pod)
+    not_controller["metadata"]["ownerReferences"][0]["controller"] = False
+    assert reg.key_for_owned(None, not_controller) is None
