@@ -61,6 +61,7 @@ from lightkube import AsyncClient, KubeConfig
 from prometheus_client.parser import text_string_to_metric_families
 
 from raykube.api import constants as c
+from raykube.api.config import DEFAULT_RECONCILE_CONCURRENCY
 from raykube.api.crd import load_generated
 from raykube.api.resources import RayCluster
 from raykube.builders import pods as pod_builder
@@ -68,7 +69,6 @@ from raykube.builders import services as service_builder
 from raykube.builders.options import BuildOptions
 from raykube.builders.status import is_running_and_ready
 from raykube.controllers.ports import LEASES, NAMESPACES, PODS, RAYCLUSTERS, SERVICES, ApiError
-from raykube.runtime.config import DEFAULT_RECONCILE_CONCURRENCY
 from raykube.runtime.crds import install_crds
 from raykube.runtime.informer import Informer
 from raykube.runtime.kube import Kube

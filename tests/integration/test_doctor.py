@@ -36,13 +36,13 @@ from lightkube.types import PatchType
 
 from raykube.api import constants as c
 from raykube.api import rbac
+from raykube.api.config import OperatorConfig
 from raykube.controllers.ports import RAYCLUSTERS
 from raykube.doctor import dump as dumps
 from raykube.doctor.gather import Scope
 from raykube.doctor.model import Evidence, Finding, Report, at_least
 from raykube.doctor.render import JSON_SCHEMA, render_text
 from raykube.doctor.run import diagnose, diagnose_live
-from raykube.runtime.config import OperatorConfig
 from raykube.runtime.kube import Kube
 from raykube.runtime.manager import Manager
 from raykube.runtime.operator import Operator

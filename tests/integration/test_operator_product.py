@@ -21,8 +21,8 @@ from lightkube.codecs import from_dict
 from lightkube.generic_resource import create_global_resource
 
 from raykube.api import rbac
+from raykube.api.config import OperatorConfig
 from raykube.controllers.ports import EVENTS, LEASES, PODS, RAYCLUSTERS, ApiError
-from raykube.runtime.config import OperatorConfig
 from raykube.runtime.kube import Kube
 from raykube.runtime.operator import Operator
 from raykube.sandbox import Binaries

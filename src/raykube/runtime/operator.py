@@ -22,8 +22,8 @@ import socket
 import uuid
 from pathlib import Path
 
+from raykube.api.config import OperatorConfig, describe
 from raykube.builders.options import BuildOptions
-from raykube.runtime.config import OperatorConfig, describe
 from raykube.runtime.http import HttpServer
 from raykube.runtime.kube import Kube
 from raykube.runtime.leader import LeaderElector

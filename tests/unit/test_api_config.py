@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from raykube.runtime.config import ConfigError, OperatorConfig, parse_bool, parse_feature_gates, parse_flags
+from raykube.api import constants as c
+from raykube.api.config import ConfigError, OperatorConfig, parse_bool, parse_feature_gates, parse_flags
+from raykube.builders import batch
 
 
 def test_defaults_are_kuberays_except_the_reconcile_concurrency() -> None:
@@ -125,3 +127,12 @@ def test_feature_gate_lists_tolerate_spaces_and_empty_items() -> None:
         "RayCronJob": True,
         "RayMultiHostIndexing": False,
     }
+
+
+def test_the_batch_scheduler_names_agree_with_the_plugins_raykube_implements() -> None:
+    """raykube.api.config checks --batch-scheduler against names in raykube.api.constants (the api layer does not
+    import the builders): the implemented names are exactly the builders' plugins, all of them KubeRay's names."""
+    assert set(c.RAYKUBE_BATCH_SCHEDULERS) == set(batch.PLUGINS)
+    assert all(batch.PLUGINS[name].name == name for name in c.RAYKUBE_BATCH_SCHEDULERS)
+    assert set(c.RAYKUBE_BATCH_SCHEDULERS) < set(c.KUBERAY_BATCH_SCHEDULERS)
+    assert set(c.KUBERAY_BATCH_SCHEDULERS) - set(c.RAYKUBE_BATCH_SCHEDULERS) == {"kai-scheduler", "scheduler-plugins"}

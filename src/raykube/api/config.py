@@ -1,4 +1,10 @@
-"""The operator's configuration: KubeRay's command-line flags, or its ``config.ray.io/v1alpha1`` Configuration file.
+"""The operator's configuration API: KubeRay's command-line flags, or its ``config.ray.io/v1alpha1`` Configuration file.
+
+This is raykube's counterpart of KubeRay's ``ray-operator/apis/config/v1alpha1/configuration_types.go`` (the
+``Configuration`` type, with its defaults in ``defaults.go`` and ``ValidateBatchSchedulerConfig`` in
+``config_utils.go``) and of the flags ``ray-operator/main.go`` defines. It is pure (no I/O but reading the
+``--config`` file), so the operator (``raykube operator``) and ``raykube doctor``, which reads the flags of an operator
+Deployment, share one parser.
 
 Both spell settings as KubeRay does, so the same Deployment args, Helm values and config files work unchanged:
 
@@ -24,7 +30,6 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.alias_generators import to_camel
 
 from raykube.api import constants as c
-from raykube.builders import batch as batch_schedulers
 
 CONFIG_API_VERSION = "config.ray.io/v1alpha1"
 CONFIG_KIND = "Configuration"
@@ -248,9 +253,9 @@ def _batch_scheduler(name: str, *, enable: bool, source: str) -> str:
         )
     if enable:
         return c.BATCH_SCHEDULER_VOLCANO
-    if not name or name in batch_schedulers.PLUGINS:
+    if not name or name in c.RAYKUBE_BATCH_SCHEDULERS:
         return name
-    implemented = ", ".join(sorted(batch_schedulers.PLUGINS))
+    implemented = ", ".join(sorted(c.RAYKUBE_BATCH_SCHEDULERS))
     if name in c.KUBERAY_BATCH_SCHEDULERS:
         raise ConfigError(
             f"{source}: batch scheduler {name!r} is a KubeRay batch scheduler raykube does not implement yet "
