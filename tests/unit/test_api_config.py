@@ -7,7 +7,14 @@ from pathlib import Path
 import pytest
 
 from raykube.api import constants as c
-from raykube.api.config import ConfigError, OperatorConfig, parse_bool, parse_feature_gates, parse_flags
+from raykube.api.config import (
+    ConfigError,
+    OperatorConfig,
+    parse_bool,
+    parse_feature_gates,
+    parse_flags,
+    read_flags,
+)
 from raykube.builders import batch
 
 
@@ -50,18 +57,18 @@ def test_a_bare_boolean_flag_means_true_and_go_spellings_work() -> None:
     assert parse_bool("1", "--x") and not parse_bool("0", "--x")
 
 
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        (["--qps=fast"], "--qps must be a number"),
-        (["--reconcile-concurrency=0"], "reconcile concurrency must be at least 1"),
-        (["--enable-metrics=maybe"], "--enable-metrics must be true or false"),
-        (["--feature-gates=Bogus=true"], "unknown feature gate 'Bogus'"),
-        (["--feature-gates=RayCronJob"], "must look like Name=true"),
-        (["--log-stdout-encoder=xml"], "log stdout encoder must be json or console"),
-        (["--no-such-flag=1"], "unrecognized arguments: --no-such-flag=1"),
-    ],
-)
+BAD_FLAGS = [
+    (["--qps=fast"], "--qps must be a number"),
+    (["--reconcile-concurrency=0"], "reconcile concurrency must be at least 1"),
+    (["--enable-metrics=maybe"], "--enable-metrics must be true or false"),
+    (["--feature-gates=Bogus=true"], "unknown feature gate 'Bogus'"),
+    (["--feature-gates=RayCronJob"], "must look like Name=true"),
+    (["--log-stdout-encoder=xml"], "log stdout encoder must be json or console"),
+    (["--no-such-flag=1"], "unrecognized arguments: --no-such-flag=1"),
+]
+
+
+@pytest.mark.parametrize(("args", "message"), BAD_FLAGS)
 def test_bad_flags_name_the_flag(args: list[str], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         parse_flags(args)
@@ -136,3 +143,72 @@ def test_the_batch_scheduler_names_agree_with_the_plugins_raykube_implements() -
     assert all(batch.PLUGINS[name].name == name for name in c.RAYKUBE_BATCH_SCHEDULERS)
     assert set(c.RAYKUBE_BATCH_SCHEDULERS) < set(c.KUBERAY_BATCH_SCHEDULERS)
     assert set(c.KUBERAY_BATCH_SCHEDULERS) - set(c.RAYKUBE_BATCH_SCHEDULERS) == {"kai-scheduler", "scheduler-plugins"}
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# read_flags: another operator's flags (raykube doctor), same parser, never refused
+# --------------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("args", "message"), BAD_FLAGS)
+def test_reading_notes_what_parsing_refuses_in_the_same_words(args: list[str], message: str) -> None:
+    with pytest.raises(ConfigError) as refused:
+        parse_flags(args)
+    reading = read_flags(args)
+    assert reading.problems == (str(refused.value),)
+    assert reading.config == OperatorConfig()  # every bad setting stays at its default
+
+
+def test_reading_sound_flags_gives_what_parsing_gives() -> None:
+    args = ["--watch-namespace=a,b", "-enable-leader-election=false", "--feature-gates=RayCronJob=true", "--qps", "50"]
+    reading = read_flags(args)
+    assert reading.config == parse_flags(args)
+    assert reading.problems == ()
+
+
+def test_reading_keeps_every_setting_it_can() -> None:
+    """A KubeRay operator's args: its zap logging flags and kai-scheduler are KubeRay's, not raykube's; a gate
+    raykube does not know drops that gate only."""
+    reading = read_flags(
+        ["--zap-log-level", "debug", "--watch-namespace=team-a", "--batch-scheduler=kai-scheduler",
+         "--feature-gates=AsyncJobInfoQuery=true,RayClusterStatusConditions=false", "--enable-leader-election=false",
+         "--zap-devel", "--qps=fast", "--burst=50"]
+    )  # fmt: skip
+    config = reading.config
+    assert config.watch_namespaces == ("team-a",)
+    assert config.feature_gates == {"RayClusterStatusConditions": False}
+    assert (config.enable_leader_election, config.batch_scheduler, config.qps, config.burst) == (False, "", 100.0, 50)
+    assert reading.problems[0] == "unrecognized arguments: --zap-log-level debug --zap-devel"
+    assert "unknown feature gate 'AsyncJobInfoQuery'" in reading.problems[1]
+    assert "'kai-scheduler' is a KubeRay batch scheduler raykube does not implement" in reading.problems[2]
+    assert reading.problems[3] == "--qps must be a number, got 'fast'"
+    assert len(reading.problems) == 4
+
+
+def test_reading_a_flag_without_its_value_or_help_never_raises() -> None:
+    assert read_flags(["--watch-namespace"]).problems == ("argument --watch-namespace: expected one argument",)
+    assert read_flags(["--watch-namespace"]).config == OperatorConfig()
+    reading = read_flags(["--help", "--watch-namespace=a"])
+    assert reading.config.watch_namespaces == ("a",)
+    assert reading.problems == ("--help: the operator prints its flags and exits",)
+
+
+def test_reading_a_config_flag_asks_the_given_loader_and_ignores_the_other_flags_but_feature_gates() -> None:
+    def unread(path: Path) -> OperatorConfig:
+        return OperatorConfig(config_file=path)
+
+    reading = read_flags(
+        ["--config=/etc/raykube/config.yaml", "--watch-namespace=a", "--feature-gates=RayCronJob=true"],
+        load_file=unread,
+    )
+    assert reading.config == OperatorConfig(
+        config_file=Path("/etc/raykube/config.yaml"), feature_gates={"RayCronJob": True}
+    )
+    assert reading.problems == ()
+
+
+def test_reading_a_config_file_that_does_not_load_notes_why(tmp_path: Path) -> None:
+    missing = tmp_path / "absent.yaml"
+    reading = read_flags([f"--config={missing}"])
+    assert reading.config == OperatorConfig(config_file=missing)
+    assert reading.problems == (f"--config {missing}: No such file or directory",)
