@@ -570,13 +570,9 @@ OPERATOR_DEPLOYMENT_NAME: Final = "kuberay-operator"
 OPERATOR_DEFAULT_NAMESPACE: Final = "kuberay-operator"
 # KubeRay helm chart (app.kubernetes.io/name=kuberay-operator) and kustomize install (=kuberay): operator Pod labels.
 OPERATOR_APP_NAME_LABEL_VALUES: Final = ("kuberay-operator", "kuberay")
-# KubeRay main.go flags: the namespaces to watch (comma-separated; all when empty), feature gates, leader election.
+# KubeRay main.go flag: the namespaces to watch (comma-separated; all when empty), as the doctor names it. All the
+# operator's flags are parsed by raykube.api.config.
 OPERATOR_WATCH_NAMESPACE_FLAG: Final = "--watch-namespace"
-OPERATOR_FEATURE_GATES_FLAG: Final = "--feature-gates"
-OPERATOR_ENABLE_LEADER_ELECTION_FLAG: Final = "--enable-leader-election"
-OPERATOR_LEADER_ELECTION_NAMESPACE_FLAG: Final = "--leader-election-namespace"
-# KubeRay main.go: --enable-leader-election defaults to true.
-OPERATOR_LEADER_ELECTION_DEFAULT: Final = True
 
 # --- Objects around the cluster (KubeRay common/rbac.go, ingress.go, job.go; utils/constant.go) ------------------
 

@@ -1,15 +1,17 @@
 """The operator Deployments (raykube's chart or KubeRay's ``helm-chart/kuberay-operator`` and
 ``ray-operator/config/default``), found by name or labels, with their readiness and the flags KubeRay's
-``ray-operator/main.go`` defines (watched namespaces, feature gates, leader election); docs/doctor.md, "The
-operator's permissions"."""
+``ray-operator/main.go`` defines (watched namespaces, feature gates, leader election), read by the operator's own
+parser (:func:`raykube.api.config.read_flags`); docs/doctor.md, "The operator's permissions"."""
 
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from pathlib import Path, PurePosixPath
 from typing import Any, Final
 
 from raykube.api import constants as c
+from raykube.api.config import FlagReading, OperatorConfig, read_flags
 from raykube.doctor import snapshot as s
 from raykube.doctor.facts.objects import terminating
 from raykube.doctor.facts.pods import is_ready, ray_container
@@ -20,15 +22,17 @@ from raykube.doctor.snapshot import Obj, Snapshot
 COMPONENT_LABEL: Final = "app.kubernetes.io/component"
 
 
-def _flag(args: Sequence[str], flag: str) -> str | None:
-    """The value of ``--flag=value`` or ``--flag value`` in an argv (the last one wins, as Go's flag package)."""
-    found = None
-    for index, arg in enumerate(args):
-        if arg == flag and index + 1 < len(args):
-            found = args[index + 1]
-        elif arg.startswith(flag + "="):
-            found = arg[len(flag) + 1 :]
-    return found
+# Shells an operator may be started through (``sh -c "exec /manager --watch-namespace=a"``), and the characters that
+# end a command in a shell script (``;``, ``&&``, ``|``, redirections).
+_SHELLS: Final = frozenset({"sh", "bash", "ash", "dash", "zsh"})
+_SHELL_OPERATORS: Final = ";&|<>"
+
+
+def _words(script: str) -> list[str]:
+    """A shell string split as the shell splits it into words, with its operators as words of their own."""
+    lexer = shlex.shlex(script, posix=True, punctuation_chars=_SHELL_OPERATORS)
+    lexer.whitespace_split = True
+    return list(lexer)
 
 
 def _argv(container: Mapping[str, Any]) -> list[str]:
@@ -38,7 +42,7 @@ def _argv(container: Mapping[str, Any]) -> list[str]:
     for arg in argv:
         if " " in arg and "--" in arg:
             try:
-                out.extend(shlex.split(arg))
+                out.extend(_words(arg))
             except ValueError:
                 out.append(arg)
         else:
@@ -46,13 +50,39 @@ def _argv(container: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def _feature_gates(text: str | None) -> dict[str, bool]:
-    gates: dict[str, bool] = {}
-    for item in (text or "").split(","):
-        name, _, value = item.partition("=")
-        if name.strip():
-            gates[name.strip()] = value.strip().lower() in ("true", "1", "t")
-    return gates
+def _is_flag(arg: str) -> bool:
+    """``--flag``, ``--flag=value`` or Go's single-dash ``-flag``; not ``--`` nor a short option (``-c``, ``-m``)."""
+    return arg.startswith("-") and len(arg.split("=", 1)[0]) > 2
+
+
+def operator_args(container: Mapping[str, Any]) -> list[str]:
+    """The flags on an operator container's command line, as the operator's flag parser gets them: what follows the
+    program (and its subcommand, ``raykube operator``), in exec form or inside ``sh -c "..."``, up to the end of that
+    command in a shell script."""
+    argv = _argv(container)
+    if argv and PurePosixPath(argv[0]).name in _SHELLS:
+        argv = argv[1:]
+        while argv and argv[0].startswith("-"):  # the shell's own options: -c, -ec, -lc, --
+            argv = argv[1:]
+    start = next((i for i, arg in enumerate(argv) if _is_flag(arg)), len(argv))
+    flags = argv[start:]
+    end = next((i for i, arg in enumerate(flags) if arg and set(arg) <= set(_SHELL_OPERATORS)), len(flags))
+    if 0 < end < len(flags) and flags[end][0] in "<>" and flags[end - 1].isdigit():
+        end -= 1  # the file descriptor of a redirection: `2>&1`
+    return flags[:end]
+
+
+def _config_file_unread(path: Path) -> OperatorConfig:
+    """``--config FILE`` names a file in the operator's container (a mounted ConfigMap, whose values the snapshot does
+    not keep): its settings are not known here, so they read as the Configuration's defaults (every namespace
+    watched, leader election on). The operator ignores its other flags then, except ``--feature-gates``."""
+    return OperatorConfig(config_file=path)
+
+
+def operator_flags(container: Mapping[str, Any]) -> FlagReading:
+    """The operator's configuration from its container's flags, read by the operator's own parser; what that parser
+    refuses (unknown flags, bad values) is noted in :attr:`~raykube.api.config.FlagReading.problems`, never raised."""
+    return read_flags(operator_args(container), load_file=_config_file_unread)
 
 
 def is_operator_deployment(deployment: Mapping[str, Any]) -> bool:
@@ -93,8 +123,8 @@ def operators(snap: Snapshot) -> list[OperatorInfo]:
         template = (spec.get("template") or {}).get("spec") or {}
         container = ray_container(template)
         argv = _argv(container)
-        watch = _flag(argv, c.OPERATOR_WATCH_NAMESPACE_FLAG) or ""
-        leader = _flag(argv, c.OPERATOR_ENABLE_LEADER_ELECTION_FLAG)
+        flags = operator_flags(container)
+        config = flags.config
         namespace = s.namespace_of(deployment)
         status = deployment.get("status") or {}
         selector = spec.get("selector") or {}
@@ -116,11 +146,12 @@ def operators(snap: Snapshot) -> list[OperatorInfo]:
                 ready=ready_replicas > 0,
                 ready_replicas=ready_replicas,
                 replicas=int(spec.get("replicas") or 0) if "replicas" in spec else 1,
-                watch_namespaces=tuple(n.strip() for n in watch.split(",") if n.strip()),
+                watch_namespaces=config.watch_namespaces,
                 service_account=str(template.get("serviceAccountName") or template.get("serviceAccount") or "default"),
-                feature_gates=_feature_gates(_flag(argv, c.OPERATOR_FEATURE_GATES_FLAG)),
-                leader_election=(leader or str(c.OPERATOR_LEADER_ELECTION_DEFAULT)).lower() in ("true", "1", "t"),
-                leader_election_namespace=_flag(argv, c.OPERATOR_LEADER_ELECTION_NAMESPACE_FLAG) or namespace,
+                feature_gates=dict(config.feature_gates),
+                leader_election=config.enable_leader_election,
+                leader_election_namespace=config.leader_election_namespace or namespace,
+                flag_problems=flags.problems,
             )
         )
     return sorted(found, key=lambda o: (o.namespace, o.name))
