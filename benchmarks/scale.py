@@ -61,6 +61,7 @@ from lightkube import AsyncClient, KubeConfig
 from prometheus_client.parser import text_string_to_metric_families
 
 from raykube.api import constants as c
+from raykube.api.config import DEFAULT_RECONCILE_CONCURRENCY
 from raykube.api.crd import load_generated
 from raykube.api.resources import RAYCLUSTERS, RayCluster
 from raykube.builders import pods as pod_builder
@@ -72,7 +73,6 @@ from raykube.kube.client import Kube
 from raykube.kube.errors import ApiError
 from raykube.kube.informer import Informer
 from raykube.kube.resources import LEASES, NAMESPACES, PODS, SERVICES
-from raykube.runtime.config import DEFAULT_RECONCILE_CONCURRENCY
 from raykube.runtime.crds import install_crds
 from raykube.runtime.metrics import Metrics
 from raykube.sandbox import NodePool, Ports, Sandbox, SandboxConfig, versions

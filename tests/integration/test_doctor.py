@@ -36,6 +36,7 @@ from lightkube.types import PatchType
 
 from raykube.api import constants as c
 from raykube.api import rbac
+from raykube.api.config import OperatorConfig
 from raykube.api.resources import RAYCLUSTERS
 from raykube.doctor import dump as dumps
 from raykube.doctor.gather import Scope
@@ -43,7 +44,6 @@ from raykube.doctor.model import Evidence, Finding, Report, at_least
 from raykube.doctor.render import JSON_SCHEMA, render_text
 from raykube.doctor.run import diagnose, diagnose_live
 from raykube.kube.client import Kube
-from raykube.runtime.config import OperatorConfig
 from raykube.runtime.manager import Manager
 from raykube.runtime.operator import Operator
 from raykube.waiting import NotYet, wait_for

@@ -357,8 +357,8 @@ def test_invalid_values_fail_to_render(values: list[str], message: str) -> None:
 
 
 def test_the_operator_understands_what_the_chart_renders(tmp_path: Path) -> None:
-    """The chart's flags and Configuration file go through the operator's own parser (raykube.runtime.config)."""
-    from raykube.runtime.config import parse_flags  # noqa: PLC0415 - the contract under test
+    """The chart's flags and Configuration file go through the operator's own parser (raykube.api.config)."""
+    from raykube.api.config import parse_flags  # noqa: PLC0415 - the contract under test
 
     config = parse_flags(container(render(namespace="ops"))["args"])
     assert config is not None

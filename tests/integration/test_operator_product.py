@@ -21,11 +21,11 @@ from lightkube.codecs import from_dict
 from lightkube.generic_resource import create_global_resource
 
 from raykube.api import rbac
+from raykube.api.config import OperatorConfig
 from raykube.api.resources import RAYCLUSTERS
 from raykube.kube.client import Kube
 from raykube.kube.errors import ApiError
 from raykube.kube.resources import EVENTS, LEASES, PODS
-from raykube.runtime.config import OperatorConfig
 from raykube.runtime.operator import Operator
 from raykube.sandbox import Binaries
 from raykube.sandbox.ports import Ports

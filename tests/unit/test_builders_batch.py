@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 import yaml
 
+from raykube.api.config import ConfigError, load_config_file, parse_flags
 from raykube.api.resources import RayCluster
 from raykube.builders import batch, pods
 from raykube.builders.options import BuildOptions
 from raykube.kube.resources import Resource
-from raykube.runtime.config import ConfigError, load_config_file, parse_flags
 from tests.support import KUBERAY_V161
 
 SAMPLES = KUBERAY_V161 / "samples"

@@ -21,6 +21,7 @@ from raykube.doctor import snapshot as s
 from raykube.doctor.access import OPERATOR_ACCESS
 from raykube.doctor.correlate import correlate
 from raykube.doctor.facts import image_ray_version, operators
+from raykube.doctor.facts.operators import operator_args
 from raykube.doctor.model import Finding, ObjectRef, Report, at_least
 from raykube.doctor.render import render_json, render_text
 from raykube.doctor.rules import CATALOGUE, CHECKERS
@@ -366,6 +367,65 @@ def test_operator_deployments_are_found_by_name_or_label_and_their_watched_names
     assert op.watch_namespaces == ("a", "b") and op.ready and op.implementation == "raykube"
     assert op.feature_gates == {"RayClusterStatusConditions": False}
     assert op.service_account == "kuberay-operator" and not op.leader_election
+    assert op.flag_problems == ()
+
+
+@pytest.mark.parametrize(
+    ("container", "flags"),
+    [
+        ({"command": ["raykube", "operator"], "args": ["--watch-namespace", "a"]}, ["--watch-namespace", "a"]),
+        ({"command": ["/manager"], "args": ["-watch-namespace=a", "--zap-devel"]},
+         ["-watch-namespace=a", "--zap-devel"]),
+        ({"args": ["--watch-namespace=a"]}, ["--watch-namespace=a"]),  # the image's entrypoint
+        ({"command": ["sh", "-c", "exec /manager --watch-namespace=a --feature-gates=RayCronJob=true; sleep 1"]},
+         ["--watch-namespace=a", "--feature-gates=RayCronJob=true"]),
+        ({"command": ["/bin/bash", "-ec", "--"],
+          "args": ["FOO=1 raykube operator --watch-namespace 'a,b' 2>&1 | tee /tmp/log"]},
+         ["--watch-namespace", "a,b"]),
+        ({"command": ["python", "-m", "raykube", "operator", "--enable-leader-election=false"]},
+         ["--enable-leader-election=false"]),
+        ({"command": ["/manager"]}, []),
+    ],
+)  # fmt: skip
+def test_the_operator_flags_are_found_on_its_command_line(container: dict[str, Any], flags: list[str]) -> None:
+    assert operator_args(container) == flags
+
+
+def test_operator_flags_inside_sh_c_are_read_by_the_operators_parser() -> None:
+    world = World()
+    container = world.one("deployments", "kuberay-operator")["spec"]["template"]["spec"]["containers"][0]
+    container["command"] = ["sh", "-c"]
+    container["args"] = ["exec raykube operator --watch-namespace=a,b --enable-leader-election"]
+    [op] = operators(world.snapshot())
+    assert op.watch_namespaces == ("a", "b") and op.leader_election and op.flag_problems == ()
+    assert op.leader_election_namespace == "kuberay-operator"  # the Pod's namespace, as the operator defaults it
+
+
+def test_with_a_config_file_the_other_flags_are_ignored_as_the_operator_ignores_them() -> None:
+    """The file is a ConfigMap mounted in the operator's container, whose values the doctor does not keep: its
+    settings read as the Configuration's defaults, and only --feature-gates is taken from the flags."""
+    world = World()
+    container = world.one("deployments", "kuberay-operator")["spec"]["template"]["spec"]["containers"][0]
+    container["args"] = ["--config=/etc/raykube/config.yaml", "--watch-namespace=team-a",
+                         "--feature-gates=RayClusterStatusConditions=false"]  # fmt: skip
+    [op] = operators(world.snapshot())
+    assert op.watch_namespaces == () and op.leader_election and op.flag_problems == ()
+    assert op.feature_gates == {"RayClusterStatusConditions": False}
+
+
+def test_a_kuberay_operators_own_flags_are_read_not_refused() -> None:
+    """KubeRay's operator knows controller-runtime's --zap-* flags and kai-scheduler, which raykube's parser does not
+    take: what it can read is kept, the rest noted, and nothing is reported against a KubeRay operator."""
+    world = World()
+    container = world.one("deployments", "kuberay-operator")["spec"]["template"]["spec"]["containers"][0]
+    container.update(image="quay.io/kuberay/operator:v1.6.1", command=["/manager"],
+                     args=["--zap-log-level=debug", f"--watch-namespace={NS}", "--batch-scheduler=kai-scheduler",
+                           "--feature-gates=AsyncJobInfoQuery=true,RayClusterStatusConditions=false"])  # fmt: skip
+    [op] = operators(world.snapshot())
+    assert op.implementation == "kuberay" and op.watch_namespaces == (NS,) and op.leader_election
+    assert op.feature_gates == {"RayClusterStatusConditions": False}
+    assert len(op.flag_problems) == 3
+    assert not [f for f in world.diagnose().findings if f.rule.startswith("A1")]
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -408,6 +468,23 @@ def test_an_operator_without_a_ready_pod_is_the_root_cause() -> None:
     _unreconciled(world)
     finding = root(world.diagnose(), "A10", "A12", "X02")
     assert any("CrashLoopBackOff" in str(e.value) for e in finding.evidence)
+    assert not any("refused" in str(e.value) for e in finding.evidence)
+
+
+def test_flags_the_raykube_operator_refuses_are_evidence_of_its_crash() -> None:
+    world = World()
+    world.objects["deployments"] = []
+    world.objects["pods"] = [p for p in world.objects["pods"] if "ray.io/cluster" in p["metadata"]["labels"]]
+    world.add_operator(ready=False, args=["--batch-scheduler=kai-scheduler", "--no-such-flag"])
+    _unreconciled(world)
+    finding = root(world.diagnose(), "A10", "A12", "X02")
+    refused = [e for e in finding.evidence if e.path == "spec.template.spec.containers[0].args"]
+    assert [str(e.value) for e in refused] == [
+        "refused by raykube operator: unrecognized arguments: --no-such-flag",
+        "refused by raykube operator: flags: batch scheduler 'kai-scheduler' is a KubeRay batch scheduler raykube "
+        "does not implement yet (implemented: volcano, yunikorn); refusing to start rather than leave the Pods to "
+        "the default scheduler",
+    ]
 
 
 def test_a_denied_create_pods_explains_the_rejected_head_pod() -> None:

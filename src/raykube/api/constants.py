@@ -592,13 +592,9 @@ OPERATOR_DEPLOYMENT_NAME: Final = "kuberay-operator"
 OPERATOR_DEFAULT_NAMESPACE: Final = "kuberay-operator"
 # KubeRay helm chart (app.kubernetes.io/name=kuberay-operator) and kustomize install (=kuberay): operator Pod labels.
 OPERATOR_APP_NAME_LABEL_VALUES: Final = ("kuberay-operator", "kuberay")
-# KubeRay main.go flags: the namespaces to watch (comma-separated; all when empty), feature gates, leader election.
+# KubeRay main.go flag: the namespaces to watch (comma-separated; all when empty), as the doctor names it. All the
+# operator's flags are parsed by raykube.api.config.
 OPERATOR_WATCH_NAMESPACE_FLAG: Final = "--watch-namespace"
-OPERATOR_FEATURE_GATES_FLAG: Final = "--feature-gates"
-OPERATOR_ENABLE_LEADER_ELECTION_FLAG: Final = "--enable-leader-election"
-OPERATOR_LEADER_ELECTION_NAMESPACE_FLAG: Final = "--leader-election-namespace"
-# KubeRay main.go: --enable-leader-election defaults to true.
-OPERATOR_LEADER_ELECTION_DEFAULT: Final = True
 
 # --- Objects around the cluster (KubeRay common/rbac.go, ingress.go, job.go; utils/constant.go) ------------------
 
@@ -624,7 +620,10 @@ ENABLE_GCS_FT_REDIS_CLEANUP_ENV: Final = "ENABLE_GCS_FT_REDIS_CLEANUP"
 # --- Batch schedulers (KubeRay batchscheduler/*, main.go --batch-scheduler; docs.ray.io "KubeRay integration with
 # Volcano" / "... with Apache YuniKorn"; volcano.sh/apis; yunikorn-k8shim) ---------------------------------------
 
-# KubeRay main.go --batch-scheduler / Configuration.batchScheduler: the plugin names KubeRay v1.6.1 accepts.
+# KubeRay main.go --batch-scheduler / Configuration.batchScheduler: the plugin names KubeRay v1.6.1 accepts, exactly
+# those ray-operator/apis/config/v1alpha1/config_utils.go ValidateBatchSchedulerConfig lets through: each plugin's
+# GetPluginName() in ray-operator/controllers/ray/batchscheduler/{volcano,yunikorn,kai-scheduler,scheduler-plugins}
+# (main.go's --batch-scheduler help text lists only volcano, yunikorn and kai-scheduler).
 BATCH_SCHEDULER_VOLCANO: Final = "volcano"
 BATCH_SCHEDULER_YUNIKORN: Final = "yunikorn"
 BATCH_SCHEDULER_KAI: Final = "kai-scheduler"
@@ -635,6 +634,10 @@ KUBERAY_BATCH_SCHEDULERS: Final = (
     BATCH_SCHEDULER_KAI,
     BATCH_SCHEDULER_SCHEDULER_PLUGINS,
 )
+# The ones raykube implements: the names of raykube.builders.batch.PLUGINS (a unit test keeps the two equal), which
+# the operator's configuration (raykube.api.config) accepts without importing the builders. The other KubeRay names
+# are refused at start-up.
+RAYKUBE_BATCH_SCHEDULERS: Final = (BATCH_SCHEDULER_VOLCANO, BATCH_SCHEDULER_YUNIKORN)
 # KubeRay utils/constant.go RayPriorityClassName: RayCluster label → PodGroup priorityClassName, copied onto Pods.
 RAY_PRIORITY_CLASS_NAME_LABEL: Final = "ray.io/priority-class-name"
 # KubeRay utils/constant.go RayGangSchedulingEnabled: present (any value) turns on YuniKorn task groups.

@@ -39,7 +39,7 @@ RayJob puts it there), else a JSON list with ``headgroup`` (``minMember`` 1) and
 and ``tolerations``, serialised as Go's ``encoding/json`` does (KubeRay's field order, no spaces, ``<>&`` escaped).
 
 KubeRay's ``kai-scheduler`` and ``scheduler-plugins`` are not implemented; the operator refuses to start with them
-(``raykube.runtime.config``) rather than let their Pods go to the default scheduler unnoticed.
+(``raykube.api.config``) rather than let their Pods go to the default scheduler unnoticed.
 """
 
 from __future__ import annotations

@@ -11,9 +11,9 @@ CONTEXT = {"allow_extra_args": True, "ignore_unknown_options": True, "help_optio
 
 def operator(ctx: typer.Context) -> None:
     """Run the RayCluster operator with KubeRay's flags (--help lists them)."""
-    from raykube.cli.output import fail  # noqa: PLC0415 - heavy imports load per command
+    from raykube.api.config import FLAGS_HELP, ConfigError, parse_flags  # noqa: PLC0415 - heavy imports load per command
+    from raykube.cli.output import fail  # noqa: PLC0415
     from raykube.runtime import logs  # noqa: PLC0415
-    from raykube.runtime.config import FLAGS_HELP, ConfigError, parse_flags  # noqa: PLC0415
     from raykube.runtime.manager import StartupError  # noqa: PLC0415
     from raykube.runtime.operator import run_until_signalled  # noqa: PLC0415
 

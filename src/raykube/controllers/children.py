@@ -39,6 +39,10 @@ NORMAL = c.EVENT_TYPE_NORMAL
 WARNING = c.EVENT_TYPE_WARNING
 DELETION_REQUEUE = 10.0  # KubeRay: while a head Pod still exists during deletion
 JOB_REQUEUE = 2.0
+_SERVICE_ACCOUNT_EVENTS = (c.EVENT_CREATED_SERVICE_ACCOUNT, c.EVENT_FAILED_TO_CREATE_SERVICE_ACCOUNT)
+_ROLE_EVENTS = (c.EVENT_CREATED_ROLE, c.EVENT_FAILED_TO_CREATE_ROLE)
+_ROLE_BINDING_EVENTS = (c.EVENT_CREATED_ROLE_BINDING, c.EVENT_FAILED_TO_CREATE_ROLE_BINDING)
+_INGRESS_EVENTS = (c.EVENT_CREATED_INGRESS, c.EVENT_FAILED_TO_CREATE_INGRESS)
 
 
 class ChildError(Exception):
@@ -59,9 +63,10 @@ class Children:
         self.token = token
 
     async def _create_once(
-        self, ctx: ClusterContext, res: Resource, body: Mapping[str, Any], reason: str, kind: str
+        self, ctx: ClusterContext, res: Resource, body: Mapping[str, Any], reasons: tuple[str, str], kind: str
     ) -> None:
-        """Create ``body`` unless the cache has it; events ``Created<reason>`` / ``FailedToCreate<reason>``."""
+        """Create ``body`` unless the cache has it; ``reasons`` are the events' on success and on failure."""
+        created, failed = reasons
         namespace = ctx.namespace
         name = objects.name(body)
         if self.cache.get(res, namespace, name) is not None:
@@ -72,9 +77,9 @@ class Children:
             if exc.conflict:
                 return  # exists; the cache has not caught up
             note = f"Failed to create {kind} {namespace}/{name}, {exc.message or exc}"
-            self.recorder.event(ctx.obj, WARNING, f"FailedToCreate{reason}", "Create", note)
+            self.recorder.event(ctx.obj, WARNING, failed, "Create", note)
             raise
-        self.recorder.event(ctx.obj, NORMAL, f"Created{reason}", "Create", f"Created {kind} {namespace}/{name}")
+        self.recorder.event(ctx.obj, NORMAL, created, "Create", f"Created {kind} {namespace}/{name}")
 
     # ------------------------------------------------------------------------------------------ autoscaler RBAC
     async def autoscaler_rbac(self, ctx: ClusterContext) -> None:
@@ -98,10 +103,10 @@ class Children:
                     raise ChildError(note) from exc
         else:
             body = children.autoscaler_service_account(cluster)
-            await self._create_once(ctx, SERVICE_ACCOUNTS, body, "ServiceAccount", "ServiceAccount")
-        await self._create_once(ctx, ROLES, children.autoscaler_role(cluster), "Role", "Role")
+            await self._create_once(ctx, SERVICE_ACCOUNTS, body, _SERVICE_ACCOUNT_EVENTS, "ServiceAccount")
+        await self._create_once(ctx, ROLES, children.autoscaler_role(cluster), _ROLE_EVENTS, "Role")
         body = children.autoscaler_role_binding(cluster)
-        await self._create_once(ctx, ROLE_BINDINGS, body, "RoleBinding", "RoleBinding")
+        await self._create_once(ctx, ROLE_BINDINGS, body, _ROLE_BINDING_EVENTS, "RoleBinding")
 
     # ------------------------------------------------------------------------------------------ ingress
     async def ingress(self, ctx: ClusterContext) -> None:
@@ -112,7 +117,7 @@ class Children:
         name = objects.name(desired)
         live = self.cache.get(INGRESSES, namespace, name)
         if live is None:
-            await self._create_once(ctx, INGRESSES, desired, "Ingress", "Ingress")
+            await self._create_once(ctx, INGRESSES, desired, _INGRESS_EVENTS, "Ingress")
             return
         if not objects.owned_by(live, ctx.uid):
             note = f"Ingress {namespace}/{name} exists and is not owned by this RayCluster; left alone"

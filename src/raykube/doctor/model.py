@@ -176,6 +176,8 @@ class OperatorInfo:
     feature_gates: Mapping[str, bool]
     leader_election: bool
     leader_election_namespace: str
+    # What the operator's flag parser (raykube.api.config.read_flags) refuses in the container's args.
+    flag_problems: tuple[str, ...] = ()
 
     def watches(self, namespace: str) -> bool:
         return not self.watch_namespaces or namespace in self.watch_namespaces

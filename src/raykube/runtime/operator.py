@@ -22,9 +22,9 @@ import socket
 import uuid
 from pathlib import Path
 
+from raykube.api.config import OperatorConfig, describe
 from raykube.builders.options import BuildOptions
 from raykube.kube.client import Kube
-from raykube.runtime.config import OperatorConfig, describe
 from raykube.runtime.http import HttpServer
 from raykube.runtime.leader import LeaderElector
 from raykube.runtime.manager import Manager

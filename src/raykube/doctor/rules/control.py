@@ -118,6 +118,15 @@ def _op_evidence(snap: Snapshot, op: OperatorInfo) -> list[Evidence]:
         field_evidence(ref, "status.readyReplicas", op.ready_replicas, "operator"),
         field_evidence(ref, "spec.template.spec.containers[0].image", op.image, "operator"),
     ]
+    # raykube's operator exits at start-up on flags its parser refuses (the same parser read them here); KubeRay's
+    # own accepts more (controller-runtime's --zap-* flags, kai-scheduler), so its flags are only read, not judged.
+    if op.implementation == "raykube":
+        evidence += [
+            field_evidence(
+                ref, "spec.template.spec.containers[0].args", f"refused by raykube operator: {p}", "operator"
+            )
+            for p in op.flag_problems
+        ]
     for pod in facts.operator_pods(snap, op):
         pod_ref = facts.ref(pod, "Pod")
         evidence.append(field_evidence(pod_ref, "status.phase", facts.phase(pod), "pod.status"))

@@ -1,4 +1,10 @@
-"""The operator's configuration: KubeRay's command-line flags, or its ``config.ray.io/v1alpha1`` Configuration file.
+"""The operator's configuration API: KubeRay's command-line flags, or its ``config.ray.io/v1alpha1`` Configuration file.
+
+This is raykube's counterpart of KubeRay's ``ray-operator/apis/config/v1alpha1/configuration_types.go`` (the
+``Configuration`` type, with its defaults in ``defaults.go`` and ``ValidateBatchSchedulerConfig`` in
+``config_utils.go``) and of the flags ``ray-operator/main.go`` defines. It is pure (no I/O but reading the
+``--config`` file), so the operator (``raykube operator``) and ``raykube doctor``, which reads the flags of an operator
+Deployment, share one parser.
 
 Both spell settings as KubeRay does, so the same Deployment args, Helm values and config files work unchanged:
 
@@ -8,23 +14,24 @@ Both spell settings as KubeRay does, so the same Deployment args, Helm values an
   ``--feature-gates``, which KubeRay parses separately; the file's defaults are KubeRay's (``:8080``, ``:8082``,
   leader election on, concurrency 1, QPS 100, burst 200).
 
-Bad input fails with a message that names the flag or the file field.
+Bad input fails with a message that names the flag or the file field. :func:`read_flags` reads the flags of an
+operator this process does not run (``raykube doctor`` reads an operator Deployment's) with the same parser, noting
+those messages instead of failing.
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.alias_generators import to_camel
 
 from raykube.api import constants as c
-from raykube.builders import batch as batch_schedulers
 
 CONFIG_API_VERSION = "config.ray.io/v1alpha1"
 CONFIG_KIND = "Configuration"
@@ -35,9 +42,31 @@ LOG_ENCODERS = ("json", "console")
 # (benchmarks/scale.py, docs/architecture.md "Scale").
 DEFAULT_RECONCILE_CONCURRENCY = 10
 
+_T = TypeVar("_T")
+
 
 class ConfigError(ValueError):
     """Invalid flags or configuration file; the message names the flag or field."""
+
+
+def _settle(problems: list[str] | None, read: Callable[[], _T], default: _T) -> _T:
+    """``read()``; when reading tolerantly (``problems`` is a list, see :func:`read_flags`), its ConfigError is noted
+    there and ``default`` used instead."""
+    if problems is None:
+        return read()
+    try:
+        return read()
+    except ConfigError as exc:
+        problems.append(str(exc))
+        return default
+
+
+def _refused(problems: list[str] | None, error: ConfigError, default: _T) -> _T:
+    """Raise ``error``; when reading tolerantly, note it and go on with ``default``."""
+    if problems is None:
+        raise error
+    problems.append(str(error))
+    return default
 
 
 @dataclass(frozen=True)
@@ -81,20 +110,34 @@ def parse_bool(value: str, option: str) -> bool:
     raise ConfigError(f"{option} must be true or false, got {value!r}")
 
 
-def parse_feature_gates(value: str, option: str = "--feature-gates") -> dict[str, bool]:
-    """``A=true,B=false`` into a mapping; unknown gates are refused, as KubeRay's feature gate set does."""
+def parse_feature_gates(
+    value: str, option: str = "--feature-gates", *, problems: list[str] | None = None
+) -> dict[str, bool]:
+    """``A=true,B=false`` into a mapping; unknown gates are refused, as KubeRay's feature gate set does (with
+    ``problems``, a bad item is noted there and left out, the others kept)."""
     gates: dict[str, bool] = {}
     for item in (part.strip() for part in value.split(",")):
         if not item:
             continue
-        name, sep, enabled = item.partition("=")
-        if not sep:
-            raise ConfigError(f"{option}: {item!r} must look like Name=true")
-        if name not in c.FEATURE_GATE_DEFAULTS:
-            known = ", ".join(sorted(c.FEATURE_GATE_DEFAULTS))
-            raise ConfigError(f"{option}: unknown feature gate {name!r} (known: {known})")
-        gates[name] = parse_bool(enabled, f"{option} {name}")
+        try:
+            name, enabled = _feature_gate(item, option)
+        except ConfigError as exc:
+            if problems is None:
+                raise
+            problems.append(str(exc))
+            continue
+        gates[name] = enabled
     return gates
+
+
+def _feature_gate(item: str, option: str) -> tuple[str, bool]:
+    name, sep, enabled = item.partition("=")
+    if not sep:
+        raise ConfigError(f"{option}: {item!r} must look like Name=true")
+    if name not in c.FEATURE_GATE_DEFAULTS:
+        known = ", ".join(sorted(c.FEATURE_GATE_DEFAULTS))
+        raise ConfigError(f"{option}: unknown feature gate {name!r} (known: {known})")
+    return name, parse_bool(enabled, f"{option} {name}")
 
 
 def _namespaces(value: str) -> tuple[str, ...]:
@@ -248,9 +291,9 @@ def _batch_scheduler(name: str, *, enable: bool, source: str) -> str:
         )
     if enable:
         return c.BATCH_SCHEDULER_VOLCANO
-    if not name or name in batch_schedulers.PLUGINS:
+    if not name or name in c.RAYKUBE_BATCH_SCHEDULERS:
         return name
-    implemented = ", ".join(sorted(batch_schedulers.PLUGINS))
+    implemented = ", ".join(sorted(c.RAYKUBE_BATCH_SCHEDULERS))
     if name in c.KUBERAY_BATCH_SCHEDULERS:
         raise ConfigError(
             f"{source}: batch scheduler {name!r} is a KubeRay batch scheduler raykube does not implement yet "
@@ -259,17 +302,33 @@ def _batch_scheduler(name: str, *, enable: bool, source: str) -> str:
     raise ConfigError(f"{source}: scheduler is not supported, name={name} (implemented: {implemented})")
 
 
-def _checked(config: OperatorConfig, source: str) -> OperatorConfig:
+def _checked(config: OperatorConfig, source: str, problems: list[str] | None = None) -> OperatorConfig:
+    """``config`` if its values are sound; else the first error raised (with ``problems``: each noted, the setting
+    back at its default)."""
     if config.reconcile_concurrency < 1:
-        raise ConfigError(f"{source}: reconcile concurrency must be at least 1, got {config.reconcile_concurrency}")
+        config = _refused(
+            problems,
+            ConfigError(f"{source}: reconcile concurrency must be at least 1, got {config.reconcile_concurrency}"),
+            replace(config, reconcile_concurrency=DEFAULT_RECONCILE_CONCURRENCY),
+        )
     if config.qps <= 0 or config.burst < 1:
-        raise ConfigError(f"{source}: qps must be > 0 and burst >= 1, got {config.qps} and {config.burst}")
-    for name, encoder in (
-        ("log stdout encoder", config.log_stdout_encoder),
-        ("log file encoder", config.log_file_encoder),
-    ):
-        if encoder not in LOG_ENCODERS:
-            raise ConfigError(f"{source}: {name} must be json or console, got {encoder!r}")
+        config = _refused(
+            problems,
+            ConfigError(f"{source}: qps must be > 0 and burst >= 1, got {config.qps} and {config.burst}"),
+            replace(config, qps=100.0, burst=200),
+        )
+    if config.log_stdout_encoder not in LOG_ENCODERS:
+        config = _refused(
+            problems,
+            ConfigError(f"{source}: log stdout encoder must be json or console, got {config.log_stdout_encoder!r}"),
+            replace(config, log_stdout_encoder="json"),
+        )
+    if config.log_file_encoder not in LOG_ENCODERS:
+        config = _refused(
+            problems,
+            ConfigError(f"{source}: log file encoder must be json or console, got {config.log_file_encoder!r}"),
+            replace(config, log_file_encoder="json"),
+        )
     return config
 
 
@@ -278,10 +337,46 @@ def parse_flags(args: Sequence[str]) -> OperatorConfig | None:
     ns = _flag_parser().parse_args(_normalise(args))
     if ns.help is not None:
         return None
-    gates = parse_feature_gates(ns.feature_gates) if ns.feature_gates else {}
+    return _from_flags(ns, load_config_file, problems=None)
+
+
+@dataclass(frozen=True)
+class FlagReading:
+    """An operator's flags as :func:`read_flags` reads them: the configuration they give, and what
+    :func:`parse_flags` would have refused (its messages, in order)."""
+
+    config: OperatorConfig
+    problems: tuple[str, ...] = ()
+
+
+def read_flags(args: Sequence[str], *, load_file: Callable[[Path], OperatorConfig] = load_config_file) -> FlagReading:
+    """The flags of an operator this process does not run (``raykube doctor`` reads an operator Deployment's), with
+    the parser :func:`parse_flags` uses, never refused: unknown flags (KubeRay's operator also binds
+    controller-runtime's ``--zap-*`` logging flags) are set aside, a bad value leaves its setting at the default (a
+    bad feature gate drops that gate only), and ``--help`` reads as no flag; each is noted with the message
+    :func:`parse_flags` gives. ``load_file`` reads ``--config FILE`` (the other process's file may not be here)."""
+    try:
+        ns, unknown = _flag_parser().parse_known_args(_normalise(args))
+    except ConfigError as exc:  # a flag without its value: the parser stops there
+        return FlagReading(OperatorConfig(), (str(exc),))
+    problems: list[str] = []
+    if unknown:
+        problems.append(f"unrecognized arguments: {' '.join(unknown)}")
+    if ns.help is not None:
+        problems.append("--help: the operator prints its flags and exits")
+    config = _from_flags(ns, load_file, problems=problems)
+    return FlagReading(config, tuple(problems))
+
+
+def _from_flags(
+    ns: argparse.Namespace, load_file: Callable[[Path], OperatorConfig], *, problems: list[str] | None
+) -> OperatorConfig:
+    """The configuration from parsed flags: every error raised (``problems`` None), or noted there."""
+    gates = parse_feature_gates(ns.feature_gates, problems=problems) if ns.feature_gates else {}
     kubeconfig = Path(ns.kubeconfig) if ns.kubeconfig else None
     if ns.config:
-        base = load_config_file(Path(ns.config))
+        path = Path(ns.config)
+        base = _settle(problems, lambda: load_file(path), OperatorConfig(config_file=path))
         return replace(base, feature_gates=gates, kubeconfig=kubeconfig)
 
     def number(value: str | None, option: str, kind: type[int] | type[float], default: Any) -> Any:
@@ -290,15 +385,20 @@ def parse_flags(args: Sequence[str]) -> OperatorConfig | None:
         try:
             return kind(value)
         except ValueError:
-            raise ConfigError(f"{option} must be a number, got {value!r}") from None
+            error = ConfigError(f"{option} must be a number, got {value!r}")
+        return _refused(problems, error, default)
 
     def flag(value: str | None, option: str, *, default: bool) -> bool:
-        return default if value is None else parse_bool(value, option)
+        return default if value is None else _settle(problems, lambda: parse_bool(value, option), default)
 
-    batch = _batch_scheduler(
-        ns.batch_scheduler or "",
-        enable=flag(ns.enable_batch_scheduler, "--enable-batch-scheduler", default=False),
-        source="flags",
+    batch = _settle(
+        problems,
+        lambda: _batch_scheduler(
+            ns.batch_scheduler or "",
+            enable=flag(ns.enable_batch_scheduler, "--enable-batch-scheduler", default=False),
+            source="flags",
+        ),
+        "",
     )
     config = OperatorConfig(
         metrics_addr=ns.metrics_addr if ns.metrics_addr is not None else ":8080",
@@ -320,7 +420,7 @@ def parse_flags(args: Sequence[str]) -> OperatorConfig | None:
         use_kubernetes_proxy=flag(ns.use_kubernetes_proxy, "--use-kubernetes-proxy", default=False),
         kubeconfig=kubeconfig,
     )
-    return _checked(config, source="flags")
+    return _checked(config, source="flags", problems=problems)
 
 
 def describe(config: OperatorConfig) -> dict[str, Any]:
