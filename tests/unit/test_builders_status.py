@@ -56,10 +56,8 @@ def v1() -> RayCluster:
 
 
 def tpu_v6e_16() -> RayCluster:
-    """V10: the v6e-16 RayCluster spec, which v1.6.1 ships inside ray-job.tpu-v6e-16-multihost.yaml."""
-    job = yaml.safe_load((SAMPLES / "ray-job.tpu-v6e-16-multihost.yaml").read_text())
-    metadata = {"name": "raycluster-tpu-v6e-multihost", "namespace": "default", "uid": "uid-1", "generation": 1}
-    return cluster_of({"kind": "RayCluster", "metadata": metadata, "spec": job["spec"]["rayClusterSpec"]})
+    """V10: ``ray-cluster.tpu-v6e-16-multihost.yaml``, one replica of 4 TPU hosts."""
+    return cluster_of(load("ray-cluster.tpu-v6e-16-multihost.yaml"))
 
 
 def with_status(cluster: RayCluster, new: dict[str, Any] | None) -> RayCluster:
@@ -220,7 +218,8 @@ def test_v10_multi_host_status_figures() -> None:
     pods = [pod("h", "head", ip="10.1.0.9", cluster="raycluster-tpu-v6e-multihost")]
     pods += [pod(f"w{i}", cluster="raycluster-tpu-v6e-multihost") for i in range(4)]
     new = calc(cluster, pods)
-    assert (new["desiredWorkerReplicas"], new["minWorkerReplicas"], new["maxWorkerReplicas"]) == (4, 4, 4)
+    assert (new["desiredWorkerReplicas"], new["maxWorkerReplicas"]) == (4, 4)
+    assert "minWorkerReplicas" not in new  # minReplicas 0, omitted like Go's omitempty
     assert (new["desiredCPU"], new["desiredMemory"], new["desiredGPU"], new["desiredTPU"]) == ("104", "840G", "0", "16")
     assert new["state"] == "ready"
 
