@@ -626,7 +626,10 @@ def group(**fields: Any) -> WorkerGroupSpec:
         ({"replicas": 3, "minReplicas": 1, "maxReplicas": 5}, 3),
         ({"replicas": 6, "minReplicas": 1, "maxReplicas": 5}, 5),
         ({"replicas": 0, "minReplicas": 1, "maxReplicas": 5}, 1),
-        ({"replicas": None, "minReplicas": 5, "maxReplicas": 1}, 1),  # min > max: max (v1.6.1)
+        # min > max (validation rejects it): v1.6.1 checks "below min" first, then "above max"
+        ({"replicas": None, "minReplicas": 5, "maxReplicas": 1}, 5),
+        ({"replicas": 2, "minReplicas": 5, "maxReplicas": 1}, 5),
+        ({"replicas": 7, "minReplicas": 5, "maxReplicas": 1}, 1),
         ({"replicas": 3, "minReplicas": 1, "maxReplicas": 5, "suspend": True}, 0),
         ({"replicas": 5, "minReplicas": 1, "maxReplicas": 5, "numOfHosts": 4}, 20),
         ({"replicas": 1, "minReplicas": 3, "numOfHosts": 4}, 12),
