@@ -1,4 +1,8 @@
-"""The head and worker Pod builders against KubeRay v1.6.1's output (``shared/research/kuberay.md`` §10, V1-V11)."""
+"""The head and worker Pod builders against KubeRay v1.6.1's output (``controllers/ray/common/pod.go`` and its tests).
+
+Vectors V1-V11 are the sections below, each named after its input: a sample from KubeRay's ``config/samples`` or the
+``raycluster-sample`` fixture of ``pod_test.go``.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""The Services raykube builds for a RayCluster match KubeRay v1.6.1's (research §3.12, vectors V1, V4, V6, V10)."""
+"""The Services raykube builds for a RayCluster match KubeRay v1.6.1's (``controllers/ray/common/service.go``).
+
+Vectors: V1 ``ray-cluster.sample.yaml``, V4 ``ray-cluster.autoscaler.yaml``, V6 ``ray-cluster.custom-head-service.yaml``
+and V10 ``ray-cluster.tpu-v6e-16-multihost.yaml`` (and its 256-chip sibling), from KubeRay's ``config/samples``.
+"""
 
 from __future__ import annotations
 
@@ -105,8 +109,9 @@ def test_v4_autoscaler_ports() -> None:
     assert service["metadata"]["name"] == "raycluster-autoscaler-head-svc"
 
 
-def test_v10_head_ports_include_serve_and_grpc() -> None:
-    service = services.head_service(sample("ray-cluster.tpu-v6e-256-multihost.yaml"), BuildOptions())
+@pytest.mark.parametrize("name", ["ray-cluster.tpu-v6e-16-multihost.yaml", "ray-cluster.tpu-v6e-256-multihost.yaml"])
+def test_v10_head_ports_include_serve_and_grpc(name: str) -> None:
+    service = services.head_service(sample(name), BuildOptions())
     assert [name for name, _, _ in port_table(service)] == ["client", "dashboard", "gcs", "grpc", "metrics", "serve"]
 
 

@@ -1,4 +1,9 @@
-"""RayCluster status, replica arithmetic and quantities as KubeRay v1.6.1 computes them (§3.17, §4, V1, V10)."""
+"""RayCluster status, replica arithmetic and quantities as KubeRay v1.6.1 computes them.
+
+``calculateStatus`` in ``controllers/ray/raycluster_controller.go``, the helpers in ``controllers/ray/utils/util.go``.
+Vectors: V1 (``ray-cluster.sample.yaml``), V4 (``ray-cluster.autoscaler.yaml``), V6
+(``ray-cluster.custom-head-service.yaml``) and V10 (``ray-cluster.tpu-v6e-16-multihost.yaml``).
+"""
 
 from __future__ import annotations
 
@@ -151,7 +156,7 @@ def condition(new: dict[str, Any], type_: str) -> dict[str, Any]:
     return next(cond for cond in new["conditions"] if cond["type"] == type_)
 
 
-# --- the §10 vectors ------------------------------------------------------------------------------------------------
+# --- the vectors: KubeRay's samples -----------------------------------------------------------------------------------
 
 
 def test_v1_status_when_everything_is_up() -> None:

@@ -125,7 +125,7 @@ def _head_ports(cluster: RayCluster) -> list[dict[str, Any]]:
 
 
 def head_service(cluster: RayCluster, options: BuildOptions) -> dict[str, Any]:
-    """The head Service KubeRay creates when none matches :func:`head_service_selector` (§3.12).
+    """The head Service KubeRay creates when none matches :func:`head_service_selector` (``BuildServiceForHeadPod``).
 
     Default: ``<cluster>-head-svc``, ports sorted by name, type ``headGroupSpec.serviceType``, annotations
     ``spec.headServiceAnnotations``. A ClusterIP (or untyped) Service is headless (``clusterIP: None``,
