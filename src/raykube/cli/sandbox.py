@@ -72,8 +72,8 @@ def ensure_reference() -> None:
 def build() -> None:
     """Build etcd, the Kubernetes control plane, kubectl, kwok and helm (pinned versions) into ~/.cache/raykube, and
     fetch KubeRay's CRDs and samples for the tests."""
+    ensure_reference()  # a second or so: first, so that a long build that fails does not hold up the tests' reference
     ensure_built()
-    ensure_reference()
 
 
 def parse_extra_args(values: list[str]) -> dict[str, tuple[str, ...]]:
