@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from raykube.sandbox import Sandbox
+from raykube.sandbox.reference import kuberay_reference
 
 
 @dataclass(frozen=True)
@@ -31,12 +32,10 @@ def raykube(*args: str, state_root: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def shared_dir() -> Path:
-    """The project's shared material (``../shared`` next to the checkout, or ``$RAYKUBE_SHARED``)."""
-    path = Path(os.environ.get("RAYKUBE_SHARED", Path(__file__).resolve().parents[2] / "shared"))
-    if not path.is_dir():
-        raise FileNotFoundError(f"{path} is missing: tests read KubeRay's CRDs and samples from it")
-    return path
+def _stderr(message: str) -> None:
+    sys.stderr.write(f"• {message}\n")
 
 
-KUBERAY_V161 = shared_dir() / "kuberay" / "v1.6.1"
+# KubeRay v1.6.1's CRDs (crd/) and config/samples (samples/): $RAYKUBE_KUBERAY_DIR, else fetched once into the cache
+# from the Go module proxy (``raykube sandbox build`` does it too), so a fresh clone needs nothing beside it.
+KUBERAY_V161 = kuberay_reference(_stderr)

@@ -1,9 +1,9 @@
 """Our CRDs on a real API server: they install, explain, print KubeRay's columns, and store every KubeRay sample
 exactly as KubeRay's own CRDs would.
 
-KubeRay's v1.6.1 CRDs are installed beside ours under the group ``upstream.ray.io`` (read from ../shared at test
-time, never copied into the repository), so each sample can be stored under both schemas by the same API server and
-the results compared: same pruning, same defaults.
+KubeRay's v1.6.1 CRDs are installed beside ours under the group ``upstream.ray.io`` (fetched into the cache from the Go
+module proxy by ``raykube.sandbox.reference``, never copied into the repository), so each sample can be stored under
+both schemas by the same API server and the results compared: same pruning, same defaults.
 """
 
 from __future__ import annotations

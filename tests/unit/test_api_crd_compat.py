@@ -1,8 +1,9 @@
 """Every manifest KubeRay v1.6.1's CRDs accept, ours accept too, with the same defaults.
 
-For each version of each upstream CRD (read from ../shared/kuberay/v1.6.1/crd, never copied here) every field path
-must exist in ours with the same type and format, the same default, no new ``required``, no narrower enum, no
-stricter bound or pattern, no extra CEL rule, and the same served/storage flags, subresources and printer columns.
+For each version of each upstream CRD (``config/crd/bases`` of the ray-operator module, fetched into the cache by
+``raykube.sandbox.reference``, never copied here) every field path must exist in ours with the same type and format,
+the same default, no new ``required``, no narrower enum, no stricter bound or pattern, no extra CEL rule, and the
+same served/storage flags, subresources and printer columns.
 The deliberate differences are listed below with their reasons; anything else fails the test.
 """
 
@@ -19,6 +20,7 @@ from raykube.api.crd import load_generated
 from tests.support import KUBERAY_V161
 
 UPSTREAM = KUBERAY_V161 / "crd"
+# Our file names (config/crd/); upstream's are the same with a "ray.io_" prefix (controller-gen's <group>_<plural>).
 CRD_FILES = ("rayclusters.yaml", "rayjobs.yaml", "rayservices.yaml", "raycronjobs.yaml")
 
 # Deliberate differences, each with its reason. A path matches if it ends with the key.
@@ -107,7 +109,7 @@ def _versions(crd: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 @functools.cache
 def upstream_crd(name: str) -> dict[str, Any]:
-    loaded: dict[str, Any] = yaml.load((UPSTREAM / name).read_text(), Loader=yaml.CSafeLoader)
+    loaded: dict[str, Any] = yaml.load((UPSTREAM / f"ray.io_{name}").read_text(), Loader=yaml.CSafeLoader)
     return loaded
 
 

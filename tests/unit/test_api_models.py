@@ -12,11 +12,16 @@ from pydantic import Field
 
 from raykube.api.crd import SchemaError, _Generator
 from raykube.api.raycluster import RayClusterSpec, WorkerGroupSpec
-from raykube.api.resources import RayCluster, RayJob, RayService
+from raykube.api.resources import RayCluster, RayCronJob, RayJob, RayService
 from raykube.api.schema import K8s, RayModel, Schema
 from tests.support import KUBERAY_V161
 
-MODELS: dict[str, type[RayModel]] = {"RayCluster": RayCluster, "RayJob": RayJob, "RayService": RayService}
+MODELS: dict[str, type[RayModel]] = {
+    "RayCluster": RayCluster,
+    "RayJob": RayJob,
+    "RayService": RayService,
+    "RayCronJob": RayCronJob,
+}
 
 
 def _samples() -> list[Any]:

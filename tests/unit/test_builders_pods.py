@@ -1,4 +1,8 @@
-"""The head and worker Pod builders against KubeRay v1.6.1's output (``shared/research/kuberay.md`` §10, V1-V11)."""
+"""The head and worker Pod builders against KubeRay v1.6.1's output (``controllers/ray/common/pod.go`` and its tests).
+
+Vectors V1-V11 are the sections below, each named after its input: a sample from KubeRay's ``config/samples`` or the
+``raycluster-sample`` fixture of ``pod_test.go``.
+"""
 
 from __future__ import annotations
 
@@ -607,8 +611,10 @@ def test_redis_username_and_annotation_only_ft() -> None:
 # --------------------------------------------------------------------------------------------------------------------
 
 
-def test_v10_tpu_multihost() -> None:
-    cluster = _sample("ray-cluster.tpu-v6e-256-multihost.yaml")
+# v1.6.1 ships V10's ray-cluster.tpu-v6e-16-multihost.yaml and a 256-chip sibling (64 hosts) with the same worker Pods.
+@pytest.mark.parametrize("sample", ["ray-cluster.tpu-v6e-16-multihost.yaml", "ray-cluster.tpu-v6e-256-multihost.yaml"])
+def test_v10_tpu_multihost(sample: str) -> None:
+    cluster = _sample(sample)
     pods_ = [_worker(cluster, replica_index=0, replica_name="tpu-group-bcdfg", host_index=host) for host in range(4)]
     for host, pod in enumerate(pods_):
         labels = pod["metadata"]["labels"]

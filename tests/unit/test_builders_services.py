@@ -1,4 +1,8 @@
-"""The Services raykube builds for a RayCluster match KubeRay v1.6.1's (research §3.12, vectors V1, V4, V6, V10)."""
+"""The Services raykube builds for a RayCluster match KubeRay v1.6.1's (``controllers/ray/common/service.go``).
+
+Vectors: V1 ``ray-cluster.sample.yaml``, V4 ``ray-cluster.autoscaler.yaml``, V6 ``ray-cluster.custom-head-service.yaml``
+and V10 ``ray-cluster.tpu-v6e-16-multihost.yaml`` (and its 256-chip sibling), from KubeRay's ``config/samples``.
+"""
 
 from __future__ import annotations
 
@@ -39,12 +43,8 @@ def sample(name: str, **metadata: Any) -> RayCluster:
 
 
 def tpu_v6e_16() -> RayCluster:
-    """V10: the v6e-16 RayCluster spec, which v1.6.1 ships inside ray-job.tpu-v6e-16-multihost.yaml."""
-    job = yaml.safe_load((SAMPLES / "ray-job.tpu-v6e-16-multihost.yaml").read_text())
-    metadata = {"name": "raycluster-tpu-v6e-multihost", "namespace": "default", "uid": "uid-1"}
-    return cluster_of(
-        {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": metadata, "spec": job["spec"]["rayClusterSpec"]}
-    )
+    """V10: ``ray-cluster.tpu-v6e-16-multihost.yaml``, one replica of 4 TPU hosts."""
+    return cluster_of(load("ray-cluster.tpu-v6e-16-multihost.yaml"))
 
 
 def port_table(service: dict[str, Any]) -> list[tuple[str, int, str | None]]:
@@ -109,8 +109,9 @@ def test_v4_autoscaler_ports() -> None:
     assert service["metadata"]["name"] == "raycluster-autoscaler-head-svc"
 
 
-def test_v10_head_ports_include_serve_and_grpc() -> None:
-    service = services.head_service(sample("ray-cluster.tpu-v6e-256-multihost.yaml"), BuildOptions())
+@pytest.mark.parametrize("name", ["ray-cluster.tpu-v6e-16-multihost.yaml", "ray-cluster.tpu-v6e-256-multihost.yaml"])
+def test_v10_head_ports_include_serve_and_grpc(name: str) -> None:
+    service = services.head_service(sample(name), BuildOptions())
     assert [name for name, _, _ in port_table(service)] == ["client", "dashboard", "gcs", "grpc", "metrics", "serve"]
 
 
@@ -330,13 +331,24 @@ def test_serve_service_type_follows_the_head_service_type() -> None:
     assert service["spec"]["type"] == "NodePort"
 
 
-def test_serve_service_keeps_only_the_port_named_serve_in_v161() -> None:
+def test_serve_service_takes_serve_and_serve_prefixed_ports() -> None:
+    """v1.6.1 ``isServingPort`` (kuberay#4558; ``TestBuildServeServiceWithGrpcPort`` in common/service_test.go)."""
     document = load("ray-cluster.tpu-v6e-256-multihost.yaml", **ENABLE)
     ports = document["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0]["ports"]
-    ports.append({"containerPort": 9000, "name": "serve-grpc"})
+    ports += [{"containerPort": 9000, "name": "serve-grpc"}, {"containerPort": 9001, "name": "server"}]
     service = services.serve_service(cluster_of(document))
     assert service is not None
-    assert service["spec"]["ports"] == [{"name": "serve", "port": 8000}]
+    assert service["spec"]["ports"] == [{"name": "serve", "port": 8000}, {"name": "serve-grpc", "port": 9000}]
+
+
+def test_serve_service_of_a_head_with_only_a_serve_prefixed_port() -> None:
+    document = load("ray-cluster.sample.yaml", **ENABLE)
+    document["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0]["ports"].append(
+        {"containerPort": 9000, "name": "serve-grpc"}
+    )
+    service = services.serve_service(cluster_of(document))
+    assert service is not None
+    assert service["spec"]["ports"] == [{"name": "serve-grpc", "port": 9000}]
 
 
 def test_serve_service_without_a_serve_port_is_none_and_enabled() -> None:

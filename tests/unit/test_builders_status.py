@@ -1,4 +1,9 @@
-"""RayCluster status, replica arithmetic and quantities as KubeRay v1.6.1 computes them (§3.17, §4, V1, V10)."""
+"""RayCluster status, replica arithmetic and quantities as KubeRay v1.6.1 computes them.
+
+``calculateStatus`` in ``controllers/ray/raycluster_controller.go``, the helpers in ``controllers/ray/utils/util.go``.
+Vectors: V1 (``ray-cluster.sample.yaml``), V4 (``ray-cluster.autoscaler.yaml``), V6
+(``ray-cluster.custom-head-service.yaml``) and V10 (``ray-cluster.tpu-v6e-16-multihost.yaml``).
+"""
 
 from __future__ import annotations
 
@@ -56,10 +61,8 @@ def v1() -> RayCluster:
 
 
 def tpu_v6e_16() -> RayCluster:
-    """V10: the v6e-16 RayCluster spec, which v1.6.1 ships inside ray-job.tpu-v6e-16-multihost.yaml."""
-    job = yaml.safe_load((SAMPLES / "ray-job.tpu-v6e-16-multihost.yaml").read_text())
-    metadata = {"name": "raycluster-tpu-v6e-multihost", "namespace": "default", "uid": "uid-1", "generation": 1}
-    return cluster_of({"kind": "RayCluster", "metadata": metadata, "spec": job["spec"]["rayClusterSpec"]})
+    """V10: ``ray-cluster.tpu-v6e-16-multihost.yaml``, one replica of 4 TPU hosts."""
+    return cluster_of(load("ray-cluster.tpu-v6e-16-multihost.yaml"))
 
 
 def with_status(cluster: RayCluster, new: dict[str, Any] | None) -> RayCluster:
@@ -153,7 +156,7 @@ def condition(new: dict[str, Any], type_: str) -> dict[str, Any]:
     return next(cond for cond in new["conditions"] if cond["type"] == type_)
 
 
-# --- the §10 vectors ------------------------------------------------------------------------------------------------
+# --- the vectors: KubeRay's samples -----------------------------------------------------------------------------------
 
 
 def test_v1_status_when_everything_is_up() -> None:
@@ -220,7 +223,8 @@ def test_v10_multi_host_status_figures() -> None:
     pods = [pod("h", "head", ip="10.1.0.9", cluster="raycluster-tpu-v6e-multihost")]
     pods += [pod(f"w{i}", cluster="raycluster-tpu-v6e-multihost") for i in range(4)]
     new = calc(cluster, pods)
-    assert (new["desiredWorkerReplicas"], new["minWorkerReplicas"], new["maxWorkerReplicas"]) == (4, 4, 4)
+    assert (new["desiredWorkerReplicas"], new["maxWorkerReplicas"]) == (4, 4)
+    assert "minWorkerReplicas" not in new  # minReplicas 0, omitted like Go's omitempty
     assert (new["desiredCPU"], new["desiredMemory"], new["desiredGPU"], new["desiredTPU"]) == ("104", "840G", "0", "16")
     assert new["state"] == "ready"
 
@@ -627,7 +631,10 @@ def group(**fields: Any) -> WorkerGroupSpec:
         ({"replicas": 3, "minReplicas": 1, "maxReplicas": 5}, 3),
         ({"replicas": 6, "minReplicas": 1, "maxReplicas": 5}, 5),
         ({"replicas": 0, "minReplicas": 1, "maxReplicas": 5}, 1),
-        ({"replicas": None, "minReplicas": 5, "maxReplicas": 1}, 1),  # min > max: max (v1.6.1)
+        # min > max (validation rejects it): v1.6.1 checks "below min" first, then "above max"
+        ({"replicas": None, "minReplicas": 5, "maxReplicas": 1}, 5),
+        ({"replicas": 2, "minReplicas": 5, "maxReplicas": 1}, 5),
+        ({"replicas": 7, "minReplicas": 5, "maxReplicas": 1}, 1),
         ({"replicas": 3, "minReplicas": 1, "maxReplicas": 5, "suspend": True}, 0),
         ({"replicas": 5, "minReplicas": 1, "maxReplicas": 5, "numOfHosts": 4}, 20),
         ({"replicas": 1, "minReplicas": 3, "numOfHosts": 4}, 12),

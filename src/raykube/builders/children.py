@@ -1,4 +1,5 @@
-"""The other objects KubeRay creates for a RayCluster (``shared/research/kuberay.md`` §3.11, §3.13-§3.15):
+"""The other objects KubeRay creates for a RayCluster (v1.6.1 ``controllers/ray/common/rbac.go`` and ``ingress.go``;
+``reconcileAuthSecret`` and ``buildRedisCleanupJob`` in ``controllers/ray/raycluster_controller.go``):
 
 * the autoscaler's ServiceAccount, Role and RoleBinding (``enableInTreeAutoscaling``), created if missing and never
   updated. The ServiceAccount is only created when the head template does not name one of its own;

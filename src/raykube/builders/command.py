@@ -3,9 +3,8 @@
 Behaviour of KubeRay v1.6.1 ``controllers/ray/common/pod.go`` (``setMissingRayStartParams``,
 ``updateRayStartParamsResources``, ``updateRayStartParamsLabels``, ``generateRayStartCommand``,
 ``addWellKnownAcceleratorResources``, ``convertParamMap``) and ``utils/util.go`` (``GetContainerCommand``),
-re-implemented over plain dicts. ``shared/research/kuberay.md`` §3.5 and §3.6 describe it; Appendix C lists the quirks
-kept on purpose (double spaces between flags and a trailing space, ``block`` forced on, CPUs rounded up, memory and
-accelerators from limits only).
+re-implemented over plain dicts, with the quirks that ``common/pod_test.go`` pins kept on purpose: double spaces
+between flags and a trailing space, ``block`` forced on, CPUs rounded up, memory and accelerators from limits only.
 
 Every function that "fills" rayStartParams mutates the dict it is given, as KubeRay mutates its map; callers pass a
 private copy.

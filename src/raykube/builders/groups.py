@@ -10,13 +10,12 @@ KubeRay computes in Go ``int32``. The desired and minimum totals therefore wrap 
 KubeRay's (only absurd specs get there); the maximum total saturates at 2^31-1, as KubeRay v1.6.1 does
 (``TestCalculateMaxReplicasOverflow``: default ``maxReplicas`` times ``numOfHosts > 1`` used to come out negative).
 
-Behaviour that differs between KubeRay versions, and what we follow (v1.6.1):
+Details that follow v1.6.1's ``utils/util.go`` and ``utils/util_test.go`` to the letter:
 
-* ``minReplicas > maxReplicas`` gives ``maxReplicas`` (the v1.6-era ``TestGetWorkerGroupDesiredReplicas`` case 5).
-  Later code clamps in the order "below min → min, above max → max", which gives ``minReplicas`` instead. KubeRay's
-  validation rejects such a spec before any of this runs, so the difference never reaches a status.
-* Suspended groups count for nothing in the desired, minimum *and* maximum totals (the research notes mention the
-  suspend rule only for the first two; ``TestCalculateMinAndMaxReplicas`` shows it for the maximum too).
+* The clamp is "unset or below min → min, else above max → max", in that order, so ``minReplicas > maxReplicas``
+  gives ``minReplicas`` when ``replicas`` is unset or below it, and ``maxReplicas`` otherwise. KubeRay's validation
+  (``ValidateRayClusterSpec``) rejects such a spec before any of this runs, so it never reaches a status.
+* Suspended groups count for nothing in the desired, minimum *and* maximum totals (``TestCalculateMinAndMaxReplicas``).
 """
 
 from __future__ import annotations
@@ -48,9 +47,7 @@ def desired_worker_replicas(group: WorkerGroupSpec) -> int:
     if _suspended(group):
         return 0
     low, high = group.min_replicas, group.max_replicas
-    if low > high:
-        replicas = high
-    elif group.replicas is None or group.replicas < low:
+    if group.replicas is None or group.replicas < low:
         replicas = low
     elif group.replicas > high:
         replicas = high

@@ -1,4 +1,9 @@
-"""Names of the objects KubeRay generates for a RayCluster (``shared/research/kuberay.md`` §3.1)."""
+"""Names of the objects KubeRay generates for a RayCluster.
+
+As KubeRay v1.6.1 makes them: ``CheckName``, ``CheckLabel``, ``PodName`` and ``GenerateHeadServiceName`` in
+``ray-operator/controllers/ray/utils/util.go``, the name suffixes in ``utils/constant.go``, and the associations in
+``controllers/ray/common/association.go``.
+"""
 
 from __future__ import annotations
 

@@ -7,9 +7,9 @@ I/O, no clock, no randomness (a multi-host replica name is chosen by the caller)
 
 The behaviour is KubeRay **v1.6.1**'s (``controllers/ray/common/pod.go`` ``DefaultHeadPodTemplate``,
 ``DefaultWorkerPodTemplate``, ``BuildPod``; ``raycluster_controller.go`` ``buildHeadPod``/``buildWorkerPod``,
-``shouldDeletePod``; ``utils/util.go``), as described in ``shared/research/kuberay.md`` §3.1 to §3.10 and §4, checked
-against KubeRay's sources and pull requests. The ``ray start`` command lives in :mod:`raykube.builders.command`, the
-probes in :mod:`raykube.builders.probes`.
+``shouldDeletePod``; ``utils/util.go``) and pinned by its tests (``common/pod_test.go``), all in the
+``github.com/ray-project/kuberay/ray-operator`` module at v1.6.1. The ``ray start`` command lives in
+:mod:`raykube.builders.command`, the probes in :mod:`raykube.builders.probes`.
 
 Build order, head: template copy → name/namespace → group ``resources``/``labels`` into rayStartParams → labels →
 missing rayStartParams → annotations → autoscaler (``no-monitor``, service account, sidecar, v2 env and restartPolicy)
@@ -18,7 +18,7 @@ missing rayStartParams → annotations → autoscaler (``no-monitor``, service a
 probes) → the recreate hash and KubeRay version annotations → owner reference → batch-scheduler metadata. Workers:
 the same, with the ``wait-gcs-ready`` init container first and the multi-host labels after the labels.
 
-Where KubeRay v1.6.1 differs from the research (read at v1.7.0-rc), v1.6.1 is followed:
+Where KubeRay v1.6.1 differs from the later v1.7 code, v1.6.1 is followed:
 
 * ``args[0]`` starts with ``ulimit -n 65536; `` (v1.7 reads ``${RAY_START_ULIMIT_OPEN_FILES:-65536}``, PR #4860).
 * The autoscaler sidecar has no ``KUBERAY_GEN_AUTOSCALER_START_CMD`` env and ``autoscalerOptions`` has no
@@ -33,15 +33,10 @@ Where KubeRay v1.6.1 differs from the research (read at v1.7.0-rc), v1.6.1 is fo
 * ``BuildOptions.default_pod_labels``/``default_pod_annotations`` come from v1.7's Configuration (PR #4987); v1.6.1
   has no such fields. They are applied (only where a key is missing) because the options carry them; left empty, the
   output is v1.6.1's.
-* The research's V10 names ``ray-cluster.tpu-v6e-16-multihost.yaml``; v1.6.1 ships ``tpu-v6e-256-multihost`` (64
-  hosts) instead, with the same worker Pod shape.
 
-How v1.6.1 was pinned down: the source index holds no copy of ``pod.go`` at the v1.6.1 tag, so the behaviour is
-v1.7.0-rc's (the research) and a v1.5-era copy, reconciled through the merge dates of the pull requests that changed
-it against the v1.6 branch cut (2026-03-10): the httpGet probes for Ray ≥ 2.53.0 (#4448), ``RAY_CLUSTER_NAMESPACE``
-on Ray containers (#4467), skipping ``/dev/shm`` with ``plasma-directory`` (#4524) and K8s token auth (#4509) are in;
-the items listed above are out. Not pinned: that the probes read their ports from rayStartParams (the v1.7 behaviour,
-kept; identical to v1.6.1 unless a user changes ``dashboard-port`` or ``dashboard-agent-listen-port``).
+In ``pod.go`` at the v1.6.1 tag: the httpGet probes for Ray ≥ 2.53.0 (#4448), with their ports read from
+rayStartParams; ``RAY_CLUSTER_NAMESPACE`` on Ray containers (#4467); skipping ``/dev/shm`` with ``plasma-directory``
+(#4524) and K8s token auth (#4509). The v1.7 items listed above are not there.
 
 Quantities are passed through as written, except the ``shared-mem`` sizeLimit, which is derived and written in the
 canonical form the API server stores (``5Gi``, ``40G``).

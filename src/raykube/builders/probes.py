@@ -1,4 +1,4 @@
-"""The liveness and readiness probes KubeRay injects into a Ray container (``shared/research/kuberay.md`` §3.9).
+"""The liveness and readiness probes KubeRay injects into a Ray container.
 
 Behaviour of KubeRay v1.6.1 ``controllers/ray/common/pod.go`` ``initLivenessAndReadinessProbe``:
 

@@ -14,13 +14,14 @@ Ports come from the head Pod template's first container: every named port keeps 
 without ports gets KubeRay's defaults (client 10001, gcs-server 6379, dashboard 8265, metrics 8080, serve 8000);
 ``metrics 8080`` is added whenever no port is named ``metrics``.
 
-Where KubeRay v1.6.1 differs from the research notes (read at v1.7.0-rc), and what we follow:
+The serve Service takes every head port named ``serve`` or ``serve-*`` (``serve-grpc``), as v1.6.1's
+``isServingPort`` does (kuberay#4558 is in the v1.6.1 tag; ``common/service_test.go`` checks ``serve-grpc``).
 
-* **Serve ports.** v1.7 puts every port named ``serve`` or ``serve-*`` (``serve-grpc``) into the serve Service
-  (kuberay#4558, under review in March 2026, apparently after the v1.6 release branch was cut). v1.6.1 keeps the
-  port named exactly ``serve`` and nothing else; we follow v1.6.1. Not confirmed against the v1.6.1 tag.
-* **Port order of a custom head Service.** KubeRay appends its ports to the user's in Go map order, which is random
-  from one run to the next. We append them sorted by name, one of the orders KubeRay can produce.
+Where we cannot follow KubeRay exactly:
+
+* **Port order.** KubeRay appends its ports to a custom head Service's in Go map order, and builds the serve
+  Service's ports in Go map order too; both are random from one run to the next. We sort them by name, one of the
+  orders KubeRay can produce.
 
 Names are used as given: since KubeRay v1.4 validates RayCluster names to at most 53 characters, ``createService`` no
 longer has to shorten ``<cluster>-head-svc`` and friends, and neither do we.
@@ -40,8 +41,8 @@ from raykube.builders.options import BuildOptions
 
 # KubeRay BuildServeService: the error it returns, which stops the reconcile, when the serve Service has no port.
 SERVE_PORT_MISSING_MESSAGE = (
-    "Please specify the port named 'serve' in the Ray head container; "
-    "otherwise, the Kubernetes service for Ray Serve will not be created."
+    "Please specify a port named 'serve' (or with the prefix 'serve-', e.g. 'serve-grpc') "
+    "in the Ray head container; otherwise, the Kubernetes service for Ray Serve will not be created."
 )
 
 
@@ -124,7 +125,7 @@ def _head_ports(cluster: RayCluster) -> list[dict[str, Any]]:
 
 
 def head_service(cluster: RayCluster, options: BuildOptions) -> dict[str, Any]:
-    """The head Service KubeRay creates when none matches :func:`head_service_selector` (§3.12).
+    """The head Service KubeRay creates when none matches :func:`head_service_selector` (``BuildServiceForHeadPod``).
 
     Default: ``<cluster>-head-svc``, ports sorted by name, type ``headGroupSpec.serviceType``, annotations
     ``spec.headServiceAnnotations``. A ClusterIP (or untyped) Service is headless (``clusterIP: None``,
@@ -226,19 +227,24 @@ def serve_service_enabled(cluster: RayCluster) -> bool:
     return annotations.get(c.RAY_ENABLE_SERVE_SERVICE_ANNOTATION) == "true"
 
 
+def is_serving_port(name: str) -> bool:
+    """KubeRay ``isServingPort``: ``serve`` itself or ``serve-<anything>`` (``serve-grpc``)."""
+    return name == c.SERVING_PORT_NAME or name.startswith(c.SERVING_PORT_NAME + "-")
+
+
 def serve_service(cluster: RayCluster) -> dict[str, Any] | None:
-    """``<cluster>-serve-svc``: the head's ``serve`` port, selecting every Pod of the cluster.
+    """``<cluster>-serve-svc``: the head's ``serve`` and ``serve-*`` ports, selecting every Pod of the cluster.
 
     None when the annotation ``ray.io/enable-serve-service: "true"`` is absent (KubeRay does not reconcile it), and
-    None too when the head declares ports but none named ``serve``. In that case KubeRay's ``BuildServeService`` fails
-    with :data:`SERVE_PORT_MISSING_MESSAGE` and the reconcile stops there (no Pods are created in that pass): the
-    controller must treat ``None`` with :func:`serve_service_enabled` true as that error. A head without any ports gets
-    the default ``serve 8000`` and so does get a serve Service.
+    None too when the head declares ports but none named ``serve`` or ``serve-*``. In that case KubeRay's
+    ``BuildServeService`` fails with :data:`SERVE_PORT_MISSING_MESSAGE` and the reconcile stops there (no Pods are
+    created in that pass): the controller must treat ``None`` with :func:`serve_service_enabled` true as that error. A
+    head without any ports gets the default ``serve 8000`` and so does get a serve Service.
     """
     if not serve_service_enabled(cluster):
         return None
-    ports = service_ports(cluster)
-    if c.SERVING_PORT_NAME not in ports:
+    ports = {name: port for name, port in service_ports(cluster).items() if is_serving_port(name)}
+    if not ports:
         return None
     name = _name(cluster)
     labels = {
@@ -248,7 +254,7 @@ def serve_service(cluster: RayCluster) -> dict[str, Any] | None:
     }
     spec: dict[str, Any] = {
         "selector": {c.RAY_CLUSTER_LABEL: name},
-        "ports": [{"name": c.SERVING_PORT_NAME, "port": ports[c.SERVING_PORT_NAME]}],
+        "ports": [{"name": name, "port": port} for name, port in sorted(ports.items())],
     }
     service_type = _spec(cluster).head_group_spec.service_type
     if service_type:

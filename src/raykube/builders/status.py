@@ -31,24 +31,21 @@ The pass computes, in KubeRay's order:
 KubeRay fails the whole calculation, and writes no status in that pass, when it finds several head Pods, no head
 Service, several head Services or a head Service without a clusterIP: :class:`StatusError` here.
 
-Where this differs from the research notes (§3.17, read at v1.7.0-rc), and what we follow (KubeRay's code and tests):
+Details of KubeRay v1.6.1's code and tests (``controllers/ray/raycluster_controller.go``, ``utils/util.go``,
+``utils/consistency.go``) that are easy to get wrong:
 
-* "Every Pod Running with Ready not False": KubeRay's ``CheckAllPodsRunning`` rejects any Ready condition that is
-  not True, so ``Ready=Unknown`` blocks ``ready`` and ``RayClusterProvisioned`` too; a Pod without a Ready
-  condition passes.
-* The notes say ``ReplicaFailure`` is set with a marker and removed without an error; a failed pass whose error has
-  no marker leaves it untouched.
-* Zero counters are absent from the written status (Go ``omitempty``), so V4's ``desiredWorkerReplicas 0`` is no
-  ``desiredWorkerReplicas`` key at all.
+* "Every Pod Running and Ready": ``CheckAllPodsRunning`` rejects any Ready condition that is not True, so
+  ``Ready=Unknown`` blocks ``ready`` and ``RayClusterProvisioned`` too; a Pod without a Ready condition passes.
+* ``ReplicaFailure`` is set with a marker and removed when the pass succeeded; a failed pass whose error has no
+  marker leaves it untouched.
+* Zero counters are absent from the written status (Go ``omitempty``), so ``ray-cluster.autoscaler.yaml``'s
+  ``desiredWorkerReplicas 0`` is no ``desiredWorkerReplicas`` key at all.
 * Suspended groups are left out of ``maxWorkerReplicas`` as well (see ``groups``).
-
-Where the versions differ, and what we follow (v1.6.1):
-
 * ``HeadPodReady`` when the Pod's Ready condition says ``ContainersNotReady``: the reason becomes that of the first
   container status that is waiting or terminated, and ``"<container>: <its message>"`` is appended to the message
-  after ``"; "`` (kuberay#4196, merged November 2025, so in v1.6.1 as in the v1.7 research). What KubeRay does with
-  an empty container reason is not covered by its tests; we keep ``ContainersNotReady`` then, since a condition
-  reason may not be empty.
+  after ``"; "`` (``firstNotReadyContainerStatus``, kuberay#4196). Where that container's reason is empty, KubeRay
+  copies the empty reason, which the CRD refuses (a condition's ``reason`` has ``minLength: 1``); we keep
+  ``ContainersNotReady`` then.
 * ``status_needs_update`` compares the conditions whole, ``lastTransitionTime`` included, like KubeRay's
   ``reflect.DeepEqual``. That is the same as ignoring it: a condition's time only moves when its status does.
 """

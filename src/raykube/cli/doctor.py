@@ -1,7 +1,7 @@
 """``raykube doctor`` (and ``kubectl raykube doctor``): diagnose RayClusters, live or from a dump.
 
-Exit codes (diagnostics §6.6): 0 healthy (no finding at or above ``--fail-on``), 1 unhealthy, 2 usage error,
-3 incomplete (target not found, API unreachable, core resources unreadable), 4 a rule failed.
+Exit codes (``docs/doctor.md``, *Exit codes*): 0 healthy (no finding at or above ``--fail-on``), 1 unhealthy,
+2 usage error, 3 incomplete (target not found, API unreachable, core resources unreadable), 4 a rule failed.
 """
 
 from __future__ import annotations

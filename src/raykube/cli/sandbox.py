@@ -50,9 +50,29 @@ def ensure_built() -> None:
     success(f"built {', '.join(r.artifact.name for r in built)} into {versions.cache_root() / 'bin'}")
 
 
+def ensure_reference() -> None:
+    """Fetch KubeRay's CRDs and samples (the tests compare against them) if missing; else say there is nothing to do."""
+    from raykube.sandbox.reference import kuberay_reference  # noqa: PLC0415
+
+    said: list[str] = []
+
+    def report(message: str) -> None:
+        said.append(message)
+        progress(message)
+
+    try:
+        where = kuberay_reference(report)
+    except SandboxError as exc:
+        fail(str(exc))
+    if not said:
+        progress(f"KubeRay v{versions.KUBERAY_VERSION}'s CRDs and samples are in {where}; nothing to do")
+
+
 @app.command()
 def build() -> None:
-    """Build etcd, the Kubernetes control plane, kubectl, kwok and helm (pinned versions) into ~/.cache/raykube."""
+    """Build etcd, the Kubernetes control plane, kubectl, kwok and helm (pinned versions) into ~/.cache/raykube, and
+    fetch KubeRay's CRDs and samples for the tests."""
+    ensure_reference()  # a second or so: first, so that a long build that fails does not hold up the tests' reference
     ensure_built()
 
 

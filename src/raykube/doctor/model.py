@@ -231,7 +231,7 @@ class Report:
         return bool(self.missing_targets) or any(n.core for n in self.not_checked)
 
     def exit_code(self) -> int:
-        """0 healthy, 1 a finding at or above ``fail_on``, 3 incomplete, 4 a rule failed (diagnostics §6.6)."""
+        """0 healthy, 1 a finding at or above ``fail_on``, 3 incomplete, 4 a rule failed (``docs/doctor.md``)."""
         if any(at_least(f.severity, self.fail_on) for f in self.findings):
             return 1
         if self.incomplete:

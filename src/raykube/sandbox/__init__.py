@@ -2,8 +2,9 @@
 built from the Go module proxy and run as local processes, every listener on 127.0.0.1.
 
 Public surface: :class:`Sandbox` (up, down, status), :class:`SandboxConfig` and :class:`NodePool`, :class:`Ports`,
-:func:`build_all`, and :class:`SandboxError` with its subclasses. Names are imported on first use, so a command that
-only needs the pinned versions does not pay for the Kubernetes client.
+:func:`build_all`, :func:`kuberay_reference` (KubeRay's CRDs and samples, fetched for the tests), and
+:class:`SandboxError` with its subclasses. Names are imported on first use, so a command that only needs the pinned
+versions does not pay for the Kubernetes client.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
         ToolchainError,
     )
     from raykube.sandbox.ports import Ports
+    from raykube.sandbox.reference import kuberay_reference
 
 _EXPORTS = {
     "build_all": "build",
@@ -41,6 +43,7 @@ _EXPORTS = {
     "SandboxError": "errors",
     "ToolchainError": "errors",
     "Ports": "ports",
+    "kuberay_reference": "reference",
 }
 __all__ = [
     "Binaries",
@@ -57,6 +60,7 @@ __all__ = [
     "ToolchainError",
     "UpResult",
     "build_all",
+    "kuberay_reference",
     "state_root",
 ]
 

@@ -1,6 +1,7 @@
 """Build etcd, the Kubernetes control plane, kubectl, kwok and helm from the Go module proxy, into a cache.
 
-Why it is done this way (``shared/research/control-plane.md`` §1-§2):
+Why it is done this way (``docs/architecture.md``, *The sandbox*; the go.mod files of k8s.io/kubernetes v1.36.3 and
+go.etcd.io/etcd/server/v3 v3.6.16):
 
 * ``go install k8s.io/kubernetes/cmd/kube-apiserver@v1.36.3`` is refused: k8s.io/kubernetes requires its staging
   modules at ``v0.0.0`` and resolves them with ``replace => ./staging/...``, which a dependency cannot do. We build
@@ -95,8 +96,12 @@ def parse_go_version(text: str) -> tuple[int, int, int] | None:
     return int(match[1]), int(match[2]), int(match[3] or 0)
 
 
-def find_go(env: dict[str, str] | None = None) -> GoToolchain:
-    """The Go on PATH, checked to be new enough; a clear error otherwise."""
+def find_go(
+    env: dict[str, str] | None = None,
+    *,
+    purpose: str = "the sandbox builds its control plane from Go sources",
+) -> GoToolchain:
+    """The Go on PATH, checked to be new enough; a clear error otherwise. ``purpose`` says what Go is needed for."""
     environ = os.environ if env is None else env
     need = ".".join(map(str, versions.MIN_GO_VERSION))
     install = (
@@ -106,7 +111,7 @@ def find_go(env: dict[str, str] | None = None) -> GoToolchain:
     path = shutil.which("go", path=environ.get("PATH"))
     if path is None:
         raise ToolchainError(
-            "the Go toolchain (`go`) is not on PATH; the sandbox builds its control plane from Go sources",
+            f"the Go toolchain (`go`) is not on PATH; {purpose}",
             hint=install,
         )
     try:
@@ -200,7 +205,7 @@ def require_built(artifacts: Sequence[Artifact], root: Path | None = None) -> No
 
 
 # --------------------------------------------------------------------------------------------------- runner
-class _GoRunner:
+class GoRunner:
     """Runs go commands for one artifact, logging each command and its output to that artifact's build log."""
 
     def __init__(self, go: GoToolchain, log_path: Path, extra_env: dict[str, str] | None = None) -> None:
@@ -244,7 +249,7 @@ def tail(path: Path, lines: int) -> str:
 
 
 # --------------------------------------------------------------------------------------------------- recipes
-def _build_kubernetes(go: _GoRunner, work: Path, out: Path) -> None:
+def _build_kubernetes(go: GoRunner, work: Path, out: Path) -> None:
     version = versions.KUBERNETES_VERSION
     (work / "go.mod").write_text("module raykube.local/kubernetes\n\ngo 1.26.0\n")
     info = json.loads(go.run("mod", "download", "-json", f"k8s.io/kubernetes@v{version}", cwd=work))
@@ -267,7 +272,7 @@ def _build_kubernetes(go: _GoRunner, work: Path, out: Path) -> None:
     )
 
 
-def _build_etcd(go: _GoRunner, work: Path, out: Path) -> None:
+def _build_etcd(go: GoRunner, work: Path, out: Path) -> None:
     (work / "go.mod").write_text("module raykube.local/etcd\n\ngo 1.26.0\n")
     (work / "main.go").write_text(_ETCD_MAIN)
     go.run("get", f"go.etcd.io/etcd/server/v3@v{versions.ETCD_VERSION}", cwd=work)
@@ -275,7 +280,7 @@ def _build_etcd(go: _GoRunner, work: Path, out: Path) -> None:
     go.run("build", "-trimpath", "-ldflags=-s -w", "-o", str(out / "etcd"), ".", cwd=work)
 
 
-def _build_kwok(go: _GoRunner, work: Path, out: Path) -> None:
+def _build_kwok(go: GoRunner, work: Path, out: Path) -> None:
     version = f"v{versions.KWOK_VERSION}"
     go.run(
         "install",
@@ -295,7 +300,7 @@ def _build_kwok(go: _GoRunner, work: Path, out: Path) -> None:
         target.chmod(0o644)
 
 
-def _build_helm(go: _GoRunner, work: Path, out: Path) -> None:
+def _build_helm(go: GoRunner, work: Path, out: Path) -> None:
     go.run(
         "install",
         "-trimpath",
@@ -306,7 +311,7 @@ def _build_helm(go: _GoRunner, work: Path, out: Path) -> None:
     )
 
 
-_RECIPES: dict[str, Callable[[_GoRunner, Path, Path], None]] = {
+_RECIPES: dict[str, Callable[[GoRunner, Path, Path], None]] = {
     versions.KUBERNETES.name: _build_kubernetes,
     versions.ETCD.name: _build_etcd,
     versions.KWOK.name: _build_kwok,
@@ -335,7 +340,7 @@ def build_artifact(artifact: Artifact, go: GoToolchain, report: Report, root: Pa
     log = cache / "logs" / f"build-{artifact.dirname}.log"
     report(f"building {artifact.name} v{artifact.version} (log: {log})")
     started = time.monotonic()
-    _RECIPES[artifact.name](_GoRunner(go, log), work, partial)
+    _RECIPES[artifact.name](GoRunner(go, log), work, partial)
     for name in artifact.files:
         if not (partial / name).is_file():
             raise BuildError(f"the {artifact.name} build did not produce {name}", hint=f"see {log}")
@@ -359,14 +364,17 @@ def build_artifact(artifact: Artifact, go: GoToolchain, report: Report, root: Pa
 
 
 @contextlib.contextmanager
-def _exclusive(cache: Path, report: Report) -> Iterator[None]:
-    """Hold the cache's build lock, so two builds (two terminals, or CI and a developer) never write one artifact."""
-    cache.mkdir(parents=True, exist_ok=True)
-    with (cache / "build.lock").open("w") as lock:
+def exclusive(lock_path: Path, report: Report) -> Iterator[None]:
+    """Hold a cache lock file, so two builds (two terminals, or CI and a developer) never write one artifact.
+
+    ``flock`` blocks until the holder releases it (or exits), so the second caller waits without polling.
+    """
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with lock_path.open("w") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            report(f"another raykube build holds {cache / 'build.lock'}; waiting for it to finish")
+            report(f"another raykube process holds {lock_path}; waiting for it to finish")
             fcntl.flock(lock, fcntl.LOCK_EX)
         yield
 
@@ -379,7 +387,7 @@ def build_all(report: Report, root: Path | None = None) -> list[BuildResult]:
     """
     if not missing_artifacts(root):
         return [BuildResult(a, built=False, seconds=0.0) for a in versions.ARTIFACTS]
-    with _exclusive(root or versions.cache_root(), report):
+    with exclusive((root or versions.cache_root()) / "build.lock", report):
         return _build_missing(report, root)
 
 

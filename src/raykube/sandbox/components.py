@@ -1,7 +1,8 @@
 """What the sandbox runs: its configuration, its on-disk layout and the command line of every component.
 
 Pure functions of :class:`SandboxConfig` and :class:`Layout`, so the rule "every listener on 127.0.0.1" can be read
-(and unit-tested) in one place. Flags follow ``shared/research/control-plane.md`` §3:
+(and unit-tested) in one place. Flags follow kwokctl's binary runtime (kwok v0.8.0 ``pkg/kwokctl/components/*.go``,
+and its golden output ``test/e2e/kwokctl/dryrun/testdata/binary/create_cluster.txt``) with loopback-only tweaks:
 
 * etcd: client and peer URLs on 127.0.0.1, no fsync (disposable data), compaction every hour.
 * kube-apiserver: ``--advertise-address=127.0.0.1`` needs ``--endpoint-reconciler-type=none`` (a loopback address

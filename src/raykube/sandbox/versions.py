@@ -1,9 +1,10 @@
-"""Pinned versions of everything the sandbox builds, and where the builds are cached.
+"""Pinned versions of everything the sandbox builds or fetches, and where the results are cached.
 
-Kubernetes v1.36.3, etcd v3.6.16 and kwok v0.8.0 are the combination verified on this project's machines
-(``shared/research/control-plane.md``); kwokctl pairs Kubernetes 1.34-1.36 with etcd 3.6. Helm is built for the chart
-tests. Bump a version here and the next ``raykube sandbox build`` builds into a new cache directory; the old one stays
-until removed by hand.
+Kubernetes v1.36.3, etcd v3.6.16 and kwok v0.8.0 are the combination verified on this project's machines; kwokctl
+pairs Kubernetes 1.34-1.36 with etcd 3.6 (``pkg/kwokctl/components/etcd_version.go`` in kwok v0.8.0). Helm is built
+for the chart tests. KubeRay's CRDs and samples, which the tests compare raykube against, come from the
+``ray-operator`` Go module at ``KUBERAY_VERSION``. Bump a version here and the next ``raykube sandbox build`` builds
+(or fetches) into a new cache directory; the old one stays until removed by hand.
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ KUBERNETES_VERSION = "1.36.3"
 ETCD_VERSION = "3.6.16"
 KWOK_VERSION = "0.8.0"
 HELM_VERSION = "4.3.2"
+# The KubeRay release raykube re-implements; its module holds config/crd/bases and config/samples.
+KUBERAY_VERSION = "1.6.1"
+KUBERAY_MODULE = "github.com/ray-project/kuberay/ray-operator"
 
 # The oldest Go that builds all of the above: k8s.io/kubernetes v1.36.3 and kwok v0.8.0 both declare `go 1.26.0`.
 MIN_GO_VERSION = (1, 26, 0)
@@ -73,3 +77,8 @@ def artifact_dir(artifact: Artifact, root: Path | None = None) -> Path:
 
 def binary(artifact: Artifact, name: str | None = None, root: Path | None = None) -> Path:
     return artifact_dir(artifact, root) / (name or artifact.files[0])
+
+
+def kuberay_dir(root: Path | None = None) -> Path:
+    """Where KubeRay's CRDs (``crd/``) and samples (``samples/``) are fetched to: ``<cache>/kuberay/v<version>``."""
+    return (root or cache_root()) / "kuberay" / f"v{KUBERAY_VERSION}"

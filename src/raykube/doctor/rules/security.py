@@ -1,6 +1,6 @@
-"""Security (diagnostics §5): the dashboard and Ray ports exposed without authentication, credentials in plain
-spec, privileged Pods, Ingress without TLS, token auth off, no NetworkPolicy. Values of sensitive variables are never
-printed."""
+"""Security (the SEC rules of ``docs/doctor.md``): the dashboard and Ray ports exposed without authentication,
+credentials in plain spec, privileged Pods, Ingress without TLS, token auth off, no NetworkPolicy. Values of sensitive
+variables are never printed."""
 
 from __future__ import annotations
 
