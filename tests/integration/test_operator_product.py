@@ -328,7 +328,7 @@ async def test_a_missing_rule_is_logged_evented_and_counted_then_recovers_withou
 async def test_the_client_refuses_calls_outside_the_generated_rules(kubeconfig: Path, namespace: str) -> None:
     strict = Kube.from_config(kubeconfig, rules=rbac.OPERATOR_RULES)
     try:
-        with pytest.raises(PermissionError, match="raykube called update on pods"):
+        with pytest.raises(PermissionError, match="raykube-operator called update on pods"):
             await strict.request("update", "PUT", PODS, PODS.path(namespace, "x"), body={})
         with pytest.raises(ApiError):  # allowed by the rules, so it reaches the API server
             await strict.get(PODS, "does-not-exist", namespace)
