@@ -2,7 +2,7 @@
 
 The layers run ``cli → runtime → controllers → builders → api → kube``: the runtime (informers, work queue, event
 recorder) is *above* the controllers and wires them up, so the controllers state their needs here and never import
-the runtime. ``raykube.kube.Kube`` is an :class:`Api`, ``raykube.kube.informer.InformerCache`` a :class:`Cache`,
+the runtime. ``raykube.kube.Kube`` is an :class:`Api`, ``raykube.kube.informer.ObjectCache`` a :class:`Cache`,
 ``raykube.kube.events.EventRecorder`` a :class:`Recorder`; ``raykube.kube.fake.FakeKube`` is all three in memory.
 
 Objects are plain JSON dicts exactly as the API server sends them. Objects from a :class:`Cache` are shared with the

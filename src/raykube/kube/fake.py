@@ -146,9 +146,9 @@ class FakeKube:
         self._failures: list[_Failure] = []
         self.writes: list[Write] = []
         self.events: list[RecordedEvent] = []
-        self.api = _Api(self)
-        self.cache = _Cache(self)
-        self.recorder = _Recorder(self)
+        self.api = _FakeApi(self)
+        self.cache = _FakeCache(self)
+        self.recorder = _FakeEvents(self)
         for obj in initial:
             self.add(obj)
 
@@ -258,7 +258,7 @@ class FakeKube:
             del self._server[key]
 
 
-class _Api:
+class _FakeApi:
     """``raykube.controllers.ports.Api`` over a :class:`FakeKube`."""
 
     def __init__(self, fake: FakeKube) -> None:
@@ -371,7 +371,7 @@ class _Api:
         fake._record("deletecollection", res, (namespace, selector), None)
 
 
-class _Cache:
+class _FakeCache:
     """``raykube.controllers.ports.Cache`` over a :class:`FakeKube`."""
 
     def __init__(self, fake: FakeKube) -> None:
@@ -387,7 +387,7 @@ class _Cache:
         ]  # fmt: skip
 
 
-class _Recorder:
+class _FakeEvents:
     """``raykube.controllers.ports.Recorder`` over a :class:`FakeKube`."""
 
     def __init__(self, fake: FakeKube) -> None:

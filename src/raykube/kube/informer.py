@@ -18,7 +18,7 @@ then ADDED, never as a MODIFIED that changes uid, so handlers keyed by uid (the 
 the old one end.
 
 Objects are stored without ``metadata.managedFields`` (often half of a Pod's JSON, never read by raykube). Stored
-objects are shared with every reader: treat them as read-only. :class:`InformerCache` answers reads across the
+objects are shared with every reader: treat them as read-only. :class:`ObjectCache` answers reads across the
 informers of several namespaces.
 """
 
@@ -261,7 +261,7 @@ class Informer:
                 await asyncio.sleep(delay)
 
 
-class InformerCache:
+class ObjectCache:
     """Reads across informers: one or more per resource (one per watched namespace, or one for all)."""
 
     def __init__(self, informers: Iterable[Informer] = ()) -> None:

@@ -36,7 +36,7 @@ from raykube.controllers.raycluster import registration as raycluster_registrati
 from raykube.kube.client import Kube
 from raykube.kube.errors import ApiError
 from raykube.kube.events import EventRecorder
-from raykube.kube.informer import Informer, InformerCache
+from raykube.kube.informer import Informer, ObjectCache
 from raykube.kube.resources import Resource
 from raykube.runtime.logs import reconcile_context
 from raykube.runtime.metrics import Metrics
@@ -114,7 +114,7 @@ class Manager:
         self.concurrency = reconcile_concurrency
         self.identity = identity or f"raykube-{uuid.uuid4().hex[:8]}"
         self.metrics = metrics
-        self.cache = InformerCache()
+        self.cache = ObjectCache()
         self.informers: list[Informer] = []
         regs = list(registrations) if registrations is not None else default_registrations(self.options)
         self.watches = _merge_watches(regs)
