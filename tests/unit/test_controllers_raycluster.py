@@ -575,3 +575,29 @@ def test_routing_ignores_status_only_updates_and_follows_controller_owner_refere
     not_controller = copy.deepcopy(pod)
     not_controller["metadata"]["ownerReferences"][0]["controller"] = False
     assert reg.key_for_owned(None, not_controller) is None
+
+
+async def test_gcs_ft_deletion_runs_the_redis_cleanup_job_then_drops_the_finalizer() -> None:
+    world = new_world(raycluster(gcsFaultToleranceOptions={"redisAddress": "redis:6379"}))
+    await world.reconcile()  # adds the finalizer
+    world.edit(lambda body: body["metadata"].update(deletionTimestamp="2026-12-03T11:59:30Z"))
+    world.clear()
+    assert await world.reconcile() == Result(2.0)
+    assert_writes(world, [("create", "jobs", f"{NAME}-redis-cleanup")])
+    assert world.fake.reasons() == [c.EVENT_CREATED_REDIS_CLEANUP_JOB]
+    job = world.fake.all(JOBS, NS)[0]
+    world.fake.add({**job, "status": {"conditions": [{"type": "Complete", "status": "True"}]}}, JOBS)
+    world.clear()
+    assert await world.reconcile() == Result()
+    assert_writes(world, [("patch", "rayclusters", NAME)])
+    assert world.cluster["metadata"].get("finalizers") == []
+
+
+async def test_a_user_named_autoscaler_service_account_that_is_missing_fails_the_pass() -> None:
+    cluster = raycluster(enableInTreeAutoscaling=True)
+    cluster["spec"]["headGroupSpec"]["template"]["spec"]["serviceAccountName"] = "my-sa"
+    world = new_world(cluster)
+    with pytest.raises(ReconcileError, match="my-sa"):
+        await world.reconcile()
+    assert world.fake.reasons() == [c.EVENT_AUTOSCALER_SERVICE_ACCOUNT_NOT_FOUND]
+    assert world.fake.writes_of("create", "pods") == []
