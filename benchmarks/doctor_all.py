@@ -96,7 +96,7 @@ async def main_async(clusters: int, workers: int, runs: int, existing: Path | No
         client = AsyncClient(KubeConfig.from_file(kubeconfig), trust_env=False, field_manager="raykube-bench")
         kube = Kube.from_config(kubeconfig, qps=500, burst=1000)
         namespace = f"bench-doctor-{uuid.uuid4().hex[:6]}"
-        await install_crds(client, load_generated())
+        await install_crds(kube, load_generated())
         await client.create(from_dict({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}))
         await client.create(
             from_dict({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ray-env"}, "data": {"A": "1"}}),

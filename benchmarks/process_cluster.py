@@ -105,7 +105,7 @@ async def one_run() -> dict[str, Any]:
         manager = Manager(client, namespaces=[NAMESPACE])
         follower: asyncio.Task[None] | None = None
         try:
-            await install_crds(kube, load_generated())
+            await install_crds(client, load_generated())
             await manager.start()
             documents = [d for p in sorted(EXAMPLES.glob("0*.yaml")) for d in yaml.safe_load_all(p.read_text()) if d]
             started = time.monotonic()

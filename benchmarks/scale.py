@@ -57,7 +57,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
-from lightkube import AsyncClient, KubeConfig
 from prometheus_client.parser import text_string_to_metric_families
 
 from raykube.api import constants as c
@@ -624,9 +623,9 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     kinds = [args.only] if args.only else ["floor", "raykube"]
     runs: dict[str, dict[str, Any]] = {}
     async with a_sandbox(args.sandbox, args.nodes, extra) as kubeconfig:
-        client = AsyncClient(KubeConfig.from_file(kubeconfig), trust_env=False, field_manager="raykube-bench")
-        await install_crds(client, load_generated())
-        await client.close()
+        installer = Kube.from_config(kubeconfig)
+        await install_crds(installer, load_generated())
+        await installer.close()
         with tempfile.TemporaryDirectory(prefix="raykube-scale-") as work:
             for kind in kinds:
                 runs[kind] = await Run(kind, kubeconfig, settings, Path(work)).run()

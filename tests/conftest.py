@@ -88,9 +88,9 @@ async def runtime_kube(kubeconfig: Path) -> AsyncIterator[Kube]:
 
 
 @pytest.fixture(scope="session")
-async def ray_crds(kube: AsyncClient) -> list[str]:
+async def ray_crds(runtime_kube: Kube) -> list[str]:
     """raykube's ray.io CRDs, installed on the sandbox once per run."""
-    return await install_crds(kube, load_generated())
+    return await install_crds(runtime_kube, load_generated())
 
 
 @pytest.fixture

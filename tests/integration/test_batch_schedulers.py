@@ -100,8 +100,8 @@ async def remove_podgroup_crd(kube: AsyncClient) -> None:
 
 
 @pytest.fixture(scope="module")
-async def podgroup_crd(kube: AsyncClient) -> AsyncIterator[str]:
-    await install_crds(kube, {PODGROUP_CRD_NAME: PODGROUP_CRD})
+async def podgroup_crd(kube: AsyncClient, runtime_kube: Kube) -> AsyncIterator[str]:
+    await install_crds(runtime_kube, {PODGROUP_CRD_NAME: PODGROUP_CRD})
     try:
         yield PODGROUP_CRD_NAME
     finally:

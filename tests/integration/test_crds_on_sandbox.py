@@ -22,6 +22,7 @@ from lightkube.generic_resource import create_global_resource, create_namespaced
 
 from raykube.api.resources import KINDS
 from raykube.api.validation import validate
+from raykube.kube.client import Kube
 from raykube.runtime.crds import install_crds
 from raykube.sandbox import Binaries
 from tests.support import KUBERAY_V161, RunningSandbox, raykube
@@ -44,12 +45,12 @@ def _upstream_renamed(crd: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="session")
-async def upstream_crds(kube: AsyncClient) -> AsyncIterator[list[str]]:
+async def upstream_crds(kube: AsyncClient, runtime_kube: Kube) -> AsyncIterator[list[str]]:
     crds = {}
     for path in sorted((KUBERAY_V161 / "crd").glob("*.yaml")):
         loaded = yaml.load(path.read_text(), Loader=yaml.CSafeLoader)
         crds[path.name] = _upstream_renamed(loaded)
-    names = await install_crds(kube, crds)
+    names = await install_crds(runtime_kube, crds)
     try:
         yield names
     finally:

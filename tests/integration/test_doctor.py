@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lightkube import ApiError, AsyncClient, KubeConfig
+from lightkube import ApiError, AsyncClient
 from lightkube.codecs import from_dict
 from lightkube.generic_resource import create_global_resource, create_namespaced_resource
 from lightkube.resources.apps_v1 import Deployment
@@ -72,7 +72,7 @@ DOCTOR_WAIT = 90  # seconds: the scheduler, the operator and the EndpointSlice c
 
 async def run_doctor(kubeconfig: Path, namespace: str, name: str | None = CLUSTER, **options: Any) -> Report:
     """The doctor in-process, as `raykube doctor raycluster/NAME -n NS` (or `--all -n NS` when name is None)."""
-    client = AsyncClient(KubeConfig.from_file(kubeconfig), trust_env=False)
+    client = Kube.from_config(kubeconfig)
     targets = ((namespace, name),) if name is not None else None
     try:
         report, _ = await diagnose_live(client, Scope(namespaces=(namespace,), targets=targets), **options)
@@ -762,7 +762,7 @@ async def test_dump_then_from_dump_gives_the_same_findings(
                      namespace=namespace)  # fmt: skip
     await wait_diagnosis(kubeconfig, namespace, has_root("F06", with_consequences={"F02"}), "the selector to bite")
 
-    client = AsyncClient(KubeConfig.from_file(kubeconfig), trust_env=False)
+    client = Kube.from_config(kubeconfig)
     try:
         live, snap = await diagnose_live(
             client, Scope(namespaces=(namespace,), targets=((namespace, CLUSTER),)), dump_to=tmp_path / "dump"

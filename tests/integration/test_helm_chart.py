@@ -35,6 +35,7 @@ from raykube.cli.install import (
     render_manifests,
     retarget,
 )
+from raykube.kube.client import Kube
 from raykube.sandbox import Binaries
 from raykube.waiting import NotYet, wait_for
 
@@ -536,7 +537,7 @@ async def test_raykube_install_applies_crds_rbac_and_operator_idempotently(
 
 
 async def test_raykube_install_names_the_object_the_api_server_refused(
-    kube: AsyncClient, namespace: str, tmp_path: Path
+    runtime_kube: Kube, namespace: str, tmp_path: Path
 ) -> None:
     service = {
         "apiVersion": "v1",
@@ -546,7 +547,7 @@ async def test_raykube_install_names_the_object_the_api_server_refused(
     }
     (tmp_path / "service.yaml").write_text(yaml.safe_dump(service))
     with pytest.raises(InstallError, match=rf"service/broken in namespace {namespace}.*99999"):
-        await install_operator(kube, namespace, manifests=tmp_path, available_within=5)
+        await install_operator(runtime_kube, namespace, manifests=tmp_path, available_within=5)
 
 
 def test_install_retargets_the_packaged_manifests() -> None:

@@ -536,7 +536,11 @@ RAYCLUSTER = create_namespaced_resource("ray.io", "v1", "RayCluster", "raycluste
 @pytest.fixture
 async def operator(proc: ProcessSandbox, pkube: AsyncClient, ns: str) -> AsyncIterator[Manager]:
     """raykube's operator, in-process with its RBAC rules enforced, watching only this test's namespace."""
-    await install_crds(pkube, load_generated())
+    installer = Kube.from_config(proc.kubeconfig)
+    try:
+        await install_crds(installer, load_generated())
+    finally:
+        await installer.close()
     client = Kube.from_config(proc.kubeconfig, qps=200, burst=400, rules=OPERATOR_RULES + LEADER_ELECTION_RULES)
     manager = Manager(client, namespaces=[ns], reconcile_concurrency=2)
     await asyncio.wait_for(manager.start(), 60)

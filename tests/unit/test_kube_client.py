@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
+import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
 from raykube.controllers.raycluster import slow_start
 from raykube.kube.client import Kube, _lines
+from raykube.kube.resources import NODES, SERVICE_ACCOUNTS
 
 events = st.lists(st.binary(min_size=1, max_size=40).map(lambda b: b.replace(b"\n", b"x")), max_size=20)
 
@@ -45,6 +50,68 @@ def test_a_sibling_shares_the_connection_but_not_the_rate_limiter() -> None:
     assert twin.http is kube.http
     assert twin.limiter is not kube.limiter
     assert (twin.limiter.qps, twin.limiter.burst) == (5, 7)
+
+
+def _kubeconfig(path: Path, namespace: str | None) -> Path:
+    context: dict[str, str] = {"cluster": "c", "user": "u"}
+    if namespace:
+        context["namespace"] = namespace
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [
+                    {"name": "ctx", "context": context},
+                    {"name": "other", "context": {"cluster": "c", "user": "u"}},
+                ],
+                "current-context": "ctx",
+            }
+        )
+    )
+    return path
+
+
+@pytest.mark.parametrize(("namespace", "expected"), [("team-a", "team-a"), (None, "default")])
+async def test_the_context_namespace_is_the_clients_default(
+    tmp_path: Path, namespace: str | None, expected: str
+) -> None:
+    kube = Kube.from_config(_kubeconfig(tmp_path / "config", namespace))
+    try:
+        assert kube.namespace == expected
+        assert kube.sibling().namespace == expected
+    finally:
+        await kube.close()
+
+
+async def test_a_named_context_gives_its_own_namespace(tmp_path: Path) -> None:
+    kube = Kube.from_config(_kubeconfig(tmp_path / "config", "team-a"), context="other")
+    try:
+        assert kube.namespace == "default"
+    finally:
+        await kube.close()
+
+
+async def test_subresource_writes_go_to_the_subresource_path() -> None:
+    seen: list[tuple[str, str, str, Any]] = []
+
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        body = json.loads(request.content) if request.content else None
+        seen.append((request.method, request.url.path, request.headers.get("content-type", ""), body))
+        return httpx2.Response(201, json={"status": {"token": "abc"}})
+
+    kube = Kube(httpx2.AsyncClient(transport=httpx2.MockTransport(answer), base_url="https://api"))
+    request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"audiences": []}}
+    issued = await kube.create(SERVICE_ACCOUNTS, request, "ns", name="sa", subresource="token")
+    await kube.patch(NODES, "node-0", {"status": {"phase": "Running"}}, subresource="status")
+    await kube.close()
+    assert issued["status"] == {"token": "abc"}
+    assert seen == [
+        ("POST", "/api/v1/namespaces/ns/serviceaccounts/sa/token", "application/json", request),
+        ("PATCH", "/api/v1/nodes/node-0/status", "application/merge-patch+json", {"status": {"phase": "Running"}}),
+    ]
 
 
 @pytest.mark.parametrize(("count", "batches"), [(0, []), (1, [1]), (3, [1, 2]), (7, [1, 2, 4]), (10, [1, 2, 4, 3])])

@@ -52,16 +52,14 @@ def print_() -> None:
 @app.command()
 def install(kubeconfig: KubeconfigOption = None) -> None:
     """Install or update the CRDs with server-side apply and wait until they are Established."""
-    from lightkube import AsyncClient, KubeConfig  # noqa: PLC0415
-
     from raykube.api import crd as crd_generation  # noqa: PLC0415
-    from raykube.runtime.crds import install_crds  # noqa: PLC0415
+    from raykube.kube.client import Kube  # noqa: PLC0415
+    from raykube.runtime.crds import FIELD_MANAGER, install_crds  # noqa: PLC0415
 
     crds = crd_generation.load_generated()
 
     async def run() -> list[str]:
-        config = KubeConfig.from_file(kubeconfig) if kubeconfig else KubeConfig.from_env()
-        client = AsyncClient(config, field_manager="raykube", trust_env=False)
+        client = Kube.from_config(kubeconfig, user_agent="raykube", field_manager=FIELD_MANAGER)
         try:
             return await install_crds(client, crds)
         finally:

@@ -109,12 +109,11 @@ def claim(text: str) -> None:
 
 # ---------------------------------------------------------------------------------------------------- act one
 async def install_operator(stage: Stage) -> None:
-    from lightkube import AsyncClient, KubeConfig  # noqa: PLC0415 - heavy imports load per command
-
-    from raykube.cli.install import FIELD_MANAGER, install_operator  # noqa: PLC0415
+    from raykube.cli.install import FIELD_MANAGER, install_operator  # noqa: PLC0415 - heavy imports load per command
+    from raykube.kube.client import Kube  # noqa: PLC0415
 
     chapter("1. The operator: its Deployment, its RBAC, and the process")
-    client = AsyncClient(KubeConfig.from_file(stage.kubeconfig), field_manager=FIELD_MANAGER, trust_env=False)
+    client = Kube.from_config(stage.kubeconfig, user_agent=FIELD_MANAGER, field_manager=FIELD_MANAGER)
     # On process nodes a Pod runs for real and the operator's image has no local equivalent: its Pod goes to the
     # sandbox's tainted kwok node (a toleration and a nodeSelector), and the operator runs as a local process.
     placement = (

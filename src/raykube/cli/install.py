@@ -32,7 +32,8 @@ import yaml
 from raykube.cli.output import fail, progress, success
 
 if TYPE_CHECKING:
-    from lightkube import AsyncClient
+    from raykube.kube.client import Kube
+    from raykube.kube.resources import Resource
 
 FIELD_MANAGER = "raykube"
 RELEASE = "kuberay-operator"  # the release name config/operator/ is rendered with
@@ -239,105 +240,117 @@ def _action(before: str | None, after: str | None) -> str:
     return "unchanged" if before == after else "configured"
 
 
-async def _resource_version(client: AsyncClient, resource: type[Any], name: str, namespace: str | None) -> str | None:
-    from lightkube import ApiError  # noqa: PLC0415 - heavy imports load per command
+def _resource_for(obj: Mapping[str, Any]) -> Resource:
+    """The built-in resource an object of the manifests is (the kinds the chart renders)."""
+    from raykube.kube import resources as r  # noqa: PLC0415 - heavy imports load per command
 
-    try:
-        current = await client.get(resource, name, namespace=namespace)
-    except ApiError as exc:
-        if exc.status.code == 404:
-            return None
-        raise
-    return str(current.metadata.resourceVersion)
+    known = (
+        r.NAMESPACES,
+        r.SERVICE_ACCOUNTS,
+        r.CONFIGMAPS,
+        r.SECRETS,
+        r.SERVICES,
+        r.DEPLOYMENTS,
+        r.CLUSTER_ROLES,
+        r.CLUSTER_ROLE_BINDINGS,
+        r.ROLES,
+        r.ROLE_BINDINGS,
+    )
+    api_version, kind = obj.get("apiVersion"), obj.get("kind")
+    for resource in known:
+        if (resource.api_version, resource.kind) == (api_version, kind):
+            return resource
+    raise ValueError(f"no built-in resource has apiVersion {api_version!r} and kind {kind!r}")
 
 
-async def _apply_crds(client: AsyncClient) -> list[Applied]:
-    from lightkube import ApiError  # noqa: PLC0415
-    from lightkube.resources.apiextensions_v1 import CustomResourceDefinition  # noqa: PLC0415
+async def _resource_version(client: Kube, resource: Resource, name: str, namespace: str | None) -> str | None:
+    current = await client.get_or_none(resource, name, namespace)
+    return None if current is None else str((current.get("metadata") or {}).get("resourceVersion"))
 
+
+async def _apply_crds(client: Kube) -> list[Applied]:
     from raykube.api.crd import load_generated  # noqa: PLC0415
+    from raykube.kube.errors import ApiError  # noqa: PLC0415
+    from raykube.kube.resources import CRDS  # noqa: PLC0415
     from raykube.runtime.crds import install_crds  # noqa: PLC0415
 
     crds = load_generated()
     names = [str(crd["metadata"]["name"]) for crd in crds.values()]
     try:
-        before = {name: await _resource_version(client, CustomResourceDefinition, name, None) for name in names}
+        before = {name: await _resource_version(client, CRDS, name, None) for name in names}
         await install_crds(client, crds)
     except ApiError as exc:
-        raise InstallError(f"applying the ray.io CRDs failed: {exc.status.message}") from exc
+        raise InstallError(f"applying the ray.io CRDs failed: {exc.message}") from exc
     return [
         Applied(
             f"customresourcedefinition/{name}",
-            _action(before[name], await _resource_version(client, CustomResourceDefinition, name, None)),
+            _action(before[name], await _resource_version(client, CRDS, name, None)),
         )
         for name in names
     ]
 
 
-async def _ensure_namespace(client: AsyncClient, namespace: str) -> Applied:
-    from lightkube import ApiError  # noqa: PLC0415
-    from lightkube.models.meta_v1 import ObjectMeta  # noqa: PLC0415
-    from lightkube.resources.core_v1 import Namespace  # noqa: PLC0415
+async def _ensure_namespace(client: Kube, namespace: str) -> Applied:
+    from raykube.kube.errors import ApiError  # noqa: PLC0415
+    from raykube.kube.resources import NAMESPACES  # noqa: PLC0415
 
     try:
-        if await _resource_version(client, Namespace, namespace, None) is not None:
+        if await _resource_version(client, NAMESPACES, namespace, None) is not None:
             return Applied(f"namespace/{namespace}", "unchanged")
-        await client.create(Namespace(metadata=ObjectMeta(name=namespace)))
+        await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
     except ApiError as exc:
-        if exc.status.code != 409:  # created meanwhile: fine
-            raise InstallError(f"creating namespace/{namespace} failed: {exc.status.message}") from exc
+        if not exc.conflict:  # created meanwhile: fine
+            raise InstallError(f"creating namespace/{namespace} failed: {exc.message}") from exc
     return Applied(f"namespace/{namespace}", "created")
 
 
-async def apply_objects(client: AsyncClient, objects: Sequence[Mapping[str, Any]]) -> list[Applied]:
+async def apply_objects(client: Kube, objects: Sequence[Mapping[str, Any]]) -> list[Applied]:
     """Server-side apply each object (field manager ``raykube``, forced); what happened to each."""
-    from lightkube import ApiError, codecs  # noqa: PLC0415
+    from raykube.kube.errors import ApiError  # noqa: PLC0415
 
     results = []
     for obj in objects:
         what = describe(obj)
         try:
-            resource = codecs.from_dict(dict(obj))
+            resource = _resource_for(obj)
         except Exception as exc:
             raise InstallError(f"{what}: not a resource this client knows: {exc}") from exc
         metadata = obj["metadata"]
         namespace = metadata.get("namespace")
         try:
-            before = await _resource_version(client, type(resource), metadata["name"], namespace)
-            applied = await client.apply(resource, field_manager=FIELD_MANAGER, force=True)
+            before = await _resource_version(client, resource, metadata["name"], namespace)
+            applied = await client.apply(resource, obj, namespace, field_manager=FIELD_MANAGER)
         except ApiError as exc:
-            raise InstallError(f"applying {what} failed: {exc.status.message}") from exc
-        after = str(applied.metadata.resourceVersion) if applied.metadata else None
+            raise InstallError(f"applying {what} failed: {exc.message}") from exc
+        version = (applied.get("metadata") or {}).get("resourceVersion")
+        after = str(version) if version is not None else None
         kind = str(obj["kind"]).lower()
         results.append(Applied(f"{kind}/{metadata['name']}", _action(before, after)))
     return results
 
 
-async def wait_until_available(
-    client: AsyncClient, namespace: str, name: str = DEPLOYMENT, within: float = 300
-) -> None:
+async def wait_until_available(client: Kube, namespace: str, name: str = DEPLOYMENT, within: float = 300) -> None:
     """Wait until the Deployment has rolled out its current spec and is Available."""
-    from lightkube.resources.apps_v1 import Deployment  # noqa: PLC0415
-
+    from raykube.kube.resources import DEPLOYMENTS  # noqa: PLC0415
     from raykube.waiting import NotYet, wait_for  # noqa: PLC0415
 
     async def available() -> bool | NotYet:
-        deployment = await client.get(Deployment, name, namespace=namespace)
-        status = deployment.status
+        deployment = await client.get(DEPLOYMENTS, name, namespace)
+        status = deployment.get("status")
         if status is None:
             return NotYet("no status yet")
-        wanted = deployment.spec.replicas if deployment.spec and deployment.spec.replicas is not None else 1
-        generation = (deployment.metadata.generation if deployment.metadata else None) or 0
-        conditions = {c.type: c for c in status.conditions or []}
-        if (status.observedGeneration or 0) < generation:
+        replicas = (deployment.get("spec") or {}).get("replicas")
+        wanted = replicas if replicas is not None else 1
+        generation = (deployment.get("metadata") or {}).get("generation") or 0
+        conditions = {c.get("type"): c for c in status.get("conditions") or []}
+        if (status.get("observedGeneration") or 0) < generation:
             return NotYet(f"generation {generation} not observed yet")
-        if (status.updatedReplicas or 0) < wanted or (status.availableReplicas or 0) < wanted:
-            return NotYet(
-                f"{status.updatedReplicas or 0} updated, {status.availableReplicas or 0} available of {wanted} replicas"
-            )
+        updated, ready = status.get("updatedReplicas") or 0, status.get("availableReplicas") or 0
+        if updated < wanted or ready < wanted:
+            return NotYet(f"{updated} updated, {ready} available of {wanted} replicas")
         condition = conditions.get("Available")
-        if condition is None or condition.status != "True":
-            detail = f"{condition.reason}: {condition.message}" if condition else "no Available condition"
+        if condition is None or condition.get("status") != "True":
+            detail = f"{condition.get('reason')}: {condition.get('message')}" if condition else "no Available condition"
             return NotYet(detail)
         return True
 
@@ -351,7 +364,7 @@ class InstallReport:
 
 
 async def install_operator(
-    client: AsyncClient,
+    client: Kube,
     namespace: str,
     *,
     image: str | None = None,
@@ -379,7 +392,7 @@ async def install_operator(
     return InstallReport(applied, namespace)
 
 
-async def _ensure_namespace_step(client: AsyncClient, namespace: str) -> list[Applied]:
+async def _ensure_namespace_step(client: Kube, namespace: str) -> list[Applied]:
     return [await _ensure_namespace(client, namespace)]
 
 
@@ -398,14 +411,15 @@ def install(
     timeout: Annotated[float, typer.Option(help="Seconds to wait for the operator Deployment to be Available.")] = 300,
 ) -> None:
     """Install or update the ray.io CRDs and the raykube operator (the Helm chart's default values, no Helm needed)."""
-    from lightkube import AsyncClient, KubeConfig  # noqa: PLC0415
-    from lightkube.core.exceptions import ConfigError  # noqa: PLC0415
-
+    from raykube.kube.client import Kube  # noqa: PLC0415
     from raykube.waiting import WaitTimeout  # noqa: PLC0415
 
+    try:
+        client = Kube.from_config(kubeconfig, user_agent=FIELD_MANAGER, field_manager=FIELD_MANAGER)
+    except Exception as exc:  # no kubeconfig, no such context, unreadable credentials: say it plainly
+        fail(f"installing the operator failed: {exc}")
+
     async def run() -> InstallReport:
-        config = KubeConfig.from_file(kubeconfig) if kubeconfig else KubeConfig.from_env()
-        client = AsyncClient(config, field_manager=FIELD_MANAGER, trust_env=False)
         try:
             return await install_operator(
                 client, namespace, image=image, available_within=timeout, on_progress=_print_step
@@ -415,7 +429,7 @@ def install(
 
     try:
         report = asyncio.run(run())
-    except (InstallError, WaitTimeout, FileNotFoundError, ConfigError) as exc:
+    except (InstallError, WaitTimeout, FileNotFoundError) as exc:
         fail(f"installing the operator failed: {exc}")
     except Exception as exc:  # an API or connection error outside one object: say it plainly
         fail(f"installing the operator failed: {type(exc).__name__}: {exc}")

@@ -9,8 +9,8 @@ request per object, so a run over 100 RayClusters costs the same handful of requ
 * phase 2, all at once: the operator's Pods (when outside the namespaces already listed) and one
   SubjectAccessReview per permission the operator needs (:data:`raykube.doctor.access.OPERATOR_ACCESS`).
 
-Objects stay plain dicts: the resource classes are lightkube generic resources made here and never registered, so
-lightkube's typed models (which tests and other code load) cannot replace them. A 403 becomes a
+Objects stay plain dicts, the API server's JSON as :class:`~raykube.kube.client.Kube` returns it (list items carry
+no ``apiVersion``/``kind``: :func:`raykube.doctor.snapshot.sanitize` sets them). A 403 becomes a
 :class:`~raykube.doctor.model.NotChecked` line; any other failure to reach the API server raises
 :class:`GatherError`.
 """
@@ -18,14 +18,10 @@ lightkube's typed models (which tests and other code load) cannot replace them. 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
-
-from lightkube import ALL_NS, ApiError, AsyncClient
-from lightkube import operators as selectors
-from lightkube.generic_resource import GenericGlobalResource, GenericNamespacedResource, create_api_info
 
 from raykube.api import constants as c
 from raykube.doctor import access as acc
@@ -33,9 +29,10 @@ from raykube.doctor import facts
 from raykube.doctor import snapshot as s
 from raykube.doctor.model import NotChecked
 from raykube.doctor.snapshot import Obj, ResourceType, Snapshot
+from raykube.kube.client import Kube
+from raykube.kube.errors import ApiError
+from raykube.kube.resources import Resource
 
-_FORBIDDEN = 403
-_NOT_FOUND = 404
 # Beyond this many namespaces the operator's permissions are reviewed at the cluster scope only.
 MAX_REVIEWED_NAMESPACES = 10
 
@@ -50,32 +47,17 @@ class Scope:
     targets: tuple[tuple[str, str], ...] | None = None  # None: every RayCluster in the namespaces
 
 
-_CLASSES: dict[str, Any] = {}
+def api_resource(resource: ResourceType) -> Resource:
+    """How the API server addresses ``resource``."""
+    return Resource(resource.group, resource.version, resource.kind, resource.key, resource.namespaced)
 
 
-def resource_class(resource: ResourceType) -> Any:
-    """A lightkube generic resource class for ``resource`` that decodes to dicts (not registered, see above)."""
-    cls = _CLASSES.get(resource.key)
-    if cls is None:
-        base = GenericNamespacedResource if resource.namespaced else GenericGlobalResource
-        info = create_api_info(
-            resource.group, resource.version, resource.kind, resource.key, verbs=["get", "list", "global_list", "post"]
-        )
-        cls = type(f"Doctor{resource.kind}", (base,), {"_api_info": info})
-        _CLASSES[resource.key] = cls
-    return cls
-
-
-def _plain(item: Any) -> Obj:
-    return dict(item)
-
-
-def _denied(exc: ApiError) -> bool:
-    return getattr(exc.status, "code", None) == _FORBIDDEN
-
-
-def _missing(exc: ApiError) -> bool:
-    return getattr(exc.status, "code", None) == _NOT_FOUND
+def _selector(labels: Mapping[str, str | Sequence[str]]) -> str:
+    """A label selector: ``key=value``, or ``key in (a,b)`` for several values."""
+    terms = [
+        f"{key}={value}" if isinstance(value, str) else f"{key} in ({','.join(value)})" for key, value in labels.items()
+    ]
+    return ",".join(terms)
 
 
 def _where(namespace: str | None) -> str:
@@ -83,7 +65,7 @@ def _where(namespace: str | None) -> str:
 
 
 class _Gatherer:
-    def __init__(self, client: AsyncClient, scope: Scope) -> None:
+    def __init__(self, client: Kube, scope: Scope) -> None:
         self.client = client
         self.scope = scope
         self.objects: dict[str, list[Obj]] = {}
@@ -99,57 +81,58 @@ class _Gatherer:
         resource: ResourceType,
         namespace: str | None,
         *,
-        labels: Mapping[str, Any] | None = None,
-        fields: Mapping[str, Any] | None = None,
+        labels: Mapping[str, str | Sequence[str]] | None = None,
+        fields: Mapping[str, str] | None = None,
     ) -> list[Obj]:
-        cls = resource_class(resource)
-        where = namespace if namespace is not None else (ALL_NS if resource.namespaced else None)
-        kwargs: dict[str, Any] = {"labels": labels, "fields": fields}
-        if where is not None:
-            kwargs["namespace"] = where
-        return [_plain(item) async for item in self.client.list(cls, **kwargs)]
+        """Every ``resource`` in ``namespace`` (None: in every namespace) matching ``labels`` and ``fields``."""
+        listed = await self.client.list(
+            api_resource(resource),
+            namespace,
+            label_selector=_selector(labels) if labels else None,
+            field_selector=_selector(fields) if fields else None,
+        )
+        return listed.items
 
     async def list_into(self, resource: ResourceType, namespace: str | None) -> None:
         try:
             items = await self._list(resource, namespace)
         except ApiError as exc:
-            if _denied(exc):
+            if exc.forbidden:
                 core = resource.key in s.CORE_TYPES
                 self.not_checked.append(
                     NotChecked(resource.title, f"forbidden: cannot list {resource.key} {_where(namespace)}", core=core)
                 )
                 return
-            if _missing(exc) and resource is s.RAYCLUSTERS:
+            if exc.not_found and resource is s.RAYCLUSTERS:
                 self._add(resource, [])  # no CRD: the CRD rule says so
                 return
             raise
         self._add(resource, items)
 
     async def crd(self) -> None:
-        cls = resource_class(s.CRDS)
         try:
-            crd = await self.client.get(cls, s.RAYCLUSTER_CRD_NAME)
+            crd = await self.client.get(api_resource(s.CRDS), s.RAYCLUSTER_CRD_NAME)
         except ApiError as exc:
-            if _missing(exc):
+            if exc.not_found:
                 self._add(s.CRDS, [])
                 return
-            if _denied(exc):
+            if exc.forbidden:
                 self.not_checked.append(NotChecked("CRD", f"forbidden: cannot get {s.RAYCLUSTER_CRD_NAME}"))
                 return
             raise
-        self._add(s.CRDS, [_plain(crd)])
+        self._add(s.CRDS, [crd])
 
     async def operator_deployments(self) -> None:
         """By KubeRay's labels and by name, anywhere; if that is forbidden, in the usual namespaces only."""
         queries: list[dict[str, Any]] = [
-            {"labels": {c.K8S_APP_NAME_LABEL: selectors.in_(list(c.OPERATOR_APP_NAME_LABEL_VALUES))}},
+            {"labels": {c.K8S_APP_NAME_LABEL: list(c.OPERATOR_APP_NAME_LABEL_VALUES)}},
             {"labels": {facts.COMPONENT_LABEL: c.COMPONENT_NAME}},
             {"fields": {"metadata.name": c.OPERATOR_DEPLOYMENT_NAME}},
         ]
         try:
             results = await asyncio.gather(*(self._list(s.DEPLOYMENTS, None, **q) for q in queries))
         except ApiError as exc:
-            if not _denied(exc):
+            if not exc.forbidden:
                 raise
         else:
             self._add(s.DEPLOYMENTS, [d for items in results for d in items])
@@ -162,7 +145,7 @@ class _Gatherer:
                 found += await self._list(s.DEPLOYMENTS, namespace)
                 readable.append(namespace)
             except ApiError as exc:
-                if not _denied(exc):
+                if not exc.forbidden:
                     raise
         if readable:
             self._add(s.DEPLOYMENTS, [d for d in found if facts.is_operator_deployment(d)])
@@ -180,11 +163,11 @@ class _Gatherer:
             if listed is None or namespace in listed:
                 continue  # its Pods came with the namespace's Pods
             match = ((deployment.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
-            jobs.append(self._list(s.PODS, namespace, labels=dict(match)))
+            jobs.append(self._list(s.PODS, namespace, labels={str(k): str(v) for k, v in match.items()}))
         try:
             results = await asyncio.gather(*jobs)
         except ApiError as exc:
-            if not _denied(exc):
+            if not exc.forbidden:
                 raise
             self.not_checked.append(NotChecked("operator Pods", "forbidden: cannot list the operator's Pods"))
             return
@@ -210,7 +193,7 @@ class _Gatherer:
             namespaces = [n for n in cluster_namespaces if op.watches(n)] if per_namespace else []
             for check in acc.checks_for(op, namespaces, cluster_scope=not per_namespace):
                 wanted[(user, check.namespace, check.verb, check.group, check.resource, check.subresource)] = None
-        cls = resource_class(s.ACCESS_REVIEWS)
+        reviews = api_resource(s.ACCESS_REVIEWS)
 
         async def review(key: tuple[str, str, str, str, str, str]) -> Obj:
             user, namespace, verb, group, resource, subresource = key
@@ -233,13 +216,13 @@ class _Gatherer:
                     "resourceAttributes": attributes,
                 },
             }
-            answer = _plain(await self.client.create(cls(body)))
+            answer = await self.client.create(reviews, body)
             return {**body, "status": answer.get("status") or {}}
 
         try:
             answers = await asyncio.gather(*(review(k) for k in wanted))
         except ApiError as exc:
-            if not _denied(exc):
+            if not exc.forbidden:
                 raise
             self.not_checked.append(
                 NotChecked("operator RBAC", "forbidden: cannot create subjectaccessreviews.authorization.k8s.io")
@@ -248,7 +231,7 @@ class _Gatherer:
         self._add(s.ACCESS_REVIEWS, list(answers))
 
 
-async def gather(client: AsyncClient, scope: Scope, *, now: datetime | None = None) -> Snapshot:
+async def gather(client: Kube, scope: Scope, *, now: datetime | None = None) -> Snapshot:
     """Read the object graph for ``scope``; see the module docstring for what and how."""
     g = _Gatherer(client, scope)
     namespaces: list[str | None] = list(scope.namespaces) if scope.namespaces is not None else [None]
@@ -260,7 +243,7 @@ async def gather(client: AsyncClient, scope: Scope, *, now: datetime | None = No
         first = _snapshot(g, scope, now)
         await asyncio.gather(g.operator_pods(first), g.reviews(first))
     except ApiError as exc:
-        raise GatherError(f"the API server refused a read: {exc.status.code} {exc.status.message}") from exc
+        raise GatherError(f"the API server refused a read: {exc.code} {exc.message}") from exc
     except OSError as exc:
         raise GatherError(f"cannot reach the API server: {exc}") from exc
     except Exception as exc:  # httpx transport errors and the like: the run cannot go on without the API

@@ -12,8 +12,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Final
 
-from lightkube import AsyncClient, KubeConfig
-
 from raykube.api import constants as c
 from raykube.doctor import dump as dumps
 from raykube.doctor import facts
@@ -23,6 +21,7 @@ from raykube.doctor.gather import Scope, gather
 from raykube.doctor.model import Finding, NotChecked, ObjectRef, Report, RuleFailure, Severity
 from raykube.doctor.rules import CHECKERS
 from raykube.doctor.snapshot import Snapshot
+from raykube.kube.client import Kube
 
 # Always said: the doctor reads objects, it does not run anything inside the Pods.
 IN_POD_CHECKS: Final = NotChecked(
@@ -85,18 +84,14 @@ def diagnose(snap: Snapshot, options: Options | None = None) -> Report:
     )
 
 
-def client_for(kubeconfig: Path | None, context: str | None = None) -> tuple[AsyncClient, str]:
-    """A lightkube client (no proxies from the environment) and the context's namespace."""
-    config = KubeConfig.from_file(kubeconfig) if kubeconfig else KubeConfig.from_env()
-    single = config.get(context_name=context) if context else config.get()
-    if single is None:
-        raise ValueError("the kubeconfig has no current context")
-    namespace = single.namespace or "default"
-    return AsyncClient(single, trust_env=False), namespace
+def client_for(kubeconfig: Path | None, context: str | None = None) -> tuple[Kube, str]:
+    """A client (no proxies from the environment) and the context's namespace."""
+    client = Kube.from_config(kubeconfig, context=context, user_agent="raykube-doctor")
+    return client, client.namespace
 
 
 async def diagnose_live(
-    client: AsyncClient,
+    client: Kube,
     scope: Scope,
     options: Options | None = None,
     *,

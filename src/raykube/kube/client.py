@@ -129,12 +129,14 @@ class Kube:
         observer: RequestObserver | None = None,
         field_manager: str = "raykube-operator",
         rules: Sequence[Rule] | None = None,
+        namespace: str = "default",
     ) -> None:
         self.http = http
         self.limiter = TokenBucket(qps, burst)
         self.observer = observer
         self.field_manager = field_manager
         self.rules = rules  # when set, refuse calls these RBAC rules do not allow (tests run the operator so)
+        self.namespace = namespace  # the kubeconfig context's namespace (in a Pod: its own), as kubectl defaults to
 
     def _check(self, verb: str, res: Resource, subresource: str | None) -> None:
         if self.rules is None:
@@ -160,7 +162,8 @@ class Kube:
         rules: Sequence[Rule] | None = None,
         field_manager: str | None = None,
     ) -> Kube:
-        """From a kubeconfig file, else ``$KUBECONFIG`` / ``~/.kube/config``, else the in-cluster ServiceAccount."""
+        """From a kubeconfig file, else ``$KUBECONFIG`` / ``~/.kube/config``, else the in-cluster ServiceAccount;
+        ``context`` (default: the current one) also gives :attr:`namespace`."""
         config = KubeConfig.from_file(kubeconfig) if kubeconfig else KubeConfig.from_env()
         single = config.get(context)
         if single is None:
@@ -172,7 +175,13 @@ class Kube:
         http = httpx2.AsyncClient(**params.httpx_params(single), limits=limits)
         http.headers["User-Agent"] = user_agent
         return cls(
-            http, qps=qps, burst=burst, observer=observer, rules=rules, field_manager=field_manager or user_agent
+            http,
+            qps=qps,
+            burst=burst,
+            observer=observer,
+            rules=rules,
+            field_manager=field_manager or user_agent,
+            namespace=single.namespace or "default",
         )
 
     def sibling(self) -> Kube:
@@ -189,6 +198,7 @@ class Kube:
             observer=self.observer,
             field_manager=self.field_manager,
             rules=self.rules,
+            namespace=self.namespace,
         )
 
     async def close(self) -> None:

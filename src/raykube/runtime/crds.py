@@ -6,15 +6,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from lightkube import AsyncClient
-from lightkube.generic_resource import create_global_resource
-
+from raykube.kube.client import Kube
+from raykube.kube.resources import CRDS
 from raykube.waiting import NotYet, wait_for
 
 FIELD_MANAGER = "raykube"
-
-# A generic resource keeps the CRD as the exact dict we generated; typed models could drop schema keywords.
-_CRD = create_global_resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions")
 
 
 def _conditions(crd: Mapping[str, Any]) -> dict[str, str]:
@@ -23,18 +19,20 @@ def _conditions(crd: Mapping[str, Any]) -> dict[str, str]:
 
 
 async def install_crds(
-    client: AsyncClient, crds: Mapping[str, Mapping[str, Any]], established_within: float = 60
+    client: Kube, crds: Mapping[str, Mapping[str, Any]], established_within: float = 60
 ) -> list[str]:
-    """Apply every CRD (taking ownership of the fields we generate) and wait until all are Established."""
+    """Apply every CRD (taking ownership of the fields we generate) and wait until all are Established.
+
+    The CRDs go as the exact dicts we generated: nothing on the way decodes them into models that could drop schema
+    keywords."""
     names = []
     for crd in crds.values():
-        await client.apply(_CRD.from_dict(dict(crd)), field_manager=FIELD_MANAGER, force=True)
+        await client.apply(CRDS, crd, field_manager=FIELD_MANAGER)
         names.append(crd["metadata"]["name"])
 
     async def established() -> bool | NotYet:
         for name in names:
-            current: dict[str, Any] = (await client.get(_CRD, name)).to_dict()  # type: ignore[no-untyped-call]
-            conditions = _conditions(current)
+            conditions = _conditions(await client.get(CRDS, name))
             if conditions.get("Established") != "True" or conditions.get("NamesAccepted") != "True":
                 return NotYet(f"{name}: {conditions}")
         return True

@@ -19,22 +19,17 @@ import os
 import shutil
 import ssl
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import httpx2
 import yaml
-from lightkube import ApiError, AsyncClient, KubeConfig
-from lightkube.models.authentication_v1 import TokenRequestSpec
-from lightkube.models.meta_v1 import ObjectMeta
-from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
-from lightkube.resources.coordination_v1 import Lease
-from lightkube.resources.core_v1 import Node, Service, ServiceAccount
-from lightkube.resources.storage_v1 import StorageClass
-from lightkube.types import PatchType
 
+from raykube.kube.client import Kube
+from raykube.kube.errors import ApiError
+from raykube.kube.resources import CRDS, LEASES, NODES, SERVICE_ACCOUNTS, SERVICES, STORAGE_CLASSES
 from raykube.sandbox import kwok, pki, ports, process, versions
 from raykube.sandbox.build import require_built, tail
 from raykube.sandbox.components import (
@@ -152,6 +147,10 @@ class UpResult:
     already_running: bool
     seconds: float
     config: SandboxConfig
+
+
+def _conditions(obj: Mapping[str, Any]) -> dict[str, str]:
+    return {str(c.get("type")): str(c.get("status")) for c in (obj.get("status") or {}).get("conditions") or []}
 
 
 def _ssl_context(layout: Layout, client: str | None) -> ssl.SSLContext:
@@ -317,7 +316,7 @@ class Sandbox:
 
     async def _start_the_rest(
         self,
-        client: AsyncClient,
+        client: Kube,
         config: SandboxConfig,
         start: Callable[[str], Awaitable[ProcessRecord]],
         report: Report,
@@ -417,26 +416,24 @@ class Sandbox:
         return lambda: self._get(f"http://{ports.HOST}:{port}/healthz")
 
     @classmethod
-    def _provisioner_ready(cls, client: AsyncClient, record: ProcessRecord) -> Callable[[], Awaitable[bool | NotYet]]:
+    def _provisioner_ready(cls, client: Kube, record: ProcessRecord) -> Callable[[], Awaitable[bool | NotYet]]:
         return cls._lease_held(client, LEASE_NAME, holder_identity(record.pid))
 
     @staticmethod
-    def _lease_held(client: AsyncClient, name: str, holder: str) -> Callable[[], Awaitable[bool | NotYet]]:
+    def _lease_held(client: Kube, name: str, holder: str) -> Callable[[], Awaitable[bool | NotYet]]:
         async def check() -> bool | NotYet:
             try:
-                lease = await client.get(Lease, name, namespace=LEASE_NAMESPACE)
+                lease = await client.get(LEASES, name, LEASE_NAMESPACE)
             except ApiError as exc:
-                return NotYet(f"lease {LEASE_NAMESPACE}/{name}: {exc.status.reason}")
-            current = lease.spec.holderIdentity if lease.spec else None
+                return NotYet(f"lease {LEASE_NAMESPACE}/{name}: {exc.reason}")
+            current = (lease.get("spec") or {}).get("holderIdentity")
             return True if current == holder else NotYet(f"lease held by {current!r}")
 
         return check
 
     @contextlib.asynccontextmanager
-    async def _client(self) -> Any:
-        client = AsyncClient(
-            KubeConfig.from_file(self.layout.kubeconfig), trust_env=False, field_manager="raykube-sandbox"
-        )
+    async def _client(self) -> AsyncIterator[Kube]:
+        client = Kube.from_config(self.layout.kubeconfig, user_agent="raykube-sandbox")
         try:
             yield client
         finally:
@@ -444,37 +441,35 @@ class Sandbox:
 
     # ----------------------------------------------------------------------------------------------- objects
     @staticmethod
-    async def _create_cluster_objects(client: AsyncClient, config: SandboxConfig) -> None:
+    async def _create_cluster_objects(client: Kube, config: SandboxConfig) -> None:
         taints = [dict(KWOK_TAINT)] if config.runtime == "process" else None
 
         async def create_node(index: int) -> None:
             body = kwok.fake_node(index, config.nodes, taints=taints)
-            await client.create(cast(Node, Node.from_dict(body)))
+            await client.create(NODES, body)
             # Whether create keeps .status of a Node is not a contract; the status subresource is.
-            await client.patch(
-                Node.Status, body["metadata"]["name"], {"status": body["status"]}, patch_type=PatchType.MERGE
-            )
+            await client.patch(NODES, body["metadata"]["name"], {"status": body["status"]}, subresource="status")
 
         count = config.nodes.count if config.runtime == "kwok" else config.kwok_nodes
         await asyncio.gather(*(create_node(i) for i in range(count)))
-        await client.create(cast(StorageClass, StorageClass.from_dict(kwok.default_storage_class())))
+        await client.create(STORAGE_CLASSES, kwok.default_storage_class())
 
-    async def _create_process_objects(self, client: AsyncClient, config: SandboxConfig) -> None:
+    async def _create_process_objects(self, client: Kube, config: SandboxConfig) -> None:
         """kwok's CRDs for per-Pod exec/logs/port-forward (Established before kwok starts) and the kube-dns
         Service, which reserves the DNS ClusterIP that process-node Pods' resolv.conf names."""
         for crd in kwok.debugging_crds():
-            await client.create(cast(CustomResourceDefinition, CustomResourceDefinition.from_dict(crd)))
+            await client.create(CRDS, crd)
 
         async def established() -> bool | NotYet:
             for crd in kwok.debugging_crds():
-                got = await client.get(CustomResourceDefinition, crd["metadata"]["name"])
-                conditions = {c.type: c.status for c in (got.status.conditions if got.status else None) or []}
-                if conditions.get("Established") != "True":
+                got = await client.get(CRDS, crd["metadata"]["name"])
+                if _conditions(got).get("Established") != "True":
                     return NotYet(f"CRD {crd['metadata']['name']} not Established yet")
             return True
 
         await wait_for(established, 60, what="kwok's CRDs to be Established")
-        await client.create(cast(Service, Service.from_dict(kwok.dns_service(config.dns_ip))))
+        service = kwok.dns_service(config.dns_ip)
+        await client.create(SERVICES, service, service["metadata"]["namespace"])
 
     def _prepare_process_runtime(self, config: SandboxConfig, cache: Path | None) -> None:
         from raykube.sandbox.kubelet import network  # noqa: PLC0415 - only process sandboxes need it
@@ -500,9 +495,7 @@ class Sandbox:
         )
         self.layout.kubelet_config.write_text(json.dumps(runtime.to_json(), indent=2) + "\n")
 
-    async def _wait_cluster_ready(
-        self, client: AsyncClient, config: SandboxConfig, records: list[ProcessRecord]
-    ) -> None:
+    async def _wait_cluster_ready(self, client: Kube, config: SandboxConfig, records: list[ProcessRecord]) -> None:
         async def nodes_ready() -> bool | NotYet:
             for record in records:
                 if not process.is_running(record):
@@ -512,19 +505,17 @@ class Sandbox:
                         detail=tail(log, 25),
                     )
             waiting = []
-            async for node in client.list(Node):
-                conditions = {c.type: c.status for c in (node.status.conditions if node.status else None) or []}
-                taints = [t.key for t in (node.spec.taints if node.spec else None) or []]
+            for node in (await client.list(NODES)).items:
+                conditions = _conditions(node)
+                taints = [str(t.get("key")) for t in (node.get("spec") or {}).get("taints") or []]
                 if conditions.get("Ready") != "True" or any(t.startswith("node.kubernetes.io/") for t in taints):
-                    waiting.append(
-                        f"{node.metadata.name if node.metadata else '?'} (Ready={conditions.get('Ready')},"
-                        f" taints={taints})"
-                    )
+                    name = (node.get("metadata") or {}).get("name") or "?"
+                    waiting.append(f"{name} (Ready={conditions.get('Ready')}, taints={taints})")
             return True if not waiting else NotYet("nodes not ready: " + ", ".join(waiting))
 
         async def default_service_account() -> bool | NotYet:
             try:
-                await client.get(ServiceAccount, "default", namespace="default")
+                await client.get(SERVICE_ACCOUNTS, "default", "default")
             except ApiError:
                 return NotYet("ServiceAccount default/default does not exist yet (kube-controller-manager)")
             return True
@@ -599,15 +590,17 @@ class Sandbox:
         state = self.load_state()
         if state is None:
             raise SandboxError(f"sandbox {self.name!r} is not running")
-        request = ServiceAccount.Token(
-            metadata=ObjectMeta(name=name, namespace=namespace),
-            spec=TokenRequestSpec(audiences=[], expirationSeconds=expiration_seconds),
-        )
+        request = {
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenRequest",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"audiences": [], "expirationSeconds": expiration_seconds},
+        }
         async with self._client() as client:
-            response = await client.create(request, name, namespace=namespace)
-        if response.status is None or not response.status.token:
+            response = await client.create(SERVICE_ACCOUNTS, request, namespace, name=name, subresource="token")
+        token = (response.get("status") or {}).get("token")
+        if not token:
             raise SandboxError(f"the API server issued no token for ServiceAccount {namespace}/{name}")
-        token = response.status.token
         cluster = f"raykube-{self.name}"
         config = {
             "apiVersion": "v1",

@@ -23,25 +23,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import datetime as dt
 import logging
 import os
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from lightkube import ALL_NS, ApiError, AsyncClient, KubeConfig
-from lightkube.models.coordination_v1 import LeaseSpec
-from lightkube.models.core_v1 import (
-    HostPathVolumeSource,
-    ObjectReference,
-    PersistentVolumeSpec,
-)
-from lightkube.models.meta_v1 import ObjectMeta
-from lightkube.resources.coordination_v1 import Lease
-from lightkube.resources.core_v1 import PersistentVolume, PersistentVolumeClaim
-from lightkube.resources.storage_v1 import StorageClass
-
+from raykube.kube import objects, times
+from raykube.kube.client import Kube
+from raykube.kube.errors import ApiError
+from raykube.kube.resources import LEASES, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, STORAGE_CLASSES, Resource
 from raykube.sandbox.kwok import PROVISIONER_NAME
 
 LEASE_NAME = "raykube-sandbox-provisioner"
@@ -53,6 +45,7 @@ FIELD_MANAGER = "raykube-sandbox-provisioner"
 PROVISIONED_BY = "pv.kubernetes.io/provisioned-by"
 SELECTED_NODE = "volume.kubernetes.io/selected-node"
 
+Obj = Mapping[str, Any]
 log = logging.getLogger("raykube.sandbox.provisioner")
 
 
@@ -60,74 +53,81 @@ def holder_identity(pid: int | None = None) -> str:
     return f"{PROVISIONER_NAME}/pid-{pid or os.getpid()}"
 
 
-def volume_name(claim: PersistentVolumeClaim) -> str:
+def volume_name(claim: Obj) -> str:
     """``pvc-<claim uid>``, the name external provisioners conventionally give a claim's volume."""
-    return f"pvc-{claim.metadata.uid if claim.metadata else ''}"
+    return f"pvc-{objects.uid(claim)}"
 
 
-def volume_for(claim: PersistentVolumeClaim, klass: StorageClass, volumes_dir: Path) -> PersistentVolume:
+def volume_for(claim: Obj, klass: Obj, volumes_dir: Path) -> dict[str, Any]:
     """The PV that satisfies ``claim``: pre-bound to it by uid, sized and shaped as it asks."""
-    meta, spec = claim.metadata, claim.spec
-    if meta is None or spec is None or not (meta.uid and meta.name and meta.namespace):
+    meta, spec = objects.meta(claim), claim.get("spec")
+    if spec is None or not (meta.get("uid") and meta.get("name") and meta.get("namespace")):
         raise ValueError("a claim read from the API server has metadata.uid, name, namespace and spec")
     name = volume_name(claim)
-    requests = (spec.resources.requests if spec.resources else None) or {}
-    return PersistentVolume(
-        metadata=ObjectMeta(name=name, annotations={PROVISIONED_BY: PROVISIONER_NAME}),
-        spec=PersistentVolumeSpec(
-            capacity={"storage": requests.get("storage", "1Gi")},
-            accessModes=spec.accessModes or ["ReadWriteOnce"],
-            volumeMode=spec.volumeMode or "Filesystem",
-            persistentVolumeReclaimPolicy=klass.reclaimPolicy or "Delete",
-            storageClassName=klass.metadata.name if klass.metadata else None,
-            claimRef=ObjectReference(
-                apiVersion="v1",
-                kind="PersistentVolumeClaim",
-                name=meta.name,
-                namespace=meta.namespace,
-                uid=meta.uid,
-                resourceVersion=meta.resourceVersion,
-            ),
-            hostPath=HostPathVolumeSource(path=str(volumes_dir / name), type="DirectoryOrCreate"),
-            mountOptions=klass.mountOptions,
-        ),
-    )
+    requests = (spec.get("resources") or {}).get("requests") or {}
+    claim_ref = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "name": meta["name"],
+        "namespace": meta["namespace"],
+        "uid": meta["uid"],
+    }
+    if meta.get("resourceVersion"):
+        claim_ref["resourceVersion"] = meta["resourceVersion"]
+    volume_spec: dict[str, Any] = {
+        "capacity": {"storage": requests.get("storage", "1Gi")},
+        "accessModes": spec.get("accessModes") or ["ReadWriteOnce"],
+        "volumeMode": spec.get("volumeMode") or "Filesystem",
+        "persistentVolumeReclaimPolicy": klass.get("reclaimPolicy") or "Delete",
+        "claimRef": claim_ref,
+        "hostPath": {"path": str(volumes_dir / name), "type": "DirectoryOrCreate"},
+    }
+    if objects.name(klass):
+        volume_spec["storageClassName"] = objects.name(klass)
+    if klass.get("mountOptions"):
+        volume_spec["mountOptions"] = klass["mountOptions"]
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": name, "annotations": {PROVISIONED_BY: PROVISIONER_NAME}},
+        "spec": volume_spec,
+    }
 
 
-def wants_volume(claim: PersistentVolumeClaim, klass: StorageClass | None) -> bool:
-    if klass is None or claim.spec is None or claim.metadata is None:
+def wants_volume(claim: Obj, klass: Obj | None) -> bool:
+    spec = claim.get("spec")
+    if klass is None or spec is None or claim.get("metadata") is None:
         return False
-    if claim.spec.volumeName or claim.metadata.deletionTimestamp is not None:
+    if spec.get("volumeName") or objects.terminating(claim):
         return False
-    if (claim.status.phase if claim.status else "Pending") != "Pending":
+    if ((claim.get("status") or {}).get("phase") or "Pending") != "Pending":
         return False
-    waits_for_consumer = klass.volumeBindingMode == "WaitForFirstConsumer"
-    return not waits_for_consumer or SELECTED_NODE in (claim.metadata.annotations or {})
+    waits_for_consumer = klass.get("volumeBindingMode") == "WaitForFirstConsumer"
+    return not waits_for_consumer or SELECTED_NODE in objects.annotations(claim)
 
 
-def reclaimable(volume: PersistentVolume) -> bool:
+def reclaimable(volume: Obj) -> bool:
     """One of our volumes whose claim is gone, with reclaim policy ``Delete``."""
-    annotations = (volume.metadata.annotations if volume.metadata else None) or {}
-    released = volume.status is not None and volume.status.phase in ("Released", "Failed")
-    deletes = volume.spec is not None and volume.spec.persistentVolumeReclaimPolicy == "Delete"
-    return annotations.get(PROVISIONED_BY) == PROVISIONER_NAME and released and deletes
+    released = (volume.get("status") or {}).get("phase") in ("Released", "Failed")
+    deletes = (volume.get("spec") or {}).get("persistentVolumeReclaimPolicy") == "Delete"
+    return objects.annotations(volume).get(PROVISIONED_BY) == PROVISIONER_NAME and released and deletes
 
 
 class Provisioner:
-    def __init__(self, client: AsyncClient, volumes_dir: Path) -> None:
+    def __init__(self, client: Kube, volumes_dir: Path) -> None:
         self.client = client
         self.volumes_dir = volumes_dir
         self.wake = asyncio.Event()
 
     async def reconcile(self) -> None:
         classes = {
-            c.metadata.name: c
-            async for c in self.client.list(StorageClass)
-            if c.provisioner == PROVISIONER_NAME and c.metadata and c.metadata.name
+            objects.name(c): c
+            for c in (await self.client.list(STORAGE_CLASSES)).items
+            if c.get("provisioner") == PROVISIONER_NAME and objects.name(c)
         }
-        volumes = {v.metadata.name: v async for v in self.client.list(PersistentVolume) if v.metadata}
-        async for claim in self.client.list(PersistentVolumeClaim, namespace=ALL_NS):
-            klass = classes.get(claim.spec.storageClassName or "") if claim.spec else None
+        volumes = {objects.name(v): v for v in (await self.client.list(PERSISTENT_VOLUMES)).items}
+        for claim in (await self.client.list(PERSISTENT_VOLUME_CLAIMS)).items:
+            klass = classes.get((claim.get("spec") or {}).get("storageClassName") or "")
             if not wants_volume(claim, klass) or klass is None:
                 continue
             name = volume_name(claim)
@@ -135,46 +135,56 @@ class Provisioner:
                 continue
             (self.volumes_dir / name).mkdir(parents=True, exist_ok=True)
             try:
-                await self.client.create(volume_for(claim, klass, self.volumes_dir))
+                await self.client.create(PERSISTENT_VOLUMES, volume_for(claim, klass, self.volumes_dir))
             except ApiError as exc:
-                if exc.status.code != 409:
+                if not exc.conflict:
                     raise
             else:
-                log.info("provisioned %s for claim %s", name, claim.metadata.name if claim.metadata else "?")
+                log.info("provisioned %s for claim %s", name, objects.name(claim) or "?")
         for volume_key, volume in volumes.items():
             if volume_key and reclaimable(volume):
                 with contextlib.suppress(ApiError):
-                    await self.client.delete(PersistentVolume, volume_key)
+                    await self.client.delete(PERSISTENT_VOLUMES, volume_key)
                 shutil.rmtree(self.volumes_dir / volume_key, ignore_errors=True)
                 log.info("deleted released volume %s", volume_key)
 
-    async def watch(self, resource: Any, namespace: str | None) -> None:
-        """Wake the reconcile loop on every change of ``resource``; re-watch with back-off after errors."""
+    async def watch(self, resource: Resource) -> None:
+        """Wake the reconcile loop on every change of ``resource`` (in every namespace). When the server ends the
+        watch, watch again from the last version seen; when that version is too old, from the current state; after
+        other errors, with back-off."""
         backoff = 0.5
+        version = ""  # the current state: every object as ADDED, then the changes
         while True:
             try:
-                async for _ in self.client.watch(resource, namespace=namespace):
-                    self.wake.set()
+                async for event in self.client.watch(resource, resource_version=version):
+                    version = objects.resource_version(event.object) or version
+                    if event.type != "BOOKMARK":
+                        self.wake.set()
                     backoff = 0.5
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # any failure of a watch means: wait, then watch again
-                log.warning("watch of %s failed (%s); retrying in %.1fs", resource.__name__, exc, backoff)
+                if isinstance(exc, ApiError) and exc.gone:
+                    version = ""
+                    continue
+                log.warning("watch of %s failed (%s); retrying in %.1fs", resource.kind, exc, backoff)
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 10.0)
 
     async def renew_lease(self) -> None:
         while True:
-            lease = Lease(
-                metadata=ObjectMeta(name=LEASE_NAME, namespace=LEASE_NAMESPACE),
-                spec=LeaseSpec(
-                    holderIdentity=holder_identity(),
-                    leaseDurationSeconds=LEASE_SECONDS,
-                    renewTime=dt.datetime.now(dt.UTC),
-                ),
-            )
+            lease = {
+                "apiVersion": LEASES.api_version,
+                "kind": LEASES.kind,
+                "metadata": {"name": LEASE_NAME, "namespace": LEASE_NAMESPACE},
+                "spec": {
+                    "holderIdentity": holder_identity(),
+                    "leaseDurationSeconds": LEASE_SECONDS,
+                    "renewTime": times.format_micro_time(),
+                },
+            }
             try:
-                await self.client.apply(lease, field_manager=FIELD_MANAGER, force=True)
+                await self.client.apply(LEASES, lease, LEASE_NAMESPACE, field_manager=FIELD_MANAGER)
             except Exception as exc:  # keep renewing; the lease expiring is the signal
                 log.warning("renewing lease failed: %s", exc)
             await asyncio.sleep(RENEW_SECONDS)
@@ -182,9 +192,9 @@ class Provisioner:
     async def run(self) -> None:
         tasks = [
             asyncio.create_task(self.renew_lease()),
-            asyncio.create_task(self.watch(PersistentVolumeClaim, ALL_NS)),
-            asyncio.create_task(self.watch(PersistentVolume, None)),
-            asyncio.create_task(self.watch(StorageClass, None)),
+            asyncio.create_task(self.watch(PERSISTENT_VOLUME_CLAIMS)),
+            asyncio.create_task(self.watch(PERSISTENT_VOLUMES)),
+            asyncio.create_task(self.watch(STORAGE_CLASSES)),
         ]
         try:
             while True:
@@ -203,7 +213,7 @@ class Provisioner:
 
 
 async def main_async(kubeconfig: Path, volumes_dir: Path) -> None:
-    client = AsyncClient(KubeConfig.from_file(kubeconfig), trust_env=False)
+    client = Kube.from_config(kubeconfig, user_agent=FIELD_MANAGER)
     volumes_dir.mkdir(parents=True, exist_ok=True)
     log.info("provisioning %s volumes under %s", PROVISIONER_NAME, volumes_dir)
     try:
