@@ -85,8 +85,11 @@ def diagnose(snap: Snapshot, options: Options | None = None) -> Report:
 
 
 def client_for(kubeconfig: Path | None, context: str | None = None) -> tuple[Kube, str]:
-    """A client (no proxies from the environment) and the context's namespace."""
-    client = Kube.from_config(kubeconfig, context=context, user_agent="raykube-doctor")
+    """A client (no proxies from the environment) and the context's namespace.
+
+    Its rate limit is kubectl's order of magnitude rather than an operator's: one diagnosis is a short burst (in the
+    worst case, an operator watching ten namespaces, about 500 access reviews) and then nothing."""
+    client = Kube.from_config(kubeconfig, context=context, user_agent="raykube-doctor", qps=300.0, burst=600)
     return client, client.namespace
 
 
