@@ -11,15 +11,17 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from raykube.sandbox.kubelet import api as kapi
+from raykube.kube.client import Kube
+from raykube.kube.errors import ApiError
+from raykube.kube.resources import CORE_EVENTS
 from raykube.sandbox.kubelet.nstools import now_rfc3339
 
 log = logging.getLogger("raykube.sandbox.kubelet.events")
 
 
 class Recorder:
-    def __init__(self, api: kapi.Api) -> None:
-        self.api = api
+    def __init__(self, kube: Kube) -> None:
+        self.kube = kube
         self._seen: dict[tuple[str, ...], tuple[str, int, float]] = {}
 
     async def record(
@@ -39,8 +41,8 @@ class Recorder:
         try:
             if key in self._seen:
                 name, count, _ = self._seen[key]
-                await self.api.patch(
-                    kapi.path("v1", "events", namespace, name), {"count": count + 1, "lastTimestamp": now[:19] + "Z"}
+                await self.kube.patch(
+                    CORE_EVENTS, name, {"count": count + 1, "lastTimestamp": now[:19] + "Z"}, namespace
                 )
                 self._seen[key] = (name, count + 1, time.monotonic())
                 return
@@ -69,9 +71,9 @@ class Recorder:
                 "lastTimestamp": now[:19] + "Z",
                 "count": 1,
             }
-            created = await self.api.create(kapi.path("v1", "events", namespace), body)
+            created = await self.kube.create(CORE_EVENTS, body, namespace)
             self._seen[key] = (created["metadata"]["name"], 1, time.monotonic())
-        except kapi.ApiError as exc:
+        except ApiError as exc:
             if exc.code == 404 and key in self._seen:
                 del self._seen[key]
             log.warning("recording event %s on %s/%s failed: %s", reason, namespace, meta.get("name"), exc)

@@ -32,10 +32,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from raykube.sandbox.kubelet import api as kapi
+from raykube.kube.client import Kube
+from raykube.kube.errors import ApiError
+from raykube.kube.resources import PODS, Resource
 from raykube.sandbox.kubelet import images, network, nstools, probes, volumes
 from raykube.sandbox.kubelet.env import ContainerConfigError, NodeCapacity, command_line, container_env
 from raykube.sandbox.kubelet.events import Recorder
+from raykube.sandbox.kwok import EXECS, LOGS, PORT_FORWARDS
 
 log = logging.getLogger("raykube.sandbox.kubelet.pod")
 
@@ -45,7 +48,6 @@ BACKOFF_RESET_AFTER = 600.0  # a container that ran this long restarts without b
 CONFIG_RETRY = 5.0
 MOUNT_RETRY = 3.0
 SHUTDOWN_GRACE = 2.0  # when the runtime itself stops (sandbox down), Pods get this long
-KWOK_API = "kwok.x-k8s.io/v1alpha1"
 FIELD_MANAGER = "raykube-process-runtime"
 DEFAULT_GRACE = 30
 
@@ -53,7 +55,7 @@ DEFAULT_GRACE = 30
 class Host(Protocol):
     """What a Pod worker needs from the runtime."""
 
-    api: kapi.Api
+    kube: Kube
     recorder: Recorder
     image_store: images.ImageStore
     net: network.PodNetwork
@@ -146,7 +148,7 @@ def _backoff(failures: int) -> float:
 
 
 class PodWorker:
-    def __init__(self, host: Host, node: Node, pod: dict[str, Any], pods_root: Path) -> None:
+    def __init__(self, host: Host, node: Node, pod: Mapping[str, Any], pods_root: Path) -> None:
         self.host = host
         self.node = node
         self.pod = pod
@@ -190,7 +192,7 @@ class PodWorker:
         self._warned: set[tuple[str, str]] = set()
 
     # ------------------------------------------------------------------------------------------------ inputs
-    def update(self, pod: dict[str, Any]) -> None:
+    def update(self, pod: Mapping[str, Any]) -> None:
         self.pod = pod
         meta = pod["metadata"]
         if meta.get("deletionTimestamp") and not self.terminating.is_set():
@@ -265,12 +267,8 @@ class PodWorker:
                 await publisher
             if not self.gone and not self.host.shutting_down and self.terminating.is_set():
                 await self._publish()
-                with contextlib.suppress(kapi.ApiError):
-                    await self.host.api.request(
-                        "DELETE",
-                        kapi.path("v1", "pods", self.namespace, self.name),
-                        body={"gracePeriodSeconds": 0, "preconditions": {"uid": self.uid}},
-                    )
+                with contextlib.suppress(ApiError):  # as the kubelet confirms a deletion: grace 0, this uid only
+                    await self.host.kube.delete(PODS, self.name, self.namespace, uid=self.uid, grace_period_seconds=0)
             self.host.recorder.forget(self.uid)
             if self.ip:
                 self.node.pool.release(self.ip)
@@ -343,7 +341,7 @@ class PodWorker:
         context = volumes.VolumeContext(
             self.pod,
             self.dir,
-            self.host.api,
+            self.host.kube,
             self.ip,
             self.node.host_ip,
             self.node.capacity,
@@ -399,12 +397,12 @@ class PodWorker:
             }
             for port in ports
         ]
-        objects: list[tuple[str, str, dict[str, Any]]] = [("execs", "Exec", {"execs": execs})]
+        wanted: list[tuple[Resource, dict[str, Any]]] = [(EXECS, {"execs": execs})]
         if forwards:
-            objects.append(("portforwards", "PortForward", {"forwards": forwards}))
-        for plural, kind, spec in objects:
-            body = {"apiVersion": KWOK_API, "kind": kind, "metadata": meta, "spec": spec}
-            await self.host.api.apply(kapi.path(KWOK_API, plural, self.namespace, self.name), body, FIELD_MANAGER)
+            wanted.append((PORT_FORWARDS, {"forwards": forwards}))
+        for res, spec in wanted:
+            body = {"apiVersion": res.api_version, "kind": res.kind, "metadata": meta, "spec": spec}
+            await self.host.kube.apply(res, body, self.namespace, field_manager=FIELD_MANAGER)
         await self._kwok_logs()
 
     async def _kwok_logs(self) -> None:
@@ -420,13 +418,13 @@ class PodWorker:
                 entry["previousLogsFile"] = str(c.log_file(c.runs - 2))
             entries.append(entry)
         body = {
-            "apiVersion": KWOK_API,
-            "kind": "Logs",
+            "apiVersion": LOGS.api_version,
+            "kind": LOGS.kind,
             "metadata": {"name": self.name, "namespace": self.namespace, "ownerReferences": owner},
             "spec": {"logs": entries},
         }
-        with contextlib.suppress(kapi.ApiError):
-            await self.host.api.apply(kapi.path(KWOK_API, "logs", self.namespace, self.name), body, FIELD_MANAGER)
+        with contextlib.suppress(ApiError):
+            await self.host.kube.apply(LOGS, body, self.namespace, field_manager=FIELD_MANAGER)
 
     # ------------------------------------------------------------------------------------------------ phases
     async def _initialize(self) -> None:
@@ -989,14 +987,14 @@ class PodWorker:
         if self._published is not None and json.dumps(self._published, sort_keys=True) == comparable:
             return
         try:
-            updated = await self.host.api.patch(
-                kapi.path("v1", "pods", self.namespace, self.name) + "/status", {"status": status}
+            updated = await self.host.kube.patch(
+                PODS, self.name, {"status": status}, self.namespace, subresource="status"
             )
             self._published = status
             if updated.get("metadata", {}).get("uid") == self.uid:
                 self.pod = {**self.pod, "status": updated.get("status", {})}
-        except kapi.ApiError as exc:
-            if exc.code == 404:
+        except ApiError as exc:
+            if exc.not_found:
                 self.deleted()
             else:
                 log.warning("status of %s/%s: %s", self.namespace, self.name, exc)
