@@ -35,12 +35,12 @@ from typing import Any
 from raykube.kube import objects
 from raykube.kube.client import Kube
 from raykube.kube.errors import ApiError
+from raykube.kube.events import CORE_EVENTS_API, EventRecorder
 from raykube.kube.informer import Informer
 from raykube.kube.resources import CONFIGMAPS, ENDPOINT_SLICES, LEASES, NODES, PODS, SECRETS, SERVICES
 from raykube.sandbox.kubelet import cleanup, images, network, nstools
 from raykube.sandbox.kubelet.dns import DnsServer
 from raykube.sandbox.kubelet.env import NodeCapacity, service_env
-from raykube.sandbox.kubelet.events import Recorder
 from raykube.sandbox.kubelet.pod import FIELD_MANAGER, Node, PodWorker, _spawn_helper, _wait_file
 from raykube.sandbox.kubelet.services import ClusterIpProxy, ServiceTable
 
@@ -212,7 +212,6 @@ class NetnsSockets:
 class Runtime:
     cfg: RuntimeConfig
     kube: Kube = field(init=False)
-    recorder: Recorder = field(init=False)
     image_store: images.ImageStore = field(init=False)
     table: ServiceTable = field(default_factory=ServiceTable)
     workers: dict[str, tuple[PodWorker, asyncio.Task[None]]] = field(default_factory=dict)
@@ -223,7 +222,6 @@ class Runtime:
         self.kube = Kube.from_config(
             self.cfg.kubeconfig, user_agent=FIELD_MANAGER, qps=KUBE_API_QPS, burst=KUBE_API_BURST
         )
-        self.recorder = Recorder(self.kube)
         self.image_store = images.ImageStore(self.cfg.cache_dir)
         self.net = self.cfg.network
         self.dns_ip = self.cfg.dns_ip
@@ -239,6 +237,8 @@ class Runtime:
                 node.index,
                 network.IpPool(self.net.node_cidr(node.index)),
                 NodeCapacity(cpu=node.cpu, memory=node.memory),
+                # One recorder per node, as each kubelet has its own (with its own client's rate limit).
+                EventRecorder(self.kube.sibling(), "kubelet", instance=node.name, api=CORE_EVENTS_API),
             )
 
     # ------------------------------------------------------------------------------------------------ host API
@@ -298,6 +298,7 @@ class Runtime:
         dns = DnsServer(self.table.resolve)
         proxy: ClusterIpProxy | None = None
         tasks: list[asyncio.Task[Any]] = []
+        recorders = [asyncio.create_task(n.recorder.run(), name=f"events {n.name}") for n in self.nodes.values()]
         try:
             services_pid = await self._services_sandbox()
             sockets = NetnsSockets(services_pid)
@@ -319,6 +320,7 @@ class Runtime:
             for task in tasks:
                 task.cancel()
             await self._stop_pods()
+            await self._stop_recorders(recorders)
             await dns.stop()
             if proxy is not None:
                 await proxy.close()
@@ -331,6 +333,15 @@ class Runtime:
             with contextlib.suppress(Exception):
                 await self.kube.close()
             log.info("process runtime stopped")
+
+    async def _stop_recorders(self, tasks: list[asyncio.Task[None]]) -> None:
+        """Stop the nodes' event recorders, then send what they still hold."""
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for node in self.nodes.values():
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(node.recorder.flush(), 10)
 
     def _informers(self) -> tuple[list[Informer], Informer]:
         """The Services' and EndpointSlices' informers (DNS, proxy, service links), and the Pods'."""

@@ -32,12 +32,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from raykube.kube import objects
 from raykube.kube.client import Kube
 from raykube.kube.errors import ApiError
+from raykube.kube.events import EventRecorder
 from raykube.kube.resources import PODS, Resource
 from raykube.sandbox.kubelet import images, network, nstools, probes, volumes
 from raykube.sandbox.kubelet.env import ContainerConfigError, NodeCapacity, command_line, container_env
-from raykube.sandbox.kubelet.events import Recorder
 from raykube.sandbox.kwok import EXECS, LOGS, PORT_FORWARDS
 
 log = logging.getLogger("raykube.sandbox.kubelet.pod")
@@ -56,7 +57,6 @@ class Host(Protocol):
     """What a Pod worker needs from the runtime."""
 
     kube: Kube
-    recorder: Recorder
     image_store: images.ImageStore
     net: network.PodNetwork
     dns_ip: str
@@ -79,6 +79,7 @@ class Node:
     index: int
     pool: network.IpPool
     capacity: NodeCapacity
+    recorder: EventRecorder  # the node's kubelet's: source component "kubelet", host the node
     host_ip: str = "127.0.0.1"
 
 
@@ -215,16 +216,21 @@ class PodWorker:
         self.dirty.set()
         self.changed.set()
 
-    async def _event(self, kind: str, reason: str, message: str, container: Container | None = None) -> None:
-        await self.host.recorder.record(
-            self.pod, self.node.name, kind, reason, message, field_path=container.field_path if container else None
-        )
+    def _event(self, kind: str, reason: str, message: str, container: Container | None = None) -> None:
+        """Queue an Event about the Pod (or one of its containers: ``involvedObject.fieldPath``) as its node's kubelet.
 
-    async def _warn_once(self, reason: str, message: str, container: Container | None = None) -> None:
+        A kubelet's core/v1 Events have no ``action``, so none is given. The Pod from a list has no kind or apiVersion
+        (the API server leaves them out of list items): the reference gets them here.
+        """
+        regarding = {"apiVersion": "v1", "kind": "Pod", "metadata": objects.meta(self.pod)}
+        field_path = container.field_path if container else ""
+        self.node.recorder.event(regarding, kind, reason, "", message, field_path=field_path)
+
+    def _warn_once(self, reason: str, message: str, container: Container | None = None) -> None:
         key = (reason, message)
         if key not in self._warned:
             self._warned.add(key)
-            await self._event("Warning", reason, message, container)
+            self._event("Warning", reason, message, container)
 
     async def _sleep_or_terminate(self, seconds: float) -> None:
         """Sleep ``seconds`` unless the Pod starts terminating first (then raise Terminating)."""
@@ -256,7 +262,7 @@ class PodWorker:
             pass
         except Exception:
             log.exception("pod %s/%s failed in the runtime", self.namespace, self.name)
-            await self._event("Warning", "FailedSync", "the process runtime failed on this Pod; see its log")
+            self._event("Warning", "FailedSync", "the process runtime failed on this Pod; see its log")
             await self.terminating.wait()
         finally:
             await self._shutdown()
@@ -269,7 +275,7 @@ class PodWorker:
                 await self._publish()
                 with contextlib.suppress(ApiError):  # as the kubelet confirms a deletion: grace 0, this uid only
                     await self.host.kube.delete(PODS, self.name, self.namespace, uid=self.uid, grace_period_seconds=0)
-            self.host.recorder.forget(self.uid)
+            self.node.recorder.forget(self.uid)
             if self.ip:
                 self.node.pool.release(self.ip)
             if not self.host.shutting_down:
@@ -357,7 +363,7 @@ class PodWorker:
             except volumes.VolumeError as exc:
                 message = str(exc)
                 if message != last or time.monotonic() - reported > 60:
-                    await self._event("Warning", "FailedMount", message)
+                    self._event("Warning", "FailedMount", message)
                     last, reported = message, time.monotonic()
             else:
                 return
@@ -510,7 +516,7 @@ class PodWorker:
             )
             c.state = {"waiting": {"reason": "CrashLoopBackOff", "message": message}}
             self._mark()
-            await self._event(
+            self._event(
                 "Warning",
                 "BackOff",
                 f"Back-off restarting failed container {c.name} in pod {self.name}_{self.namespace}({self.uid})",
@@ -550,7 +556,7 @@ class PodWorker:
                 except images.UnsupportedImage as exc:
                     c.state = {"waiting": {"reason": "ErrImageNeverPull", "message": str(exc)}}
                     self._mark()
-                    await self._warn_once("ErrImageNeverPull", str(exc), c)
+                    self._warn_once("ErrImageNeverPull", str(exc), c)
                     await self._sleep_or_terminate(10)
                     continue
                 except images.InstallFailed as exc:
@@ -562,7 +568,7 @@ class PodWorker:
                         }
                     }
                     self._mark()
-                    await self._event("Warning", "Failed", f'Failed to pull image "{c.spec.get("image")}": {exc}', c)
+                    self._event("Warning", "Failed", f'Failed to pull image "{c.spec.get("image")}": {exc}', c)
                     await self._sleep_or_terminate(_backoff(image_failures))
                     continue
             try:
@@ -570,7 +576,7 @@ class PodWorker:
             except ContainerConfigError as exc:
                 c.state = {"waiting": {"reason": "CreateContainerConfigError", "message": str(exc)}}
                 self._mark()
-                await self._event("Warning", "Failed", f"Error: {exc}", c)
+                self._event("Warning", "Failed", f"Error: {exc}", c)
                 await self._sleep_or_terminate(CONFIG_RETRY)
             else:
                 return
@@ -581,7 +587,7 @@ class PodWorker:
         cached = self.host.image_store.installed(image.version)
         notes: list[str] = []
         if cached is None:
-            await self._event(
+            self._event(
                 "Normal",
                 "Pulling",
                 f'Pulling image "{reference}" (the process runtime installs ray[default]=={image.version} into a venv '
@@ -606,9 +612,9 @@ class PodWorker:
             )
         else:
             message = f'Container image "{reference}" already present on machine ({mapping}{suffix})'
-        await self._event("Normal", "Pulled", message, c)
+        self._event("Normal", "Pulled", message, c)
         if runnable.ray_version != image.version:
-            await self._warn_once(
+            self._warn_once(
                 "ImageVersionMapped",
                 f'"{reference}" runs Ray {runnable.ray_version}, the nearest version installable for Python '
                 f"{images.python_version()} (Ray {image.version} is not)",
@@ -643,7 +649,7 @@ class PodWorker:
         except ContainerConfigError as exc:
             c.state = {"waiting": {"reason": "CreateContainerConfigError", "message": str(exc)}}
             self._mark()
-            await self._event("Warning", "Failed", f"Error: {exc}", c)
+            self._event("Warning", "Failed", f"Error: {exc}", c)
             await self._sleep_or_terminate(CONFIG_RETRY)
             return 1
         argv = command_line(c.spec, c.env, list(runnable.entrypoint), list(runnable.cmd))
@@ -693,8 +699,8 @@ class PodWorker:
         c.ready = c.started and "readinessProbe" not in c.spec
         self._mark()
         await self._kwok_logs()
-        await self._event("Normal", "Created", f"Created container: {c.name}", c)
-        await self._event("Normal", "Started", f"Started container {c.name}", c)
+        self._event("Normal", "Created", f"Created container: {c.name}", c)
+        self._event("Normal", "Started", f"Started container {c.name}", c)
         await self._post_start(c)
         return None
 
@@ -705,7 +711,7 @@ class PodWorker:
         code, output = await probes.run_in_container(self._target(c), hook.get("command") or [], 60)
         if code != 0:
             message = f"PostStartHook failed: {output.decode(errors='replace').strip()}"
-            await self._event("Warning", "FailedPostStartHook", message, c)
+            self._event("Warning", "FailedPostStartHook", message, c)
             asyncio.create_task(self._kill(c, self._grace_seconds()))  # noqa: RUF006 - ends with the container
 
     def _target(self, c: Container) -> probes.Target:
@@ -742,7 +748,7 @@ class PodWorker:
             code = 128
             message = f"failed to start the container process: {result['startError']}"
             terminated = {"exitCode": code, "reason": "StartError", "message": message}
-            await self._event("Warning", "Failed", f"Error: {message}", c)
+            self._event("Warning", "Failed", f"Error: {message}", c)
         else:
             code = int(result.get("exitCode", 137))
             terminated = {"exitCode": code, "reason": "Completed" if code == 0 else "Error"}
@@ -807,7 +813,7 @@ class PodWorker:
                         return
             else:
                 successes, failures = 0, failures + 1
-                await self._event("Warning", "Unhealthy", f"{kind} probe failed: {result.message.strip()}", c)
+                self._event("Warning", "Unhealthy", f"{kind} probe failed: {result.message.strip()}", c)
                 if failures >= failure_threshold:
                     if kind == "Readiness":
                         if c.ready:
@@ -815,7 +821,7 @@ class PodWorker:
                             self._mark()
                     else:
                         reason = "liveness" if kind == "Liveness" else "startup"
-                        await self._event(
+                        self._event(
                             "Normal", "Killing", f"Container {c.name} failed {reason} probe, will be restarted", c
                         )
                         grace = spec.get("terminationGracePeriodSeconds")
@@ -849,7 +855,7 @@ class PodWorker:
         running = [c for c in self.containers.values() if c.monitor is not None and c.monitor.returncode is None]
         if running and not self.gone and not self.host.shutting_down:
             for c in running:
-                await self._event("Normal", "Killing", f"Stopping container {c.name}", c)
+                self._event("Normal", "Killing", f"Stopping container {c.name}", c)
         # Main containers first, then sidecars, as the kubelet orders termination.
         mains = [c for c in running if c.kind != "sidecar"]
         await asyncio.gather(*(self._kill(c, grace) for c in mains))
