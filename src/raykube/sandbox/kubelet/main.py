@@ -19,7 +19,6 @@ import argparse
 import asyncio
 import concurrent.futures
 import contextlib
-import datetime as dt
 import json
 import logging
 import os
@@ -32,13 +31,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from raykube.kube import objects
+from raykube.kube import objects, times
 from raykube.kube.client import Kube
 from raykube.kube.errors import ApiError
 from raykube.kube.events import CORE_EVENTS_API, EventRecorder
 from raykube.kube.informer import Informer
 from raykube.kube.resources import CONFIGMAPS, ENDPOINT_SLICES, LEASES, NODES, PODS, SECRETS, SERVICES
-from raykube.sandbox.kubelet import cleanup, images, network, nstools
+from raykube.sandbox.kubelet import cleanup, images, network, nstools, podstatus
 from raykube.sandbox.kubelet.dns import DnsServer
 from raykube.sandbox.kubelet.env import NodeCapacity, service_env
 from raykube.sandbox.kubelet.pod import FIELD_MANAGER, Node, PodWorker, _spawn_helper, _wait_file
@@ -150,12 +149,8 @@ def node_body(node: NodeConfig, cfg: RuntimeConfig) -> dict[str, Any]:
     }
 
 
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def node_conditions(since: str) -> list[dict[str, Any]]:
-    now = _now()
+    now = times.format_time()
 
     def condition(kind: str, status: str, reason: str, message: str) -> dict[str, Any]:
         return {
@@ -370,7 +365,7 @@ class Runtime:
         return pid
 
     async def _register_nodes(self) -> None:
-        since = _now()
+        since = times.format_time()
         for node in self.cfg.nodes:
             body = node_body(node, self.cfg)
             if await self.kube.get_or_none(NODES, node.name) is None:
@@ -381,7 +376,7 @@ class Runtime:
         await self._renew_leases()
 
     async def _renew_leases(self) -> None:
-        now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        now = times.format_micro_time()
         leases = [(name, "kube-node-lease", name, NODE_LEASE_SECONDS) for name in self.nodes]
         leases.append((LEASE_NAME, LEASE_NAMESPACE, f"{LEASE_NAME}/pid-{os.getpid()}", 30))
         for name, namespace, holder, seconds in leases:
@@ -439,7 +434,7 @@ class Runtime:
         if uid in self.workers:
             self.workers[uid][0].update(pod)
             return
-        if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+        if (pod.get("status") or {}).get("phase") in podstatus.TERMINAL:
             if objects.terminating(pod):  # a finished Pod of ours being deleted: confirm it
                 asyncio.create_task(self._confirm_deletion(pod))  # noqa: RUF006 - fire and forget
             return

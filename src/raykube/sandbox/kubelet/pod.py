@@ -11,10 +11,13 @@
 3. **Containers**, each in its own task: image -> venv, env (``CreateContainerConfigError`` starts nothing), the
    process, probes (startup gates liveness and readiness; liveness and startup failures restart it), exit codes and
    ``lastState``, restarts per ``restartPolicy`` with the kubelet's back-off (``CrashLoopBackOff``).
-4. **Termination** when the Pod is deleted: ``preStop``, SIGTERM, the grace period, SIGKILL; then the sandbox goes
-   and the Pod object is deleted with grace 0, as the kubelet confirms a deletion.
+4. **Termination** when the Pod is deleted: ``preStop``, SIGTERM, the grace period, SIGKILL; then the sandbox goes,
+   a last status with a terminal phase (Succeeded or Failed) is written and the Pod object is deleted with grace 0,
+   as the kubelet confirms a deletion.
 
-Status is written by one publisher task, from the state here, whenever it changes (merge patch of ``/status``).
+Status is written by one publisher task, from the state here, whenever it changes (merge patch of ``/status``); the
+phase and conditions follow the kubelet's rules in :mod:`~raykube.sandbox.kubelet.podstatus`. Events go to the
+node's :class:`~raykube.kube.events.EventRecorder` (queued, never awaited).
 """
 
 from __future__ import annotations
@@ -32,12 +35,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from raykube.kube import objects
+from raykube.kube import objects, times
 from raykube.kube.client import Kube
 from raykube.kube.errors import ApiError
 from raykube.kube.events import EventRecorder
 from raykube.kube.resources import PODS, Resource
-from raykube.sandbox.kubelet import images, network, nstools, probes, volumes
+from raykube.sandbox.kubelet import images, network, nstools, podstatus, probes, volumes
 from raykube.sandbox.kubelet.env import ContainerConfigError, NodeCapacity, command_line, container_env
 from raykube.sandbox.kwok import EXECS, LOGS, PORT_FORWARDS
 
@@ -186,8 +189,10 @@ class PodWorker:
         self.dirty = asyncio.Event()
         self.changed = asyncio.Event()
         self.terminal_phase: str | None = None
-        self.conditions: dict[str, tuple[str, str, str, str]] = {}
-        self.start_time = nstools.now_rfc3339()[:19] + "Z"
+        self.deleting = False  # the Pod's deletion was requested (not the runtime stopping)
+        self.stopped = False  # its containers and sandbox are stopped for good
+        self._conditions: list[dict[str, Any]] = []
+        self.start_time = times.format_time()
         self.initialized = False
         self._published: dict[str, Any] | None = None
         self._warned: set[tuple[str, str]] = set()
@@ -199,10 +204,14 @@ class PodWorker:
         if meta.get("deletionTimestamp") and not self.terminating.is_set():
             grace = meta.get("deletionGracePeriodSeconds")
             self.grace = float(grace) if grace is not None else None
+            self.deleting = True
             self.terminating.set()
+        if pod["spec"].get("readinessGates"):
+            self._mark()  # Ready follows the gates' conditions, which others set
 
     def deleted(self) -> None:
         self.gone = True
+        self.deleting = True
         self.grace = 0.0
         self.terminating.set()
 
@@ -446,7 +455,7 @@ class PodWorker:
                 if code == 0:
                     break
                 if policy == "Never":
-                    self.terminal_phase = "Failed"
+                    self.terminal_phase = podstatus.FAILED
                     self._mark()
                     for other in self.containers.values():
                         if other.kind == "main":
@@ -694,7 +703,7 @@ class PodWorker:
         c.pid, c.start_time = int(started["pid"]), int(started.get("startTime") or 0)
         (c.dir / "started.json").symlink_to(started_file)
         c.started_monotonic = time.monotonic()
-        c.state = {"running": {"startedAt": started["startedAt"][:19] + "Z"}}
+        c.state = {"running": {"startedAt": _api_time(started["startedAt"])}}
         c.started = "startupProbe" not in c.spec
         c.ready = c.started and "readinessProbe" not in c.spec
         self._mark()
@@ -734,7 +743,7 @@ class PodWorker:
                 c.monitor.returncode,
                 trace,
             )
-            result = {"exitCode": 137, "finishedAt": nstools.now_rfc3339(), "monitorError": trace}
+            result = {"exitCode": 137, "monitorError": trace}  # finished now
         with contextlib.suppress(OSError):
             (c.dir / "exit.json").unlink(missing_ok=True)
             (c.dir / "exit.json").symlink_to(c.run_dir / "exit.json")
@@ -742,7 +751,7 @@ class PodWorker:
 
     async def _exited(self, c: Container, result: Mapping[str, Any]) -> int:
         """Record how the run ended (``terminated`` state, and ``lastState`` once it is restarted)."""
-        finished = str(result.get("finishedAt") or nstools.now_rfc3339())[:19] + "Z"
+        finished = _api_time(result.get("finishedAt"))
         terminated: dict[str, Any]
         if result.get("startError"):
             code = 128
@@ -757,7 +766,7 @@ class PodWorker:
             if code != 0 and c.spec.get("terminationMessagePolicy") == "FallbackToLogsOnError":
                 terminated["message"] = _log_tail(c.log_file(c.runs - 1), 80)
         terminated.update(
-            startedAt=str(result.get("startedAt") or finished)[:19] + "Z",
+            startedAt=_api_time(result.get("startedAt") or finished),
             finishedAt=finished,
             containerID=c.container_id,
         )
@@ -869,123 +878,52 @@ class PodWorker:
                 self.pause.kill()
             await self.pause.wait()
         self.sandbox_ready = False
+        self.stopped = self.terminating.is_set()
 
     # ------------------------------------------------------------------------------------------------ status
-    def _phase(self) -> str:  # noqa: PLR0911, PLR0912 - the kubelet's phase rules, one case at a time
+    def _statuses(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The init containers' (sidecars among them) and the regular containers' statuses, in spec order."""
+        inits = [c.status() for c in self.containers.values() if c.kind != "main"]
+        mains = [c.status() for c in self.containers.values() if c.kind == "main"]
+        return inits, mains
+
+    def _phase(self) -> str:
         if self.terminal_phase:
             return self.terminal_phase
-        spec = self.pod["spec"]
-        policy = spec.get("restartPolicy", "Always")
-        pending_init = 0
-        failed_init = 0
-        for c in self.containers.values():
-            if c.kind != "init":
-                continue
-            state = c.state
-            if "running" in state:
-                pending_init += 1
-            elif "terminated" in state:
-                if state["terminated"]["exitCode"] != 0:
-                    failed_init += 1
-            elif "waiting" in state:
-                last = c.last_state.get("terminated")
-                if last and last.get("exitCode") != 0:
-                    failed_init += 1
-                elif not self.initialized:
-                    pending_init += 1
-        if failed_init and policy == "Never":
-            return "Failed"
-        running = waiting = stopped = succeeded = 0
-        for c in self.containers.values():
-            if c.kind == "init":
-                continue
-            if c.kind == "sidecar":
-                if c.running:
-                    running += 1
-                continue
-            if c.running:
-                running += 1
-            elif "terminated" in c.state:
-                stopped += 1
-                succeeded += c.state["terminated"]["exitCode"] == 0
-            elif c.last_state.get("terminated"):
-                stopped += 1
-            else:
-                waiting += 1
-        if (pending_init > 0 and not self.initialized) or waiting > 0:
-            return "Pending"
-        if running > 0:
-            return "Running"
-        if stopped > 0:
-            if policy == "Always":
-                return "Running"
-            if stopped == succeeded:
-                return "Succeeded"
-            if policy == "Never":
-                return "Failed"
-            return "Running"
-        return "Pending"
-
-    def _condition(self, kind: str, status: str, reason: str = "", message: str = "") -> dict[str, Any]:
-        previous = self.conditions.get(kind)
-        when = previous[3] if previous and previous[0] == status else nstools.now_rfc3339()[:19] + "Z"
-        self.conditions[kind] = (status, reason, message, when)
-        condition: dict[str, Any] = {"type": kind, "status": status, "lastProbeTime": None, "lastTransitionTime": when}
-        if reason:
-            condition["reason"] = reason
-        if message:
-            condition["message"] = message
-        return condition
+        inits, mains = self._statuses()
+        terminal = self.deleting and self.stopped  # stopped for good: the status manager's TerminatePod
+        return podstatus.phase(self.pod["spec"], inits, mains, initialized=self.initialized, terminal=terminal)
 
     def status(self) -> dict[str, Any]:
+        """The status to publish, by the kubelet's rules (:mod:`~raykube.sandbox.kubelet.podstatus`)."""
         phase = self._phase()
-        terminal = phase in ("Succeeded", "Failed")
-        inits = [c for c in self.containers.values() if c.kind != "main"]
-        mains = [c for c in self.containers.values() if c.kind == "main"]
-        incomplete = [
-            c.name
-            for c in inits
-            if (c.kind == "init" and c.state.get("terminated", {}).get("exitCode") != 0)
-            or (c.kind == "sidecar" and not c.started)
-        ]
-        unready = [c.name for c in [*mains, *(c for c in inits if c.kind == "sidecar")] if not c.ready]
-        conditions = [
-            self._condition("PodReadyToStartContainers", "True" if self.sandbox_ready else "False"),
-            self._condition(
-                "Initialized",
-                "False" if incomplete and not self.initialized else "True",
-                "ContainersNotInitialized" if incomplete and not self.initialized else "",
-                f"containers with incomplete status: [{' '.join(incomplete)}]"
-                if incomplete and not self.initialized
-                else "",
-            ),
-        ]
-        for kind in ("Ready", "ContainersReady"):
-            if unready or terminal:
-                reason = "PodCompleted" if terminal else "ContainersNotReady"
-                message = "" if terminal else f"containers with unready status: [{' '.join(unready)}]"
-                conditions.append(self._condition(kind, "False", reason, message))
-            else:
-                conditions.append(self._condition(kind, "True"))
+        inits, mains = self._statuses()
         current = self.pod.get("status") or {}
-        ours = {c["type"] for c in conditions}
-        conditions += [c for c in current.get("conditions") or [] if c.get("type") not in ours]
-        status: dict[str, Any] = {
-            "phase": phase,
-            "conditions": conditions,
-            "hostIP": self.node.host_ip,
-            "hostIPs": [{"ip": self.node.host_ip}],
-            "startTime": self.start_time,
-            "containerStatuses": [c.status() for c in mains],
-        }
-        if inits:
-            status["initContainerStatuses"] = [c.status() for c in inits]
-        if self.ip:
-            status["podIP"] = self.ip
-            status["podIPs"] = [{"ip": self.ip}]
-        if current.get("qosClass"):
-            status["qosClass"] = current["qosClass"]
-        return status
+        current_conditions = current.get("conditions") or []
+        generated = podstatus.conditions(
+            self.pod["spec"],
+            phase,
+            inits,
+            mains,
+            sandbox_ready=self.sandbox_ready,
+            initialized=self.initialized,
+            current=current_conditions,
+        )
+        # A condition keeps its transition time while its status stays: from what was generated last, else from the
+        # Pod as it is (the scheduler's PodScheduled; a previous runtime's conditions).
+        self._conditions = podstatus.with_transition_times(
+            generated, [*self._conditions, *current_conditions], times.format_time()
+        )
+        return podstatus.pod_status(
+            pod_phase=phase,
+            conditions=self._conditions,
+            init_statuses=inits,
+            statuses=mains,
+            host_ip=self.node.host_ip,
+            pod_ip=self.ip,
+            start_time=self.start_time,
+            qos_class=str(current.get("qosClass") or ""),
+        )
 
     async def _publish(self) -> None:
         status = self.status()
@@ -1028,6 +966,11 @@ async def _spawn_helper(nstools_path: Path, command: str, spec: Path, log_file: 
             stderr=err,
             start_new_session=True,
         )
+
+
+def _api_time(stamp: object) -> str:
+    """A time the container helper wrote (RFC 3339 with nanoseconds) as the API's ``metav1.Time``; now if none."""
+    return times.format_time(times.parse_time(stamp))
 
 
 def _tail(path: Path, lines: int) -> str:
