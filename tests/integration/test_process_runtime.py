@@ -116,8 +116,12 @@ def pod(name: str, command: str, **spec: Any) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": {"containers": [container], **spec}}
 
 
+async def kube_pod(kube: AsyncClient, namespace: str, name: str) -> Pod:
+    return await kube.get(Pod, name, namespace=namespace)
+
+
 async def status(kube: AsyncClient, namespace: str, name: str) -> dict[str, Any]:
-    got = await kube.get(Pod, name, namespace=namespace)
+    got = await kube_pod(kube, namespace, name)
     return dict(got.to_dict().get("status") or {})
 
 
@@ -189,6 +193,20 @@ async def events(kube: AsyncClient, namespace: str, name: str) -> list[tuple[str
     ]
 
 
+async def wait_events(
+    kube: AsyncClient, namespace: str, name: str, check: Callable[[list[tuple[str, str]]], bool], what: str
+) -> list[tuple[str, str]]:
+    """The (reason, message) of the Pod's events once ``check`` accepts them: a kubelet sends events in the
+    background, so one may arrive after the status it goes with."""
+
+    async def predicate() -> list[tuple[str, str]] | NotYet:
+        found = await events(kube, namespace, name)
+        return found if check(found) else NotYet(f"events so far: {found}")
+
+    result: list[tuple[str, str]] = await wait_for(predicate, 30, what=f"{namespace}/{name}: {what}")
+    return result
+
+
 def b64(text: str) -> str:
     return base64.b64encode(text.encode()).decode()
 
@@ -237,8 +255,23 @@ async def test_a_pod_runs_with_the_kubelets_environment(proc: ProcessSandbox, pk
     assert f"A=1 S_PASS=s3cr3t X=a-1 IP={ip} NAME=env NS={ns} APP=envtest CPU=500 HOST=env" in logs.stdout
     assert "10.96.0.1" in logs.stdout  # cluster DNS answered kubernetes.default
     assert "to-stderr" in logs.stdout
-    reasons = [reason for reason, _ in await events(pkube, ns, "env")]
-    assert {"Scheduled", "Pulled", "Created", "Started"} <= set(reasons)
+    await wait_events(
+        pkube,
+        ns,
+        "env",
+        lambda found: {"Scheduled", "Pulled", "Created", "Started"} <= {reason for reason, _ in found},
+        "the scheduler's and the kubelet's events",
+    )
+    # As a kubelet's: from the kubelet of the Pod's node, about the container.
+    node = (await kube_pod(pkube, ns, "env")).spec.nodeName
+    [started] = [
+        e async for e in pkube.list(Event, namespace=ns) if (e.involvedObject.name, e.reason) == ("env", "Started")
+    ]
+    assert (started.source.component, started.source.host) == ("kubelet", node)
+    assert (started.involvedObject.kind, started.involvedObject.fieldPath) == ("Pod", "spec.containers{main}")
+    described = proc.kubectl("describe", "pod", "-n", ns, "env").stdout
+    # kubectl prefixes the message with the event's fieldPath
+    assert re.search(r"Normal\s+Started\s+\S+\s+kubelet\s+spec\.containers\{main\}: Started container main", described)
 
 
 async def test_a_missing_secret_is_a_create_container_config_error(
@@ -258,7 +291,9 @@ async def test_a_missing_secret_is_a_create_container_config_error(
 
     assert container(st)["state"]["waiting"]["message"] == 'secret "later" not found'
     assert st["phase"] == "Pending"
-    assert ("Failed", 'Error: secret "later" not found') in await events(pkube, ns, "cfgerr")
+    await wait_events(
+        pkube, ns, "cfgerr", lambda found: ("Failed", 'Error: secret "later" not found') in found, "a Failed event"
+    )
     assert "started" not in proc.kubectl("logs", "-n", ns, "cfgerr").stdout  # nothing ran
 
     await create(pkube, ns, {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "later"}, "data": {}})
@@ -304,7 +339,7 @@ async def test_exit_codes_and_restart_policies(proc: ProcessSandbox, pkube: Asyn
     assert "back-off 10s restarting failed container=main" in container(crashing)["state"]["waiting"]["message"]
     previous = proc.kubectl("logs", "-n", ns, "onfailure", "--previous")
     assert previous.returncode == 0 and "run" in previous.stdout, previous.stderr
-    assert any(r == "BackOff" for r, _ in await events(pkube, ns, "onfailure"))
+    await wait_events(pkube, ns, "onfailure", lambda found: any(r == "BackOff" for r, _ in found), "a BackOff event")
 
 
 async def test_init_containers_run_in_order_before_the_containers(
@@ -421,8 +456,8 @@ async def test_probes_drive_readiness_and_restarts(proc: ProcessSandbox, pkube: 
 
     restarted = await wait_status(pkube, ns, "live", lambda s: container(s).get("restartCount", 0) >= 1, "a restart")
     assert restarted["phase"] == "Running"
-    found = await events(pkube, ns, "live")
-    assert ("Killing", "Container main failed liveness probe, will be restarted") in found
+    killing = ("Killing", "Container main failed liveness probe, will be restarted")
+    found = await wait_events(pkube, ns, "live", lambda found: killing in found, "the liveness probe's Killing")
     assert any(r == "Unhealthy" and m.startswith("Liveness probe failed: dial tcp") for r, m in found)
 
     http = await wait_status(pkube, ns, "http", is_ready, "Ready through startup and readiness HTTP probes")
@@ -774,7 +809,8 @@ async def test_a_hung_or_killed_raylet_restarts_the_head(
         os.kill(raylet_of((await status(pkube, ns, head))["podIP"]), signal.SIGSTOP)
         st = await wait_status(pkube, ns, head, restarted(1), "a restart after the liveness probe failed", RAY_READY)
         await wait_for(went_down_and_up(seen), 60, what="HeadPodReady to go False, then True again")
-    assert ("Killing", "Container ray-head failed liveness probe, will be restarted") in await events(pkube, ns, head)
+    killing = ("Killing", "Container ray-head failed liveness probe, will be restarted")
+    await wait_events(pkube, ns, head, lambda found: killing in found, "the liveness probe's Killing")
     assert container(st, "ray-head")["lastState"]["terminated"]["exitCode"] != 0  # ray start, stopped by SIGTERM
 
     # A killed raylet: `ray start --block` sees its child die and exits, and restartPolicy Always restarts it.

@@ -34,6 +34,7 @@ def table() -> ServiceTable:
     t = ServiceTable()
     t.on_service(
         "ADDED",
+        None,
         {
             "metadata": {"namespace": "ns", "name": "demo-head-svc"},
             "spec": {"clusterIP": "None", "publishNotReadyAddresses": True, "ports": [{"port": 6379}]},
@@ -41,10 +42,12 @@ def table() -> ServiceTable:
     )
     t.on_service(
         "ADDED",
+        None,
         {"metadata": {"namespace": "ns", "name": "web"}, "spec": {"clusterIP": "10.96.1.2", "ports": [{"port": 80}]}},
     )
     t.on_service(
         "ADDED",
+        None,
         {"metadata": {"namespace": "ns", "name": "strict"}, "spec": {"clusterIP": "None", "ports": [{"port": 1}]}},
     )
 
@@ -59,8 +62,8 @@ def table() -> ServiceTable:
             ],
         }
 
-    t.on_slice("ADDED", endpoints("demo-head-svc", ("10.244.241.2", False, "head")))
-    t.on_slice("ADDED", endpoints("strict", ("10.244.241.3", True, None), ("10.244.241.4", False, None)))
+    t.on_slice("ADDED", None, endpoints("demo-head-svc", ("10.244.241.2", False, "head")))
+    t.on_slice("ADDED", None, endpoints("strict", ("10.244.241.3", True, None), ("10.244.241.4", False, None)))
     return t
 
 

@@ -8,9 +8,11 @@
 Either way:
 
 * Recording never blocks the caller: events go on a queue that :meth:`EventRecorder.run` sends in the background.
-* A repeat of the same event (same object and field, type, reason, action and note) within 6 minutes updates the
-  event already written (series or count) instead of creating a new object; the name is ``<object>.<hex ns>``, as
-  client-go names events.
+* A repeat of the same event (same object and field, type, reason, action and note) updates the event already
+  written instead of creating a new object: within 6 minutes as a series (client-go's ``events`` package), or, for
+  core/v1, as a growing count however far apart the repeats are (client-go's ``record`` correlator, which remembers
+  recent events with no time limit). The name is ``<object>.<hex ns>``, as client-go names events.
+* core/v1 Events carry ``action`` only when one is given: a kubelet's have none.
 * A spam filter per object and reason (a token bucket of 25, refilled one every 5 minutes, as client-go's) drops
   floods, so a crash-looping Pod or cluster cannot fill etcd with events.
 * Failures to write an event are logged and dropped: events are best effort in Kubernetes, never a reason to fail.
@@ -145,7 +147,7 @@ class EventRecorder:
         namespace = objects.namespace(regarding) or "default"
         key = (objects.uid(regarding), pending.field_path, pending.type, pending.reason, pending.action, pending.note)
         series = self._series.get(key)
-        if series is not None and pending.stamp - series.last < SERIES_WINDOW:
+        if series is not None and (self.api == CORE_EVENTS_API or pending.stamp - series.last < SERIES_WINDOW):
             series.count += 1
             series.last = pending.stamp
             try:
@@ -205,7 +207,7 @@ class EventRecorder:
 
     def _core_event(self, name: str, namespace: str, pending: _Pending) -> dict[str, Any]:
         now = times.format_time()
-        return {
+        event = {
             "apiVersion": CORE_EVENTS_API,
             "kind": "Event",
             "metadata": {"name": name, "namespace": namespace},
@@ -213,7 +215,6 @@ class EventRecorder:
             "reason": pending.reason,
             "message": pending.note,
             "type": pending.type,
-            "action": pending.action,
             "source": {"component": self.controller, "host": self.instance},
             "reportingComponent": self.controller,
             "reportingInstance": self.instance,
@@ -221,3 +222,6 @@ class EventRecorder:
             "lastTimestamp": now,
             "count": 1,
         }
+        if pending.action:
+            event["action"] = pending.action
+        return event

@@ -10,6 +10,7 @@ from __future__ import annotations
 from importlib import resources
 from typing import Any
 
+from raykube.kube.resources import Resource
 from raykube.sandbox.components import Binaries, NodePool
 from raykube.sandbox.ports import HOST
 
@@ -17,6 +18,12 @@ FAKE_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 NODE_LABEL_TYPE = "type"
 STORAGE_CLASS = "standard"
 PROVISIONER_NAME = "sandbox.raykube.io/hostpath"
+
+# kwok's per-Pod debugging kinds (``kwok --enable-crds``): the process runtime writes one of each per Pod.
+KWOK_GROUP = "kwok.x-k8s.io"
+EXECS = Resource(KWOK_GROUP, "v1alpha1", "Exec", "execs")
+LOGS = Resource(KWOK_GROUP, "v1alpha1", "Logs", "logs")
+PORT_FORWARDS = Resource(KWOK_GROUP, "v1alpha1", "PortForward", "portforwards")
 
 
 def kwok_config(bins: Binaries) -> str:
@@ -88,19 +95,20 @@ def debugging_crds() -> list[dict[str, Any]]:
     """kwok's per-Pod ``Exec``, ``Logs`` and ``PortForward`` kinds (``kwok --enable-crds``), with open schemas: kwok
     decodes them itself, the API server only stores them. The process runtime creates one of each per Pod."""
     crds = []
-    for kind, plural in (("Exec", "execs"), ("Logs", "logs"), ("PortForward", "portforwards")):
+    for res in (EXECS, LOGS, PORT_FORWARDS):
+        kind, plural = res.kind, res.plural
         crds.append(
             {
                 "apiVersion": "apiextensions.k8s.io/v1",
                 "kind": "CustomResourceDefinition",
-                "metadata": {"name": f"{plural}.kwok.x-k8s.io"},
+                "metadata": {"name": f"{plural}.{res.group}"},
                 "spec": {
-                    "group": "kwok.x-k8s.io",
+                    "group": res.group,
                     "names": {"kind": kind, "listKind": f"{kind}List", "plural": plural, "singular": kind.lower()},
                     "scope": "Namespaced",
                     "versions": [
                         {
-                            "name": "v1alpha1",
+                            "name": res.version,
                             "served": True,
                             "storage": True,
                             "subresources": {"status": {}},

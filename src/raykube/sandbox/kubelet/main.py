@@ -19,7 +19,6 @@ import argparse
 import asyncio
 import concurrent.futures
 import contextlib
-import datetime as dt
 import json
 import logging
 import os
@@ -27,23 +26,31 @@ import re
 import signal
 import socket
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from raykube.sandbox.kubelet import api as kapi
-from raykube.sandbox.kubelet import cleanup, images, network, nstools
+from raykube.kube import objects, times
+from raykube.kube.client import Kube
+from raykube.kube.errors import ApiError
+from raykube.kube.events import CORE_EVENTS_API, EventRecorder
+from raykube.kube.informer import Informer
+from raykube.kube.resources import CONFIGMAPS, ENDPOINT_SLICES, LEASES, NODES, PODS, SECRETS, SERVICES
+from raykube.sandbox.kubelet import cleanup, images, network, nstools, podstatus
 from raykube.sandbox.kubelet.dns import DnsServer
 from raykube.sandbox.kubelet.env import NodeCapacity, service_env
-from raykube.sandbox.kubelet.events import Recorder
-from raykube.sandbox.kubelet.pod import Node, PodWorker, _spawn_helper, _wait_file
+from raykube.sandbox.kubelet.pod import FIELD_MANAGER, Node, PodWorker, _spawn_helper, _wait_file
 from raykube.sandbox.kubelet.services import ClusterIpProxy, ServiceTable
 
 log = logging.getLogger("raykube.sandbox.kubelet")
 
 LEASE_NAME = "raykube-process-runtime"
 LEASE_NAMESPACE = "kube-system"
+# The client-side rate limit of a kubelet (the defaults of its --kube-api-qps and --kube-api-burst); the User-Agent
+# and field manager are FIELD_MANAGER.
+KUBE_API_QPS = 50.0
+KUBE_API_BURST = 100
 NODE_LEASE_SECONDS = 40
 RENEW_SECONDS = 10
 NODE_STATUS_SECONDS = 60
@@ -142,12 +149,8 @@ def node_body(node: NodeConfig, cfg: RuntimeConfig) -> dict[str, Any]:
     }
 
 
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def node_conditions(since: str) -> list[dict[str, Any]]:
-    now = _now()
+    now = times.format_time()
 
     def condition(kind: str, status: str, reason: str, message: str) -> dict[str, Any]:
         return {
@@ -165,52 +168,6 @@ def node_conditions(since: str) -> list[dict[str, Any]]:
         condition("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
         condition("Ready", "True", "KubeletReady", "kubelet is posting ready status (raykube process runtime)"),
     ]
-
-
-class Informer:
-    """List, then watch, one resource; relist after errors (a 410 included). Calls ``handler(type, object)``."""
-
-    def __init__(self, api: kapi.Api, url: str, handler: Callable[[str, dict[str, Any]], None], **params: Any) -> None:
-        self.api = api
-        self.url = url
-        self.handler = handler
-        self.params = params
-        self.synced = asyncio.Event()
-        self.known: dict[str, dict[str, Any]] = {}
-
-    async def run(self) -> None:
-        backoff = 0.5
-        while True:
-            try:
-                listed = await self.api.list(self.url, **self.params)
-                items = {item["metadata"]["uid"]: item for item in listed.get("items") or []}
-                for uid, item in self.known.items():
-                    if uid not in items:
-                        self.handler("DELETED", item)
-                for item in items.values():
-                    self.handler("MODIFIED" if item["metadata"]["uid"] in self.known else "ADDED", item)
-                self.known = items
-                self.synced.set()
-                version = listed["metadata"]["resourceVersion"]
-                while True:
-                    async for kind, obj in self.api.watch(self.url, version, **self.params):
-                        if kind == "BOOKMARK":
-                            version = obj["metadata"]["resourceVersion"]
-                            continue
-                        version = obj["metadata"]["resourceVersion"]
-                        uid = obj["metadata"]["uid"]
-                        if kind == "DELETED":
-                            self.known.pop(uid, None)
-                        else:
-                            self.known[uid] = obj
-                        self.handler(kind, obj)
-                    backoff = 0.5
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # any watch failure: relist after a pause
-                log.info("watch %s ended (%s); relisting in %.1fs", self.url, exc, backoff)
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, 10.0)
 
 
 class NetnsSockets:
@@ -249,8 +206,7 @@ class NetnsSockets:
 @dataclass
 class Runtime:
     cfg: RuntimeConfig
-    api: kapi.Api = field(init=False)
-    recorder: Recorder = field(init=False)
+    kube: Kube = field(init=False)
     image_store: images.ImageStore = field(init=False)
     table: ServiceTable = field(default_factory=ServiceTable)
     workers: dict[str, tuple[PodWorker, asyncio.Task[None]]] = field(default_factory=dict)
@@ -258,8 +214,9 @@ class Runtime:
     nodes: dict[str, Node] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.api = kapi.Api.from_kubeconfig(self.cfg.kubeconfig)
-        self.recorder = Recorder(self.api)
+        self.kube = Kube.from_config(
+            self.cfg.kubeconfig, user_agent=FIELD_MANAGER, qps=KUBE_API_QPS, burst=KUBE_API_BURST
+        )
         self.image_store = images.ImageStore(self.cfg.cache_dir)
         self.net = self.cfg.network
         self.dns_ip = self.cfg.dns_ip
@@ -275,6 +232,8 @@ class Runtime:
                 node.index,
                 network.IpPool(self.net.node_cidr(node.index)),
                 NodeCapacity(cpu=node.cpu, memory=node.memory),
+                # One recorder per node, as each kubelet has its own (with its own client's rate limit).
+                EventRecorder(self.kube.sibling(), "kubelet", instance=node.name, api=CORE_EVENTS_API),
             )
 
     # ------------------------------------------------------------------------------------------------ host API
@@ -282,10 +241,10 @@ class Runtime:
         return service_env(list(self.table.services.values()), namespace, enable_links)
 
     async def configmap(self, namespace: str, name: str) -> Mapping[str, Any] | None:
-        return await self.api.get_or_none(kapi.path("v1", "configmaps", namespace, name))
+        return await self.kube.get_or_none(CONFIGMAPS, name, namespace)
 
     async def secret(self, namespace: str, name: str) -> Mapping[str, Any] | None:
-        return await self.api.get_or_none(kapi.path("v1", "secrets", namespace, name))
+        return await self.kube.get_or_none(SECRETS, name, namespace)
 
     def new_venv(self, venv: Path) -> None:
         self._link_commands([venv / "bin"])
@@ -334,6 +293,7 @@ class Runtime:
         dns = DnsServer(self.table.resolve)
         proxy: ClusterIpProxy | None = None
         tasks: list[asyncio.Task[Any]] = []
+        recorders = [asyncio.create_task(n.recorder.run(), name=f"events {n.name}") for n in self.nodes.values()]
         try:
             services_pid = await self._services_sandbox()
             sockets = NetnsSockets(services_pid)
@@ -342,11 +302,7 @@ class Runtime:
             )
             proxy = ClusterIpProxy(self.table, sockets.listen, ("127.0.0.1", self.cfg.apiserver_port), self.dns_ip)
             await self._register_nodes()
-            informers = [
-                Informer(self.api, kapi.path("v1", "services"), self.table.on_service),
-                Informer(self.api, kapi.path("discovery.k8s.io/v1", "endpointslices"), self.table.on_slice),
-            ]
-            pods = Informer(self.api, kapi.path("v1", "pods"), self._on_pod, fieldSelector="spec.nodeName!=")
+            informers, pods = self._informers()
             tasks += [asyncio.create_task(i.run()) for i in informers]
             await asyncio.gather(*(i.synced.wait() for i in informers))
             tasks.append(asyncio.create_task(pods.run()))
@@ -359,6 +315,7 @@ class Runtime:
             for task in tasks:
                 task.cancel()
             await self._stop_pods()
+            await self._stop_recorders(recorders)
             await dns.stop()
             if proxy is not None:
                 await proxy.close()
@@ -369,8 +326,29 @@ class Runtime:
                 await self.services_pause.wait()
             await network.delete_bridge(self.net.bridge)
             with contextlib.suppress(Exception):
-                await self.api.close()
+                await self.kube.close()
             log.info("process runtime stopped")
+
+    async def _stop_recorders(self, tasks: list[asyncio.Task[None]]) -> None:
+        """Stop the nodes' event recorders, then send what they still hold."""
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for node in self.nodes.values():
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(node.recorder.flush(), 10)
+
+    def _informers(self) -> tuple[list[Informer], Informer]:
+        """The Services' and EndpointSlices' informers (DNS, proxy, service links), and the Pods'."""
+        services = Informer(self.kube, SERVICES)
+        services.add_handler(self.table.on_service)
+        slices = Informer(self.kube, ENDPOINT_SLICES)
+        slices.add_handler(self.table.on_slice)
+        # Every bound Pod (kwok's nodes' too: the handler keeps those of our nodes), as a kubelet watches
+        # spec.nodeName=<its node>.
+        pods = Informer(self.kube, PODS, field_selector="spec.nodeName!=")
+        pods.add_handler(self._on_pod)
+        return [services, slices], pods
 
     async def _services_sandbox(self) -> int:
         directory = self.cfg.state_dir / "services"
@@ -387,19 +365,18 @@ class Runtime:
         return pid
 
     async def _register_nodes(self) -> None:
-        since = _now()
+        since = times.format_time()
         for node in self.cfg.nodes:
             body = node_body(node, self.cfg)
-            url = kapi.path("v1", "nodes", None, node.name)
-            if await self.api.get_or_none(url) is None:
-                await self.api.create(kapi.path("v1", "nodes"), {**body, "status": {}})
+            if await self.kube.get_or_none(NODES, node.name) is None:
+                await self.kube.create(NODES, {**body, "status": {}})
             status = {**body["status"], "conditions": node_conditions(since)}
-            await self.api.patch(url + "/status", {"status": status})
+            await self.kube.patch(NODES, node.name, {"status": status}, subresource="status")
         self._since = since
         await self._renew_leases()
 
     async def _renew_leases(self) -> None:
-        now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        now = times.format_micro_time()
         leases = [(name, "kube-node-lease", name, NODE_LEASE_SECONDS) for name in self.nodes]
         leases.append((LEASE_NAME, LEASE_NAMESPACE, f"{LEASE_NAME}/pid-{os.getpid()}", 30))
         for name, namespace, holder, seconds in leases:
@@ -409,9 +386,7 @@ class Runtime:
                 "metadata": {"name": name, "namespace": namespace},
                 "spec": {"holderIdentity": holder, "leaseDurationSeconds": seconds, "renewTime": now},
             }
-            await self.api.apply(
-                kapi.path("coordination.k8s.io/v1", "leases", namespace, name), body, "raykube-process-runtime"
-            )
+            await self.kube.apply(LEASES, body, namespace, field_manager=FIELD_MANAGER)
 
     async def _heartbeat(self) -> None:
         elapsed = 0
@@ -423,10 +398,12 @@ class Runtime:
                 if elapsed >= NODE_STATUS_SECONDS:
                     elapsed = 0
                     for name in self.nodes:
-                        await self.api.patch(
-                            kapi.path("v1", "nodes", None, name) + "/status",
+                        await self.kube.patch(
+                            NODES,
+                            name,
                             {"status": {"conditions": node_conditions(self._since)}},
-                            kind="strategic",
+                            patch_type="strategic",
+                            subresource="status",
                         )
             except Exception as exc:  # keep beating; a missed renewal is what the lease is for
                 log.warning("heartbeat failed: %s", exc)
@@ -441,36 +418,36 @@ class Runtime:
             await self.table.changed.wait()
 
     # ------------------------------------------------------------------------------------------------ pods
-    def _on_pod(self, kind: str, pod: dict[str, Any]) -> None:
-        node_name = (pod.get("spec") or {}).get("nodeName")
-        if node_name not in self.nodes or self.shutting_down:
+    def _on_pod(self, event: str, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> None:
+        """Informer handler. A new incarnation under the same name comes as DELETED (the old uid) then ADDED."""
+        pod = new if new is not None else old
+        if pod is None or self.shutting_down:
             return
-        uid = pod["metadata"]["uid"]
-        if kind == "DELETED":
+        node_name = (pod.get("spec") or {}).get("nodeName")
+        if node_name not in self.nodes:
+            return
+        uid = objects.uid(pod)
+        if new is None:
             if uid in self.workers:
                 self.workers[uid][0].deleted()
             return
         if uid in self.workers:
             self.workers[uid][0].update(pod)
             return
-        if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
-            if pod["metadata"].get("deletionTimestamp"):  # a finished Pod of ours being deleted: confirm it
+        if (pod.get("status") or {}).get("phase") in podstatus.TERMINAL:
+            if objects.terminating(pod):  # a finished Pod of ours being deleted: confirm it
                 asyncio.create_task(self._confirm_deletion(pod))  # noqa: RUF006 - fire and forget
             return
         worker = PodWorker(self, self.nodes[node_name], pod, self.cfg.state_dir / "pods")
         worker.update(pod)
-        task = asyncio.create_task(worker.run(), name=f"pod {pod['metadata']['namespace']}/{pod['metadata']['name']}")
+        task = asyncio.create_task(worker.run(), name=f"pod {objects.namespace(pod)}/{objects.name(pod)}")
         self.workers[uid] = (worker, task)
         task.add_done_callback(lambda _: self.workers.pop(uid, None))
 
-    async def _confirm_deletion(self, pod: dict[str, Any]) -> None:
-        meta = pod["metadata"]
-        with contextlib.suppress(kapi.ApiError):
-            await self.api.request(
-                "DELETE",
-                kapi.path("v1", "pods", meta["namespace"], meta["name"]),
-                body={"gracePeriodSeconds": 0, "preconditions": {"uid": meta["uid"]}},
-            )
+    async def _confirm_deletion(self, pod: Mapping[str, Any]) -> None:
+        name, namespace = objects.name(pod), objects.namespace(pod)
+        with contextlib.suppress(ApiError):
+            await self.kube.delete(PODS, name, namespace, uid=objects.uid(pod), grace_period_seconds=0)
 
     async def _stop_pods(self) -> None:
         for worker, _ in list(self.workers.values()):

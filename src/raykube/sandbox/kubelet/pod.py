@@ -11,10 +11,13 @@
 3. **Containers**, each in its own task: image -> venv, env (``CreateContainerConfigError`` starts nothing), the
    process, probes (startup gates liveness and readiness; liveness and startup failures restart it), exit codes and
    ``lastState``, restarts per ``restartPolicy`` with the kubelet's back-off (``CrashLoopBackOff``).
-4. **Termination** when the Pod is deleted: ``preStop``, SIGTERM, the grace period, SIGKILL; then the sandbox goes
-   and the Pod object is deleted with grace 0, as the kubelet confirms a deletion.
+4. **Termination** when the Pod is deleted: ``preStop``, SIGTERM, the grace period, SIGKILL; then the sandbox goes,
+   a last status with a terminal phase (Succeeded or Failed) is written and the Pod object is deleted with grace 0,
+   as the kubelet confirms a deletion.
 
-Status is written by one publisher task, from the state here, whenever it changes (merge patch of ``/status``).
+Status is written by one publisher task, from the state here, whenever it changes (merge patch of ``/status``); the
+phase and conditions follow the kubelet's rules in :mod:`~raykube.sandbox.kubelet.podstatus`. Events go to the
+node's :class:`~raykube.kube.events.EventRecorder` (queued, never awaited).
 """
 
 from __future__ import annotations
@@ -32,10 +35,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from raykube.sandbox.kubelet import api as kapi
-from raykube.sandbox.kubelet import images, network, nstools, probes, volumes
+from raykube.kube import objects, times
+from raykube.kube.client import Kube
+from raykube.kube.errors import ApiError
+from raykube.kube.events import EventRecorder
+from raykube.kube.resources import PODS, Resource
+from raykube.sandbox.kubelet import images, network, nstools, podstatus, probes, volumes
 from raykube.sandbox.kubelet.env import ContainerConfigError, NodeCapacity, command_line, container_env
-from raykube.sandbox.kubelet.events import Recorder
+from raykube.sandbox.kwok import EXECS, LOGS, PORT_FORWARDS
 
 log = logging.getLogger("raykube.sandbox.kubelet.pod")
 
@@ -45,7 +52,6 @@ BACKOFF_RESET_AFTER = 600.0  # a container that ran this long restarts without b
 CONFIG_RETRY = 5.0
 MOUNT_RETRY = 3.0
 SHUTDOWN_GRACE = 2.0  # when the runtime itself stops (sandbox down), Pods get this long
-KWOK_API = "kwok.x-k8s.io/v1alpha1"
 FIELD_MANAGER = "raykube-process-runtime"
 DEFAULT_GRACE = 30
 
@@ -53,8 +59,7 @@ DEFAULT_GRACE = 30
 class Host(Protocol):
     """What a Pod worker needs from the runtime."""
 
-    api: kapi.Api
-    recorder: Recorder
+    kube: Kube
     image_store: images.ImageStore
     net: network.PodNetwork
     dns_ip: str
@@ -77,6 +82,7 @@ class Node:
     index: int
     pool: network.IpPool
     capacity: NodeCapacity
+    recorder: EventRecorder  # the node's kubelet's: source component "kubelet", host the node
     host_ip: str = "127.0.0.1"
 
 
@@ -146,7 +152,7 @@ def _backoff(failures: int) -> float:
 
 
 class PodWorker:
-    def __init__(self, host: Host, node: Node, pod: dict[str, Any], pods_root: Path) -> None:
+    def __init__(self, host: Host, node: Node, pod: Mapping[str, Any], pods_root: Path) -> None:
         self.host = host
         self.node = node
         self.pod = pod
@@ -183,23 +189,29 @@ class PodWorker:
         self.dirty = asyncio.Event()
         self.changed = asyncio.Event()
         self.terminal_phase: str | None = None
-        self.conditions: dict[str, tuple[str, str, str, str]] = {}
-        self.start_time = nstools.now_rfc3339()[:19] + "Z"
+        self.deleting = False  # the Pod's deletion was requested (not the runtime stopping)
+        self.stopped = False  # its containers and sandbox are stopped for good
+        self._conditions: list[dict[str, Any]] = []
+        self.start_time = times.format_time()
         self.initialized = False
         self._published: dict[str, Any] | None = None
         self._warned: set[tuple[str, str]] = set()
 
     # ------------------------------------------------------------------------------------------------ inputs
-    def update(self, pod: dict[str, Any]) -> None:
+    def update(self, pod: Mapping[str, Any]) -> None:
         self.pod = pod
         meta = pod["metadata"]
         if meta.get("deletionTimestamp") and not self.terminating.is_set():
             grace = meta.get("deletionGracePeriodSeconds")
             self.grace = float(grace) if grace is not None else None
+            self.deleting = True
             self.terminating.set()
+        if pod["spec"].get("readinessGates"):
+            self._mark()  # Ready follows the gates' conditions, which others set
 
     def deleted(self) -> None:
         self.gone = True
+        self.deleting = True
         self.grace = 0.0
         self.terminating.set()
 
@@ -213,16 +225,21 @@ class PodWorker:
         self.dirty.set()
         self.changed.set()
 
-    async def _event(self, kind: str, reason: str, message: str, container: Container | None = None) -> None:
-        await self.host.recorder.record(
-            self.pod, self.node.name, kind, reason, message, field_path=container.field_path if container else None
-        )
+    def _event(self, kind: str, reason: str, message: str, container: Container | None = None) -> None:
+        """Queue an Event about the Pod (or one of its containers: ``involvedObject.fieldPath``) as its node's kubelet.
 
-    async def _warn_once(self, reason: str, message: str, container: Container | None = None) -> None:
+        A kubelet's core/v1 Events have no ``action``, so none is given. The Pod from a list has no kind or apiVersion
+        (the API server leaves them out of list items): the reference gets them here.
+        """
+        regarding = {"apiVersion": "v1", "kind": "Pod", "metadata": objects.meta(self.pod)}
+        field_path = container.field_path if container else ""
+        self.node.recorder.event(regarding, kind, reason, "", message, field_path=field_path)
+
+    def _warn_once(self, reason: str, message: str, container: Container | None = None) -> None:
         key = (reason, message)
         if key not in self._warned:
             self._warned.add(key)
-            await self._event("Warning", reason, message, container)
+            self._event("Warning", reason, message, container)
 
     async def _sleep_or_terminate(self, seconds: float) -> None:
         """Sleep ``seconds`` unless the Pod starts terminating first (then raise Terminating)."""
@@ -254,7 +271,7 @@ class PodWorker:
             pass
         except Exception:
             log.exception("pod %s/%s failed in the runtime", self.namespace, self.name)
-            await self._event("Warning", "FailedSync", "the process runtime failed on this Pod; see its log")
+            self._event("Warning", "FailedSync", "the process runtime failed on this Pod; see its log")
             await self.terminating.wait()
         finally:
             await self._shutdown()
@@ -265,13 +282,9 @@ class PodWorker:
                 await publisher
             if not self.gone and not self.host.shutting_down and self.terminating.is_set():
                 await self._publish()
-                with contextlib.suppress(kapi.ApiError):
-                    await self.host.api.request(
-                        "DELETE",
-                        kapi.path("v1", "pods", self.namespace, self.name),
-                        body={"gracePeriodSeconds": 0, "preconditions": {"uid": self.uid}},
-                    )
-            self.host.recorder.forget(self.uid)
+                with contextlib.suppress(ApiError):  # as the kubelet confirms a deletion: grace 0, this uid only
+                    await self.host.kube.delete(PODS, self.name, self.namespace, uid=self.uid, grace_period_seconds=0)
+            self.node.recorder.forget(self.uid)
             if self.ip:
                 self.node.pool.release(self.ip)
             if not self.host.shutting_down:
@@ -343,7 +356,7 @@ class PodWorker:
         context = volumes.VolumeContext(
             self.pod,
             self.dir,
-            self.host.api,
+            self.host.kube,
             self.ip,
             self.node.host_ip,
             self.node.capacity,
@@ -359,7 +372,7 @@ class PodWorker:
             except volumes.VolumeError as exc:
                 message = str(exc)
                 if message != last or time.monotonic() - reported > 60:
-                    await self._event("Warning", "FailedMount", message)
+                    self._event("Warning", "FailedMount", message)
                     last, reported = message, time.monotonic()
             else:
                 return
@@ -399,12 +412,12 @@ class PodWorker:
             }
             for port in ports
         ]
-        objects: list[tuple[str, str, dict[str, Any]]] = [("execs", "Exec", {"execs": execs})]
+        wanted: list[tuple[Resource, dict[str, Any]]] = [(EXECS, {"execs": execs})]
         if forwards:
-            objects.append(("portforwards", "PortForward", {"forwards": forwards}))
-        for plural, kind, spec in objects:
-            body = {"apiVersion": KWOK_API, "kind": kind, "metadata": meta, "spec": spec}
-            await self.host.api.apply(kapi.path(KWOK_API, plural, self.namespace, self.name), body, FIELD_MANAGER)
+            wanted.append((PORT_FORWARDS, {"forwards": forwards}))
+        for res, spec in wanted:
+            body = {"apiVersion": res.api_version, "kind": res.kind, "metadata": meta, "spec": spec}
+            await self.host.kube.apply(res, body, self.namespace, field_manager=FIELD_MANAGER)
         await self._kwok_logs()
 
     async def _kwok_logs(self) -> None:
@@ -420,13 +433,13 @@ class PodWorker:
                 entry["previousLogsFile"] = str(c.log_file(c.runs - 2))
             entries.append(entry)
         body = {
-            "apiVersion": KWOK_API,
-            "kind": "Logs",
+            "apiVersion": LOGS.api_version,
+            "kind": LOGS.kind,
             "metadata": {"name": self.name, "namespace": self.namespace, "ownerReferences": owner},
             "spec": {"logs": entries},
         }
-        with contextlib.suppress(kapi.ApiError):
-            await self.host.api.apply(kapi.path(KWOK_API, "logs", self.namespace, self.name), body, FIELD_MANAGER)
+        with contextlib.suppress(ApiError):
+            await self.host.kube.apply(LOGS, body, self.namespace, field_manager=FIELD_MANAGER)
 
     # ------------------------------------------------------------------------------------------------ phases
     async def _initialize(self) -> None:
@@ -442,7 +455,7 @@ class PodWorker:
                 if code == 0:
                     break
                 if policy == "Never":
-                    self.terminal_phase = "Failed"
+                    self.terminal_phase = podstatus.FAILED
                     self._mark()
                     for other in self.containers.values():
                         if other.kind == "main":
@@ -512,7 +525,7 @@ class PodWorker:
             )
             c.state = {"waiting": {"reason": "CrashLoopBackOff", "message": message}}
             self._mark()
-            await self._event(
+            self._event(
                 "Warning",
                 "BackOff",
                 f"Back-off restarting failed container {c.name} in pod {self.name}_{self.namespace}({self.uid})",
@@ -552,7 +565,7 @@ class PodWorker:
                 except images.UnsupportedImage as exc:
                     c.state = {"waiting": {"reason": "ErrImageNeverPull", "message": str(exc)}}
                     self._mark()
-                    await self._warn_once("ErrImageNeverPull", str(exc), c)
+                    self._warn_once("ErrImageNeverPull", str(exc), c)
                     await self._sleep_or_terminate(10)
                     continue
                 except images.InstallFailed as exc:
@@ -564,7 +577,7 @@ class PodWorker:
                         }
                     }
                     self._mark()
-                    await self._event("Warning", "Failed", f'Failed to pull image "{c.spec.get("image")}": {exc}', c)
+                    self._event("Warning", "Failed", f'Failed to pull image "{c.spec.get("image")}": {exc}', c)
                     await self._sleep_or_terminate(_backoff(image_failures))
                     continue
             try:
@@ -572,7 +585,7 @@ class PodWorker:
             except ContainerConfigError as exc:
                 c.state = {"waiting": {"reason": "CreateContainerConfigError", "message": str(exc)}}
                 self._mark()
-                await self._event("Warning", "Failed", f"Error: {exc}", c)
+                self._event("Warning", "Failed", f"Error: {exc}", c)
                 await self._sleep_or_terminate(CONFIG_RETRY)
             else:
                 return
@@ -583,7 +596,7 @@ class PodWorker:
         cached = self.host.image_store.installed(image.version)
         notes: list[str] = []
         if cached is None:
-            await self._event(
+            self._event(
                 "Normal",
                 "Pulling",
                 f'Pulling image "{reference}" (the process runtime installs ray[default]=={image.version} into a venv '
@@ -608,9 +621,9 @@ class PodWorker:
             )
         else:
             message = f'Container image "{reference}" already present on machine ({mapping}{suffix})'
-        await self._event("Normal", "Pulled", message, c)
+        self._event("Normal", "Pulled", message, c)
         if runnable.ray_version != image.version:
-            await self._warn_once(
+            self._warn_once(
                 "ImageVersionMapped",
                 f'"{reference}" runs Ray {runnable.ray_version}, the nearest version installable for Python '
                 f"{images.python_version()} (Ray {image.version} is not)",
@@ -645,7 +658,7 @@ class PodWorker:
         except ContainerConfigError as exc:
             c.state = {"waiting": {"reason": "CreateContainerConfigError", "message": str(exc)}}
             self._mark()
-            await self._event("Warning", "Failed", f"Error: {exc}", c)
+            self._event("Warning", "Failed", f"Error: {exc}", c)
             await self._sleep_or_terminate(CONFIG_RETRY)
             return 1
         argv = command_line(c.spec, c.env, list(runnable.entrypoint), list(runnable.cmd))
@@ -690,13 +703,13 @@ class PodWorker:
         c.pid, c.start_time = int(started["pid"]), int(started.get("startTime") or 0)
         (c.dir / "started.json").symlink_to(started_file)
         c.started_monotonic = time.monotonic()
-        c.state = {"running": {"startedAt": started["startedAt"][:19] + "Z"}}
+        c.state = {"running": {"startedAt": _api_time(started["startedAt"])}}
         c.started = "startupProbe" not in c.spec
         c.ready = c.started and "readinessProbe" not in c.spec
         self._mark()
         await self._kwok_logs()
-        await self._event("Normal", "Created", f"Created container: {c.name}", c)
-        await self._event("Normal", "Started", f"Started container {c.name}", c)
+        self._event("Normal", "Created", f"Created container: {c.name}", c)
+        self._event("Normal", "Started", f"Started container {c.name}", c)
         await self._post_start(c)
         return None
 
@@ -707,7 +720,7 @@ class PodWorker:
         code, output = await probes.run_in_container(self._target(c), hook.get("command") or [], 60)
         if code != 0:
             message = f"PostStartHook failed: {output.decode(errors='replace').strip()}"
-            await self._event("Warning", "FailedPostStartHook", message, c)
+            self._event("Warning", "FailedPostStartHook", message, c)
             asyncio.create_task(self._kill(c, self._grace_seconds()))  # noqa: RUF006 - ends with the container
 
     def _target(self, c: Container) -> probes.Target:
@@ -730,7 +743,7 @@ class PodWorker:
                 c.monitor.returncode,
                 trace,
             )
-            result = {"exitCode": 137, "finishedAt": nstools.now_rfc3339(), "monitorError": trace}
+            result = {"exitCode": 137, "monitorError": trace}  # finished now
         with contextlib.suppress(OSError):
             (c.dir / "exit.json").unlink(missing_ok=True)
             (c.dir / "exit.json").symlink_to(c.run_dir / "exit.json")
@@ -738,13 +751,13 @@ class PodWorker:
 
     async def _exited(self, c: Container, result: Mapping[str, Any]) -> int:
         """Record how the run ended (``terminated`` state, and ``lastState`` once it is restarted)."""
-        finished = str(result.get("finishedAt") or nstools.now_rfc3339())[:19] + "Z"
+        finished = _api_time(result.get("finishedAt"))
         terminated: dict[str, Any]
         if result.get("startError"):
             code = 128
             message = f"failed to start the container process: {result['startError']}"
             terminated = {"exitCode": code, "reason": "StartError", "message": message}
-            await self._event("Warning", "Failed", f"Error: {message}", c)
+            self._event("Warning", "Failed", f"Error: {message}", c)
         else:
             code = int(result.get("exitCode", 137))
             terminated = {"exitCode": code, "reason": "Completed" if code == 0 else "Error"}
@@ -753,7 +766,7 @@ class PodWorker:
             if code != 0 and c.spec.get("terminationMessagePolicy") == "FallbackToLogsOnError":
                 terminated["message"] = _log_tail(c.log_file(c.runs - 1), 80)
         terminated.update(
-            startedAt=str(result.get("startedAt") or finished)[:19] + "Z",
+            startedAt=_api_time(result.get("startedAt") or finished),
             finishedAt=finished,
             containerID=c.container_id,
         )
@@ -809,7 +822,7 @@ class PodWorker:
                         return
             else:
                 successes, failures = 0, failures + 1
-                await self._event("Warning", "Unhealthy", f"{kind} probe failed: {result.message.strip()}", c)
+                self._event("Warning", "Unhealthy", f"{kind} probe failed: {result.message.strip()}", c)
                 if failures >= failure_threshold:
                     if kind == "Readiness":
                         if c.ready:
@@ -817,7 +830,7 @@ class PodWorker:
                             self._mark()
                     else:
                         reason = "liveness" if kind == "Liveness" else "startup"
-                        await self._event(
+                        self._event(
                             "Normal", "Killing", f"Container {c.name} failed {reason} probe, will be restarted", c
                         )
                         grace = spec.get("terminationGracePeriodSeconds")
@@ -851,7 +864,7 @@ class PodWorker:
         running = [c for c in self.containers.values() if c.monitor is not None and c.monitor.returncode is None]
         if running and not self.gone and not self.host.shutting_down:
             for c in running:
-                await self._event("Normal", "Killing", f"Stopping container {c.name}", c)
+                self._event("Normal", "Killing", f"Stopping container {c.name}", c)
         # Main containers first, then sidecars, as the kubelet orders termination.
         mains = [c for c in running if c.kind != "sidecar"]
         await asyncio.gather(*(self._kill(c, grace) for c in mains))
@@ -865,123 +878,52 @@ class PodWorker:
                 self.pause.kill()
             await self.pause.wait()
         self.sandbox_ready = False
+        self.stopped = self.terminating.is_set()
 
     # ------------------------------------------------------------------------------------------------ status
-    def _phase(self) -> str:  # noqa: PLR0911, PLR0912 - the kubelet's phase rules, one case at a time
+    def _statuses(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The init containers' (sidecars among them) and the regular containers' statuses, in spec order."""
+        inits = [c.status() for c in self.containers.values() if c.kind != "main"]
+        mains = [c.status() for c in self.containers.values() if c.kind == "main"]
+        return inits, mains
+
+    def _phase(self) -> str:
         if self.terminal_phase:
             return self.terminal_phase
-        spec = self.pod["spec"]
-        policy = spec.get("restartPolicy", "Always")
-        pending_init = 0
-        failed_init = 0
-        for c in self.containers.values():
-            if c.kind != "init":
-                continue
-            state = c.state
-            if "running" in state:
-                pending_init += 1
-            elif "terminated" in state:
-                if state["terminated"]["exitCode"] != 0:
-                    failed_init += 1
-            elif "waiting" in state:
-                last = c.last_state.get("terminated")
-                if last and last.get("exitCode") != 0:
-                    failed_init += 1
-                elif not self.initialized:
-                    pending_init += 1
-        if failed_init and policy == "Never":
-            return "Failed"
-        running = waiting = stopped = succeeded = 0
-        for c in self.containers.values():
-            if c.kind == "init":
-                continue
-            if c.kind == "sidecar":
-                if c.running:
-                    running += 1
-                continue
-            if c.running:
-                running += 1
-            elif "terminated" in c.state:
-                stopped += 1
-                succeeded += c.state["terminated"]["exitCode"] == 0
-            elif c.last_state.get("terminated"):
-                stopped += 1
-            else:
-                waiting += 1
-        if (pending_init > 0 and not self.initialized) or waiting > 0:
-            return "Pending"
-        if running > 0:
-            return "Running"
-        if stopped > 0:
-            if policy == "Always":
-                return "Running"
-            if stopped == succeeded:
-                return "Succeeded"
-            if policy == "Never":
-                return "Failed"
-            return "Running"
-        return "Pending"
-
-    def _condition(self, kind: str, status: str, reason: str = "", message: str = "") -> dict[str, Any]:
-        previous = self.conditions.get(kind)
-        when = previous[3] if previous and previous[0] == status else nstools.now_rfc3339()[:19] + "Z"
-        self.conditions[kind] = (status, reason, message, when)
-        condition: dict[str, Any] = {"type": kind, "status": status, "lastProbeTime": None, "lastTransitionTime": when}
-        if reason:
-            condition["reason"] = reason
-        if message:
-            condition["message"] = message
-        return condition
+        inits, mains = self._statuses()
+        terminal = self.deleting and self.stopped  # stopped for good: the status manager's TerminatePod
+        return podstatus.phase(self.pod["spec"], inits, mains, initialized=self.initialized, terminal=terminal)
 
     def status(self) -> dict[str, Any]:
+        """The status to publish, by the kubelet's rules (:mod:`~raykube.sandbox.kubelet.podstatus`)."""
         phase = self._phase()
-        terminal = phase in ("Succeeded", "Failed")
-        inits = [c for c in self.containers.values() if c.kind != "main"]
-        mains = [c for c in self.containers.values() if c.kind == "main"]
-        incomplete = [
-            c.name
-            for c in inits
-            if (c.kind == "init" and c.state.get("terminated", {}).get("exitCode") != 0)
-            or (c.kind == "sidecar" and not c.started)
-        ]
-        unready = [c.name for c in [*mains, *(c for c in inits if c.kind == "sidecar")] if not c.ready]
-        conditions = [
-            self._condition("PodReadyToStartContainers", "True" if self.sandbox_ready else "False"),
-            self._condition(
-                "Initialized",
-                "False" if incomplete and not self.initialized else "True",
-                "ContainersNotInitialized" if incomplete and not self.initialized else "",
-                f"containers with incomplete status: [{' '.join(incomplete)}]"
-                if incomplete and not self.initialized
-                else "",
-            ),
-        ]
-        for kind in ("Ready", "ContainersReady"):
-            if unready or terminal:
-                reason = "PodCompleted" if terminal else "ContainersNotReady"
-                message = "" if terminal else f"containers with unready status: [{' '.join(unready)}]"
-                conditions.append(self._condition(kind, "False", reason, message))
-            else:
-                conditions.append(self._condition(kind, "True"))
+        inits, mains = self._statuses()
         current = self.pod.get("status") or {}
-        ours = {c["type"] for c in conditions}
-        conditions += [c for c in current.get("conditions") or [] if c.get("type") not in ours]
-        status: dict[str, Any] = {
-            "phase": phase,
-            "conditions": conditions,
-            "hostIP": self.node.host_ip,
-            "hostIPs": [{"ip": self.node.host_ip}],
-            "startTime": self.start_time,
-            "containerStatuses": [c.status() for c in mains],
-        }
-        if inits:
-            status["initContainerStatuses"] = [c.status() for c in inits]
-        if self.ip:
-            status["podIP"] = self.ip
-            status["podIPs"] = [{"ip": self.ip}]
-        if current.get("qosClass"):
-            status["qosClass"] = current["qosClass"]
-        return status
+        current_conditions = current.get("conditions") or []
+        generated = podstatus.conditions(
+            self.pod["spec"],
+            phase,
+            inits,
+            mains,
+            sandbox_ready=self.sandbox_ready,
+            initialized=self.initialized,
+            current=current_conditions,
+        )
+        # A condition keeps its transition time while its status stays: from what was generated last, else from the
+        # Pod as it is (the scheduler's PodScheduled; a previous runtime's conditions).
+        self._conditions = podstatus.with_transition_times(
+            generated, [*self._conditions, *current_conditions], times.format_time()
+        )
+        return podstatus.pod_status(
+            pod_phase=phase,
+            conditions=self._conditions,
+            init_statuses=inits,
+            statuses=mains,
+            host_ip=self.node.host_ip,
+            pod_ip=self.ip,
+            start_time=self.start_time,
+            qos_class=str(current.get("qosClass") or ""),
+        )
 
     async def _publish(self) -> None:
         status = self.status()
@@ -989,14 +931,14 @@ class PodWorker:
         if self._published is not None and json.dumps(self._published, sort_keys=True) == comparable:
             return
         try:
-            updated = await self.host.api.patch(
-                kapi.path("v1", "pods", self.namespace, self.name) + "/status", {"status": status}
+            updated = await self.host.kube.patch(
+                PODS, self.name, {"status": status}, self.namespace, subresource="status"
             )
             self._published = status
             if updated.get("metadata", {}).get("uid") == self.uid:
                 self.pod = {**self.pod, "status": updated.get("status", {})}
-        except kapi.ApiError as exc:
-            if exc.code == 404:
+        except ApiError as exc:
+            if exc.not_found:
                 self.deleted()
             else:
                 log.warning("status of %s/%s: %s", self.namespace, self.name, exc)
@@ -1024,6 +966,11 @@ async def _spawn_helper(nstools_path: Path, command: str, spec: Path, log_file: 
             stderr=err,
             start_new_session=True,
         )
+
+
+def _api_time(stamp: object) -> str:
+    """A time the container helper wrote (RFC 3339 with nanoseconds) as the API's ``metav1.Time``; now if none."""
+    return times.format_time(times.parse_time(stamp))
 
 
 def _tail(path: Path, lines: int) -> str:

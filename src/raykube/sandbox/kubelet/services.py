@@ -18,6 +18,7 @@ import socket
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from raykube.kube import objects
 from raykube.sandbox.kubelet.dns import ZONE, pod_address
 
 log = logging.getLogger("raykube.sandbox.kubelet.services")
@@ -26,34 +27,34 @@ Key = tuple[str, str]
 SocketFactory = Callable[[str, int], Awaitable[socket.socket]]
 
 
-def _key(obj: Mapping[str, Any]) -> Key:
-    meta = obj.get("metadata") or {}
-    return str(meta.get("namespace")), str(meta.get("name"))
-
-
 class ServiceTable:
-    """Services and EndpointSlices of the whole cluster, as the informers see them."""
+    """Services and EndpointSlices of the whole cluster, as the informers see them (their objects: read-only)."""
 
     def __init__(self) -> None:
-        self.services: dict[Key, dict[str, Any]] = {}
-        self.slices: dict[Key, dict[str, Any]] = {}
+        self.services: dict[Key, Mapping[str, Any]] = {}
+        self.slices: dict[Key, Mapping[str, Any]] = {}
         self.changed = asyncio.Event()
 
-    def on_service(self, kind: str, obj: dict[str, Any]) -> None:
-        if kind == "DELETED":
-            self.services.pop(_key(obj), None)
-        else:
-            self.services[_key(obj)] = obj
+    @staticmethod
+    def _track(
+        table: dict[Key, Mapping[str, Any]], old: Mapping[str, Any] | None, new: Mapping[str, Any] | None
+    ) -> None:
+        if new is not None:
+            table[objects.key(new)] = new
+        elif old is not None:
+            table.pop(objects.key(old), None)
+
+    def on_service(self, event: str, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> None:
+        """Informer handler for Services."""
+        self._track(self.services, old, new)
         self.changed.set()
 
-    def on_slice(self, kind: str, obj: dict[str, Any]) -> None:
-        if kind == "DELETED":
-            self.slices.pop(_key(obj), None)
-        else:
-            self.slices[_key(obj)] = obj
+    def on_slice(self, event: str, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> None:
+        """Informer handler for EndpointSlices."""
+        self._track(self.slices, old, new)
         self.changed.set()
 
-    def slices_of(self, namespace: str, service: str) -> list[dict[str, Any]]:
+    def slices_of(self, namespace: str, service: str) -> list[Mapping[str, Any]]:
         return [
             s
             for (ns, _), s in self.slices.items()

@@ -27,7 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from raykube.sandbox.kubelet import api as kapi
+from raykube.kube.client import Kube
+from raykube.kube.errors import ApiError
+from raykube.kube.resources import PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, SERVICE_ACCOUNTS
 from raykube.sandbox.kubelet.env import (
     ContainerConfigError,
     NodeCapacity,
@@ -111,7 +113,7 @@ Getter = Callable[[str, str], Awaitable[Mapping[str, Any] | None]]
 class VolumeContext:
     pod: Mapping[str, Any]
     pod_dir: Path
-    api: kapi.Api
+    kube: Kube
     pod_ip: str
     host_ip: str
     node: NodeCapacity
@@ -179,10 +181,8 @@ class VolumeContext:
             },
         }
         try:
-            response = await self.api.create(
-                kapi.path("v1", "serviceaccounts", self.namespace, account) + "/token", body
-            )
-        except kapi.ApiError as exc:
+            response = await self.kube.create(SERVICE_ACCOUNTS, body, self.namespace, name=account, subresource="token")
+        except ApiError as exc:
             raise VolumeError(f"failed to fetch token: {exc.message}") from exc
         return {source["path"]: (str(response["status"]["token"]).encode(), DEFAULT_MODE)}
 
@@ -259,13 +259,13 @@ def _host_path(source: Mapping[str, Any]) -> Path:
 
 
 async def _claim_path(context: VolumeContext, claim: str) -> Path:
-    pvc = await context.api.get_or_none(kapi.path("v1", "persistentvolumeclaims", context.namespace, claim))
+    pvc = await context.kube.get_or_none(PERSISTENT_VOLUME_CLAIMS, claim, context.namespace)
     if pvc is None:
         raise VolumeError(f'persistentvolumeclaim "{claim}" not found')
     volume_name = (pvc.get("spec") or {}).get("volumeName")
     if (pvc.get("status") or {}).get("phase") != "Bound" or not volume_name:
         raise VolumeError(f'persistentvolumeclaim "{claim}" is not bound')
-    pv = await context.api.get_or_none(kapi.path("v1", "persistentvolumes", None, volume_name))
+    pv = await context.kube.get_or_none(PERSISTENT_VOLUMES, volume_name)
     if pv is None:
         raise VolumeError(f'persistentvolume "{volume_name}" not found')
     spec = pv.get("spec") or {}

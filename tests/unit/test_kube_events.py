@@ -1,0 +1,97 @@
+"""The event recorder's core/v1 Events, as a kubelet writes them: body, and repeats folded into a count."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from raykube.kube import events
+from raykube.kube.client import Kube
+from raykube.kube.events import CORE_EVENTS_API, EventRecorder
+from raykube.kube.resources import CORE_EVENTS, Resource
+
+POD = {"metadata": {"name": "p", "namespace": "ns", "uid": "u-1", "resourceVersion": "7"}}
+
+
+class Sink:
+    """Records the recorder's writes (the few Kube calls it makes)."""
+
+    def __init__(self) -> None:
+        self.created: list[dict[str, Any]] = []
+        self.patched: list[tuple[str, dict[str, Any]]] = []
+
+    async def create(self, res: Resource, body: Mapping[str, Any], namespace: str | None = None) -> dict[str, Any]:
+        assert res == CORE_EVENTS
+        self.created.append(dict(body))
+        return dict(body)
+
+    async def patch(self, res: Resource, name: str, patch: Any, namespace: str | None = None) -> dict[str, Any]:
+        assert res == CORE_EVENTS
+        self.patched.append((name, patch))
+        return {}
+
+
+def kubelet_recorder(sink: Sink) -> EventRecorder:
+    kube: Kube = sink  # type: ignore[assignment] - duck-typed: create and patch only
+    return EventRecorder(kube, "kubelet", instance="process-node-0", api=CORE_EVENTS_API)
+
+
+def test_a_kubelets_event_names_the_container_and_the_node() -> None:
+    sink = Sink()
+    recorder = kubelet_recorder(sink)
+    pod = {"apiVersion": "v1", "kind": "Pod", **POD}
+    recorder.event(pod, "Normal", "Started", "", "Started container main", field_path="spec.containers{main}")
+    asyncio.run(recorder.flush())
+
+    [event] = sink.created
+    assert event["involvedObject"] == {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "namespace": "ns",
+        "name": "p",
+        "uid": "u-1",
+        "resourceVersion": "7",
+        "fieldPath": "spec.containers{main}",
+    }
+    assert event["source"] == {"component": "kubelet", "host": "process-node-0"}
+    assert (event["reportingComponent"], event["reportingInstance"]) == ("kubelet", "process-node-0")
+    assert (event["reason"], event["message"], event["type"], event["count"]) == (
+        "Started",
+        "Started container main",
+        "Normal",
+        1,
+    )
+    assert "action" not in event  # a kubelet's core/v1 Events have none
+    assert event["metadata"]["name"].startswith("p.")
+
+
+def test_repeats_fold_into_a_count_however_far_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+    sink = Sink()
+    recorder = kubelet_recorder(sink)
+    clock = [1000.0]
+    monkeypatch.setattr(events.time, "monotonic", lambda: clock[0])
+
+    async def record_three() -> None:
+        for _ in range(3):
+            recorder.event(POD, "Warning", "BackOff", "", "Back-off restarting failed container")
+            await recorder.flush()
+            clock[0] += 2 * events.SERIES_WINDOW  # further apart than an events.k8s.io series may be
+
+    asyncio.run(record_three())
+
+    assert len(sink.created) == 1
+    name = sink.created[0]["metadata"]["name"]
+    assert [(n, p["count"]) for n, p in sink.patched] == [(name, 2), (name, 3)]
+
+
+def test_another_message_is_another_event() -> None:
+    sink = Sink()
+    recorder = kubelet_recorder(sink)
+    recorder.event(POD, "Warning", "Unhealthy", "", "Liveness probe failed: a")
+    recorder.event(POD, "Warning", "Unhealthy", "", "Liveness probe failed: b")
+    asyncio.run(recorder.flush())
+    assert [e["message"] for e in sink.created] == ["Liveness probe failed: a", "Liveness probe failed: b"]
+    assert sink.patched == []
