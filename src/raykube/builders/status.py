@@ -55,7 +55,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from raykube.api import constants as c
@@ -69,6 +69,8 @@ from raykube.builders.groups import (
 )
 from raykube.builders.options import BuildOptions
 from raykube.builders.quantity import ZERO, Quantity, format_quantity
+from raykube.kube import objects
+from raykube.kube.times import format_time
 
 # KubeRay calculateStatus: condition messages.
 MESSAGE_HEAD_POD_NOT_FOUND = "Head Pod not found"
@@ -127,10 +129,6 @@ class StatusError(RuntimeError):
 # --- small readers of Pod and Service dicts -------------------------------------------------------------------------
 
 
-def _labels(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return (obj.get("metadata") or {}).get("labels") or {}
-
-
 def _pod_status(pod: Mapping[str, Any]) -> Mapping[str, Any]:
     return pod.get("status") or {}
 
@@ -144,7 +142,7 @@ def _pod_conditions(pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 def _is_worker(pod: Mapping[str, Any]) -> bool:
-    return _labels(pod).get(c.RAY_NODE_TYPE_LABEL) == c.NODE_TYPE_WORKER
+    return objects.labels(pod).get(c.RAY_NODE_TYPE_LABEL) == c.NODE_TYPE_WORKER
 
 
 def is_running_and_ready(pod: Mapping[str, Any]) -> bool:
@@ -182,7 +180,7 @@ def available_worker_replicas(pods: Sequence[Mapping[str, Any]]) -> int:
 
 def head_pod(cluster: RayCluster, pods: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
     """KubeRay ``GetRayClusterHeadPod``: the one Pod labelled as the head, None if there is none."""
-    heads = [pod for pod in pods if _labels(pod).get(c.RAY_NODE_TYPE_LABEL) == c.NODE_TYPE_HEAD]
+    heads = [pod for pod in pods if objects.labels(pod).get(c.RAY_NODE_TYPE_LABEL) == c.NODE_TYPE_HEAD]
     if len(heads) > 1:
         name = cluster.metadata.get("name")
         raise StatusError(f"found multiple heads. cluster name {name}, {len(heads)} head Pods")
@@ -190,13 +188,6 @@ def head_pod(cluster: RayCluster, pods: Sequence[Mapping[str, Any]]) -> Mapping[
 
 
 # --- conditions -------------------------------------------------------------------------------------------------
-
-
-def format_time(moment: datetime) -> str:
-    """A ``metav1.Time`` on the wire: RFC 3339, UTC, whole seconds. A naive datetime is taken as UTC."""
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def set_condition(

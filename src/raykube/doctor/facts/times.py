@@ -4,27 +4,9 @@ text output")."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from raykube.kube.times import format_time, parse_time, seconds_since
 
-
-def parse_time(value: object) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    text = value.replace("Z", "+00:00")
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-
-
-def format_time(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def seconds_since(value: object, now: datetime) -> float | None:
-    moment = parse_time(value)
-    return None if moment is None else (now - moment).total_seconds()
+__all__ = ["format_time", "human_age", "parse_time", "seconds_since"]
 
 
 def human_age(seconds: float | None) -> str | None:
