@@ -153,8 +153,7 @@ def test_default_values_render_kuberays_objects() -> None:
         "--log-stdout-encoder=json",
         "--enable-metrics=true",
         "--feature-gates=RayClusterStatusConditions=true,RayJobDeletionPolicy=true,RayMultiHostIndexing=true,"
-        "RayServiceIncrementalUpgrade=true,RayCronJob=false,RayClusterMTLS=false,RayClusterNetworkPolicy=false,"
-        "RayClusterHistoryServer=false",
+        "RayServiceIncrementalUpgrade=false,RayCronJob=false,AsyncJobInfoQuery=false",
     ]
     assert operator["ports"] == [
         {"name": "http", "containerPort": 8080, "protocol": "TCP"},

@@ -168,10 +168,10 @@ def test_reading_sound_flags_gives_what_parsing_gives() -> None:
 
 def test_reading_keeps_every_setting_it_can() -> None:
     """A KubeRay operator's args: its zap logging flags and kai-scheduler are KubeRay's, not raykube's; a gate
-    raykube does not know drops that gate only."""
+    raykube does not know (RayClusterMTLS is KubeRay v1.7's) drops that gate only."""
     reading = read_flags(
         ["--zap-log-level", "debug", "--watch-namespace=team-a", "--batch-scheduler=kai-scheduler",
-         "--feature-gates=AsyncJobInfoQuery=true,RayClusterStatusConditions=false", "--enable-leader-election=false",
+         "--feature-gates=RayClusterMTLS=true,RayClusterStatusConditions=false", "--enable-leader-election=false",
          "--zap-devel", "--qps=fast", "--burst=50"]
     )  # fmt: skip
     config = reading.config
@@ -179,7 +179,7 @@ def test_reading_keeps_every_setting_it_can() -> None:
     assert config.feature_gates == {"RayClusterStatusConditions": False}
     assert (config.enable_leader_election, config.batch_scheduler, config.qps, config.burst) == (False, "", 100.0, 50)
     assert reading.problems[0] == "unrecognized arguments: --zap-log-level debug --zap-devel"
-    assert "unknown feature gate 'AsyncJobInfoQuery'" in reading.problems[1]
+    assert "unknown feature gate 'RayClusterMTLS'" in reading.problems[1]
     assert "'kai-scheduler' is a KubeRay batch scheduler raykube does not implement" in reading.problems[2]
     assert reading.problems[3] == "--qps must be a number, got 'fast'"
     assert len(reading.problems) == 4

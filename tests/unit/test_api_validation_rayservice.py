@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from raykube.api import constants as c
 from raykube.api.validation import FieldError, validate
 from tests.unit.validation_support import DELETE, Case, case_params, mutated
 
@@ -16,6 +17,9 @@ UPGRADE_OPTIONS = {"gatewayClassName": "istio", "stepSizePercent": 10, "interval
 
 # --- The table -----------------------------------------------------------------------------------------------------
 # (id, kind, changes to the valid base, feature gates, every (path, message) expected)
+
+# KubeRay v1.6.1: NewClusterWithIncrementalUpgrade needs the RayServiceIncrementalUpgrade gate (alpha, off).
+INCREMENTAL_GATE = {c.GATE_RAYSERVICE_INCREMENTAL_UPGRADE: True}
 
 CASES: list[Case] = [
     (
@@ -87,7 +91,7 @@ CASES: list[Case] = [
         "rayservice-incremental-upgrade-without-autoscaling",
         "RayService",
         {"spec.upgradeStrategy": {**INCREMENTAL, "clusterUpgradeOptions": UPGRADE_OPTIONS}},
-        None,
+        INCREMENTAL_GATE,
         [
             (
                 f"{SVC_CLUSTER}.enableInTreeAutoscaling",
@@ -99,7 +103,7 @@ CASES: list[Case] = [
         "rayservice-incremental-upgrade-without-options",
         "RayService",
         {f"{SVC_CLUSTER}.enableInTreeAutoscaling": True, "spec.upgradeStrategy": INCREMENTAL},
-        None,
+        INCREMENTAL_GATE,
         [
             (
                 "spec.upgradeStrategy.clusterUpgradeOptions",
@@ -118,7 +122,7 @@ CASES: list[Case] = [
                 "clusterUpgradeOptions": {**UPGRADE_OPTIONS, "maxSurgePercent": 10, "stepSizePercent": 20},
             },
         },
-        None,
+        INCREMENTAL_GATE,
         [
             (
                 "spec.upgradeStrategy.clusterUpgradeOptions.stepSizePercent",

@@ -420,7 +420,7 @@ def test_a_kuberay_operators_own_flags_are_read_not_refused() -> None:
     container = world.one("deployments", "kuberay-operator")["spec"]["template"]["spec"]["containers"][0]
     container.update(image="quay.io/kuberay/operator:v1.6.1", command=["/manager"],
                      args=["--zap-log-level=debug", f"--watch-namespace={NS}", "--batch-scheduler=kai-scheduler",
-                           "--feature-gates=AsyncJobInfoQuery=true,RayClusterStatusConditions=false"])  # fmt: skip
+                           "--feature-gates=RayClusterMTLS=true,RayClusterStatusConditions=false"])  # fmt: skip
     [op] = operators(world.snapshot())
     assert op.implementation == "kuberay" and op.watch_namespaces == (NS,) and op.leader_election
     assert op.feature_gates == {"RayClusterStatusConditions": False}

@@ -239,43 +239,36 @@ DEFAULT_MAX_SURGE_PERCENT: Final = 100
 
 # --- Feature gates (KubeRay ray-operator/pkg/features/features.go) ----------------------------------------------
 
-# KubeRay pkg/features: status conditions on RayCluster (beta).
+# KubeRay v1.6.1 pkg/features: status conditions on RayCluster (beta, on).
 GATE_RAYCLUSTER_STATUS_CONDITIONS: Final = "RayClusterStatusConditions"
-# KubeRay pkg/features: RayJob deletionStrategy and worker-group suspend (beta).
+# KubeRay v1.6.1 pkg/features: RayJob deletionStrategy and worker-group suspend (beta, on).
 GATE_RAYJOB_DELETION_POLICY: Final = "RayJobDeletionPolicy"
-# KubeRay pkg/features: replica-index labels on worker Pods (beta).
+# KubeRay v1.6.1 pkg/features: replica-index labels on worker Pods (beta, on).
 GATE_RAY_MULTI_HOST_INDEXING: Final = "RayMultiHostIndexing"
-# KubeRay pkg/features: RayService NewClusterWithIncrementalUpgrade (beta).
+# KubeRay v1.6.1 pkg/features: RayService NewClusterWithIncrementalUpgrade (alpha, off).
 GATE_RAYSERVICE_INCREMENTAL_UPGRADE: Final = "RayServiceIncrementalUpgrade"
-# KubeRay pkg/features: the RayCronJob controller (alpha).
+# KubeRay v1.6.1 pkg/features: the RayCronJob controller (alpha, off).
 GATE_RAY_CRON_JOB: Final = "RayCronJob"
-# KubeRay pkg/features: restartable SidecarMode submitter (alpha).
+# KubeRay v1.6.1 pkg/features: RayJob status from a background poller of the dashboard (alpha, off).
+GATE_ASYNC_JOB_INFO_QUERY: Final = "AsyncJobInfoQuery"
+# The gates below are KubeRay v1.7's, not v1.6.1's: v1.6.1 refuses them in --feature-gates, and so does raykube
+# (they are not in FEATURE_GATE_DEFAULTS). The validator keeps their v1.7 rules behind them, off.
 GATE_SIDECAR_SUBMITTER_RESTART: Final = "SidecarSubmitterRestart"
-# KubeRay pkg/features: spec.networkPolicy (alpha).
 GATE_RAYCLUSTER_NETWORK_POLICY: Final = "RayClusterNetworkPolicy"
-# KubeRay pkg/features: gcsFaultToleranceOptions.backend "rocksdb" (alpha).
 GATE_GCS_FT_EMBEDDED_STORAGE: Final = "GCSFaultToleranceEmbeddedStorage"
-# KubeRay pkg/features: spec.tlsOptions, mTLS through cert-manager (alpha).
 GATE_RAYCLUSTER_MTLS: Final = "RayClusterMTLS"
-# KubeRay pkg/features: spec.historyServerOptions, the collector sidecar (alpha).
 GATE_RAYCLUSTER_HISTORY_SERVER: Final = "RayClusterHistoryServer"
-# KubeRay pkg/features: Kubernetes workload-aware scheduling (alpha).
 GATE_KUBERNETES_WAS: Final = "KubernetesWAS"
 
-# KubeRay pkg/features/features.go defaultFeatureGates: each gate's default.
+# KubeRay v1.6.1 pkg/features/features.go defaultFeatureGates: its six gates and their defaults.
 FEATURE_GATE_DEFAULTS: Final[Mapping[str, bool]] = MappingProxyType(
     {
         GATE_RAYCLUSTER_STATUS_CONDITIONS: True,
         GATE_RAYJOB_DELETION_POLICY: True,
         GATE_RAY_MULTI_HOST_INDEXING: True,
-        GATE_RAYSERVICE_INCREMENTAL_UPGRADE: True,
+        GATE_RAYSERVICE_INCREMENTAL_UPGRADE: False,
         GATE_RAY_CRON_JOB: False,
-        GATE_SIDECAR_SUBMITTER_RESTART: False,
-        GATE_RAYCLUSTER_NETWORK_POLICY: False,
-        GATE_GCS_FT_EMBEDDED_STORAGE: False,
-        GATE_RAYCLUSTER_MTLS: False,
-        GATE_RAYCLUSTER_HISTORY_SERVER: False,
-        GATE_KUBERNETES_WAS: False,
+        GATE_ASYNC_JOB_INFO_QUERY: False,
     }
 )
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from raykube.api.dashboard import JobInfo
 from raykube.kube.resources import Resource
 
 
@@ -93,3 +94,20 @@ class Recorder(Protocol):
         *,
         field_path: str = "",
     ) -> None: ...
+
+
+class Dashboard(Protocol):
+    """One Ray cluster's dashboard (KubeRay ``RayDashboardClientInterface``); errors are ``DashboardError``."""
+
+    async def get_job_info(self, job_id: str) -> JobInfo: ...
+
+    async def submit_job(self, request: Mapping[str, Any]) -> str: ...
+
+    async def stop_job(self, job_id: str) -> None: ...
+
+
+class Dashboards(Protocol):
+    """Makes the dashboard client of a RayCluster (direct, or through the API server's service proxy with
+    ``--use-kubernetes-proxy``), with the cluster's auth token when it has one."""
+
+    async def for_cluster(self, cluster: Mapping[str, Any], dashboard_url: str) -> Dashboard: ...

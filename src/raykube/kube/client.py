@@ -205,6 +205,43 @@ class Kube:
         await self.http.aclose()
 
     # ------------------------------------------------------------------------------------------------- core
+    async def send(
+        self,
+        verb: str,
+        method: str,
+        res: Resource,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        subresource: str | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> httpx2.Response:
+        """One request, checked against the RBAC rules, rate limited and observed; the response whatever its status
+        (for the API server's proxy subresources, whose bodies are the proxied service's, not Statuses)."""
+        self._check(verb, res, subresource)
+        await self.limiter.acquire()
+        started = time.monotonic()
+        code = 0
+        try:
+            content = None if body is None else (body if isinstance(body, bytes) else _encode(body))
+            sent = dict(headers or {})
+            if content is not None:
+                sent["Content-Type"] = content_type
+            response = await self.http.request(
+                method,
+                path,
+                params={k: v for k, v in (params or {}).items() if v is not None},
+                content=content,
+                headers=sent or None,
+            )
+            code = response.status_code
+            return response
+        finally:
+            if self.observer:
+                self.observer.observe(verb, str(res), code, time.monotonic() - started)
+
     async def request(
         self,
         verb: str,
@@ -217,27 +254,13 @@ class Kube:
         content_type: str = "application/json",
         subresource: str | None = None,
     ) -> Any:
-        self._check(verb, res, subresource)
-        await self.limiter.acquire()
-        started = time.monotonic()
-        code = 0
-        try:
-            content = None if body is None else (body if isinstance(body, bytes) else _encode(body))
-            headers = {"Content-Type": content_type} if content is not None else None
-            response = await self.http.request(
-                method,
-                path,
-                params={k: v for k, v in (params or {}).items() if v is not None},
-                content=content,
-                headers=headers,
-            )
-            code = response.status_code
-            if code >= 400:
-                raise _error(response)
-            return _decode(response.content) if response.content else None
-        finally:
-            if self.observer:
-                self.observer.observe(verb, str(res), code, time.monotonic() - started)
+        """:meth:`send`, raising :class:`ApiError` for a status of 400 or more, else the decoded JSON body."""
+        response = await self.send(
+            verb, method, res, path, params=params, body=body, content_type=content_type, subresource=subresource
+        )
+        if response.status_code >= 400:
+            raise _error(response)
+        return _decode(response.content) if response.content else None
 
     async def get(
         self, res: Resource, name: str, namespace: str | None = None, *, subresource: str | None = None
