@@ -573,6 +573,35 @@ EVENT_FORCE_DELETED_STUCK_CLUSTER: Final = "ForceDeletedStuckCluster"
 # Kubernetes events.k8s.io/v1 Event.type.
 EVENT_TYPE_NORMAL: Final = "Normal"
 EVENT_TYPE_WARNING: Final = "Warning"
+# --- The RayJob controller (KubeRay v1.6.1 rayjob_controller.go, utils/constant.go) ------------------------------
+
+# KubeRay utils/constant.go RayJobStopJobFinalizer: stops the Ray job before a RayJob goes away.
+RAYJOB_FINALIZER: Final = "ray.io/rayjob-finalizer"
+# KubeRay utils/constant.go RayJobClusterSelectorKey: the clusterSelector key naming the RayCluster to run on.
+RAY_JOB_CLUSTER_SELECTOR_KEY: Final = "ray.io/cluster"
+# KubeRay utils/constant.go DEFAULT_RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS and its env override.
+DEFAULT_RAYJOB_TRANSITION_GRACE_SECONDS: Final = 300
+RAYJOB_TRANSITION_GRACE_PERIOD_ENV: Final = "RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS"
+# KubeRay utils/constant.go: "true" makes shutdownAfterJobFinishes delete the RayJob, not only its cluster.
+DELETE_RAYJOB_CR_AFTER_JOB_FINISHES_ENV: Final = "DELETE_RAYJOB_CR_AFTER_JOB_FINISHES"
+# KubeRay utils/constant.go K8sEventType: what the RayJob controller reports.
+EVENT_INVALID_RAYJOB_SPEC: Final = "InvalidRayJobSpec"
+EVENT_INVALID_RAYJOB_METADATA: Final = "InvalidRayJobMetadata"
+EVENT_INVALID_RAYJOB_STATUS: Final = "InvalidRayJobStatus"
+EVENT_CREATED_RAYJOB_SUBMITTER: Final = "CreatedRayJobSubmitter"
+EVENT_DELETED_RAYJOB_SUBMITTER: Final = "DeletedRayJobSubmitter"
+EVENT_FAILED_TO_CREATE_RAYJOB_SUBMITTER: Final = "FailedToCreateRayJobSubmitter"
+EVENT_FAILED_TO_DELETE_RAYJOB_SUBMITTER: Final = "FailedToDeleteRayJobSubmitter"
+EVENT_CREATED_RAYCLUSTER: Final = "CreatedRayCluster"
+EVENT_UPDATED_RAYCLUSTER: Final = "UpdatedRayCluster"
+EVENT_DELETED_RAYCLUSTER: Final = "DeletedRayCluster"
+EVENT_FAILED_TO_CREATE_RAYCLUSTER: Final = "FailedToCreateRayCluster"
+EVENT_FAILED_TO_DELETE_RAYCLUSTER: Final = "FailedToDeleteRayCluster"
+EVENT_FAILED_TO_UPDATE_RAYCLUSTER: Final = "FailedToUpdateRayCluster"
+EVENT_RAYCLUSTER_NOT_FOUND: Final = "RayClusterNotFound"
+EVENT_UPDATED_SERVICE: Final = "UpdatedService"
+EVENT_FAILED_TO_UPDATE_SERVICE: Final = "FailedToUpdateService"
+
 # KubeRay rayjob_controller.go / rayservice_controller.go: the reporting controllers of RayJob and RayService events.
 RAYJOB_CONTROLLER_NAME: Final = "rayjob-controller"
 RAYSERVICE_CONTROLLER_NAME: Final = "rayservice-controller"

@@ -25,6 +25,9 @@ class BuildOptions:
     deterministic_head_pod_name: bool = False  # ENABLE_DETERMINISTIC_HEAD_POD_NAME == "true"
     random_pod_delete: bool = False  # ENABLE_RANDOM_POD_DELETE == "true"
     gcs_ft_redis_cleanup: bool = True  # ENABLE_GCS_FT_REDIS_CLEANUP != "false"
+    delete_rayjob_after_finish: bool = False  # DELETE_RAYJOB_CR_AFTER_JOB_FINISHES == "true" (any case)
+    # RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS (an integer; anything else gives the default)
+    rayjob_transition_grace_seconds: int = c.DEFAULT_RAYJOB_TRANSITION_GRACE_SECONDS
     # --batch-scheduler: the plugin (raykube.builders.batch.PLUGINS) that decorates Pods and makes PodGroups; "" none.
     batch_scheduler: str = ""
     features: Mapping[str, bool] = field(default_factory=lambda: dict(c.FEATURE_GATE_DEFAULTS))
@@ -57,5 +60,20 @@ class BuildOptions:
             deterministic_head_pod_name=flag(c.ENABLE_DETERMINISTIC_HEAD_POD_NAME_ENV, default=False),
             random_pod_delete=flag(c.ENABLE_RANDOM_POD_DELETE_ENV, default=False),
             gcs_ft_redis_cleanup=flag(c.ENABLE_GCS_FT_REDIS_CLEANUP_ENV, default=True),
+            delete_rayjob_after_finish=flag(c.DELETE_RAYJOB_CR_AFTER_JOB_FINISHES_ENV, default=False),
+            rayjob_transition_grace_seconds=_go_atoi(
+                env.get(c.RAYJOB_TRANSITION_GRACE_PERIOD_ENV), c.DEFAULT_RAYJOB_TRANSITION_GRACE_SECONDS
+            ),
             **overrides,
         )
+
+
+def _go_atoi(value: str | None, default: int) -> int:
+    """Go's ``strconv.Atoi`` of an env var, falling back to ``default`` on any error (as KubeRay reads it)."""
+    text = (value or "").strip() if value is not None else ""
+    if value is None or text != value or not text:
+        return default
+    sign, digits = (text[0], text[1:]) if text[0] in "+-" else ("", text)
+    if not digits.isascii() or not digits.isdigit():
+        return default
+    return int(sign + digits)

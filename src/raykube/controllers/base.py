@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Protocol, TypeVar
 
 from raykube.builders.options import BuildOptions
-from raykube.controllers.ports import Api, Cache, Recorder
+from raykube.controllers.ports import Api, Cache, Dashboards, Recorder
 from raykube.kube import objects
 from raykube.kube.resources import Resource
 
@@ -59,6 +59,7 @@ class Deps:
     recorder: Recorder
     options: BuildOptions = field(default_factory=BuildOptions)
     clock: Callable[[], dt.datetime] = now_utc
+    dashboards: Dashboards | None = None  # Ray dashboards (the RayJob and RayService controllers)
 
 
 @dataclass(frozen=True)
@@ -174,8 +175,3 @@ class Context(Generic[ModelT, SpecT]):
     @property
     def annotations(self) -> Mapping[str, str]:
         return objects.annotations(self.obj)
-
-    @property
-    def status(self) -> Mapping[str, Any] | None:
-        found: Mapping[str, Any] | None = self.obj.get("status")
-        return found

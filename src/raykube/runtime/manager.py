@@ -38,6 +38,7 @@ from raykube.kube.errors import ApiError
 from raykube.kube.events import EventRecorder
 from raykube.kube.informer import Informer, ObjectCache
 from raykube.kube.resources import Resource
+from raykube.runtime.dashboard import HttpDashboards
 from raykube.runtime.logs import reconcile_context
 from raykube.runtime.metrics import Metrics
 from raykube.runtime.queue import WorkQueue
@@ -105,6 +106,7 @@ class Manager:
         identity: str | None = None,
         metrics: Metrics | None = None,
         registrations: Sequence[Registration] | None = None,
+        use_kubernetes_proxy: bool = False,
     ) -> None:
         if reconcile_concurrency < 1:
             raise ValueError(f"--reconcile-concurrency must be at least 1, got {reconcile_concurrency}")
@@ -121,10 +123,12 @@ class Manager:
         self.hints = {w.res: w.missing_hint for w in self.watches.values() if w.missing_hint}
         self._preflight_done = False
 
+        # The Ray dashboards (RayJob, RayService): direct, or through the API server with --use-kubernetes-proxy.
+        self.dashboards = HttpDashboards(kube, use_kubernetes_proxy=use_kubernetes_proxy)
         self.controllers: list[Controller] = []
         for reg in regs:
             recorder = EventRecorder(kube.sibling(), reg.recorder)  # its own rate limiter, as client-go's
-            deps = Deps(kube, self.cache, recorder, self.options)
+            deps = Deps(kube, self.cache, recorder, self.options, dashboards=self.dashboards)
             self.controllers.append(Controller(reg, WorkQueue(reg.name), recorder, reg.new_reconciler(deps)))
 
         for namespace in self.namespaces:
@@ -295,6 +299,7 @@ class Manager:
                 await task
         for ctl in self.controllers:
             await ctl.recorder.flush()
+        await self.dashboards.close()
         self._tasks = []
 
     async def run(self, stop: asyncio.Event) -> None:

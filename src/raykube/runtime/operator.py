@@ -75,6 +75,7 @@ class Operator:
             reconcile_concurrency=config.reconcile_concurrency,
             identity=self.identity,
             metrics=self.metrics,
+            use_kubernetes_proxy=config.use_kubernetes_proxy,
         )
         self.elector: LeaderElector | None = None
         if config.enable_leader_election:
