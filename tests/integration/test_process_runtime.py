@@ -820,8 +820,9 @@ async def test_a_hung_or_killed_raylet_restarts_the_head(
         await wait_for(went_down_and_up(seen), 60, what="HeadPodReady to go False, then True again")
     last = container(st, "ray-head")["lastState"]["terminated"]
     assert last["exitCode"] != 0 and last["reason"] == "Error"
-    # The run that lost its raylet: it had started Ray. (Its "Some Ray subprocesses exited unexpectedly" stays in the
-    # stdout buffer: ray start leaves through os._exit, as it does in a real container.)
-    assert "Ray runtime started." in proc.kubectl("logs", "-n", ns, head, "--previous").stdout
+    # The previous run's log: it had started Ray. (Its "Some Ray subprocesses exited unexpectedly" stays in the
+    # stdout buffer: ray start leaves through os._exit, as it does in a real container.) On a loaded machine the
+    # liveness probe may also have ended a run that was still starting, so only ray start's first line is certain.
+    assert "Local node IP" in proc.kubectl("logs", "-n", ns, head, "--previous").stdout
     cluster = await wait_cluster(pkube, ns, "liveness", lambda s: s.get("state") == "ready", "ready again")
     assert {c["type"]: c["status"] for c in cluster["conditions"]}["HeadPodReady"] == "True"
