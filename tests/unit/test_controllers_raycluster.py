@@ -590,7 +590,7 @@ async def test_gcs_ft_deletion_runs_the_redis_cleanup_job_then_drops_the_finaliz
     world.clear()
     assert await world.reconcile() == Result()
     assert_writes(world, [("patch", "rayclusters", NAME)])
-    assert world.cluster["metadata"].get("finalizers") == []
+    assert world.fake.stored(RAYCLUSTERS, NS, NAME) is None  # its last finalizer is gone, and so is the cluster
 
 
 async def test_a_user_named_autoscaler_service_account_that_is_missing_fails_the_pass() -> None:

@@ -248,6 +248,12 @@ class FakeKube:
             raise ApiError(404, "NotFound", f'{res} "{name}" not found')
         return found
 
+    def _release(self, res: Resource, namespace: str, name: str) -> None:
+        """An object being deleted goes once its last finalizer is removed."""
+        obj = self._server.get((res, namespace, name))
+        if obj is not None and objects.terminating(obj) and not objects.finalizers(obj):
+            del self._server[(res, namespace, name)]
+
     def _finish_delete(self, key: StoreKey) -> None:
         obj = self._server[key]
         if objects.finalizers(obj):
@@ -312,6 +318,7 @@ class _FakeApi:
         if updated != live:
             updated["metadata"]["resourceVersion"] = str(next(fake._counter))
             fake._server[(res, namespace or "", name)] = updated
+            fake._release(res, namespace or "", name)
         fake._record("patch", res, (namespace or "", name), patch, subresource)
         return copy.deepcopy(updated)
 
@@ -332,8 +339,13 @@ class _FakeApi:
             raise ApiError(409, "Conflict", f'the object {res} "{name}" has been modified; apply to the latest')
         updated = copy.deepcopy(dict(body))
         updated["metadata"] = {**live["metadata"], **updated.get("metadata", {})}
+        if subresource == "status":  # only status changes through /status ...
+            updated = {**copy.deepcopy(live), "status": copy.deepcopy(body.get("status"))}
+        elif "status" in live:  # ... and never through the main resource
+            updated["status"] = copy.deepcopy(live["status"])
         fake._bump(updated)
         fake._server[(res, namespace or "", name)] = updated
+        fake._release(res, namespace or "", name)
         fake._record("update", res, (namespace or "", name), body, subresource)
         return copy.deepcopy(updated)
 
