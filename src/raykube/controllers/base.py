@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Protocol, TypeVar
 
 from raykube.builders.options import BuildOptions
-from raykube.controllers.ports import Api, Cache, Dashboards, Recorder
+from raykube.controllers.ports import Api, Cache, Dashboards, JobMetrics, Recorder
 from raykube.kube import objects
 from raykube.kube.resources import Resource
 
@@ -60,6 +60,7 @@ class Deps:
     options: BuildOptions = field(default_factory=BuildOptions)
     clock: Callable[[], dt.datetime] = now_utc
     dashboards: Dashboards | None = None  # Ray dashboards (the RayJob and RayService controllers)
+    job_metrics: JobMetrics | None = None  # kuberay_job_execution_duration_seconds (with --enable-metrics)
 
 
 @dataclass(frozen=True)

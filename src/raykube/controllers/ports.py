@@ -111,3 +111,13 @@ class Dashboards(Protocol):
     ``--use-kubernetes-proxy``), with the cluster's auth token when it has one."""
 
     async def for_cluster(self, cluster: Mapping[str, Any], dashboard_url: str) -> Dashboard: ...
+
+
+class JobMetrics(Protocol):
+    """What the RayJob controller reports besides its status (KubeRay ``RayJobMetricsManager``)."""
+
+    def observe_job_duration(
+        self, name: str, namespace: str, uid: str, *, deployment_status: str, retry_count: int, seconds: float
+    ) -> None: ...
+
+    def forget_job(self, name: str, namespace: str) -> None: ...

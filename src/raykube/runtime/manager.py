@@ -30,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from raykube.api.resources import RAYCLUSTERS, RAYJOBS
 from raykube.builders.options import BuildOptions
 from raykube.controllers.base import Deps, Key, Reconciler, Registration, Watch
 from raykube.controllers.raycluster import registration as raycluster_registration
@@ -128,7 +129,7 @@ class Manager:
         self.controllers: list[Controller] = []
         for reg in regs:
             recorder = EventRecorder(kube.sibling(), reg.recorder)  # its own rate limiter, as client-go's
-            deps = Deps(kube, self.cache, recorder, self.options, dashboards=self.dashboards)
+            deps = Deps(kube, self.cache, recorder, self.options, dashboards=self.dashboards, job_metrics=self.metrics)
             self.controllers.append(Controller(reg, WorkQueue(reg.name), recorder, reg.new_reconciler(deps)))
 
         for namespace in self.namespaces:
@@ -146,9 +147,8 @@ class Manager:
                 self.informers.append(informer)
 
         if metrics is not None:
-            from raykube.api.resources import RAYCLUSTERS  # noqa: PLC0415 - the one kind with cache-derived metrics
-
             metrics.watch_clusters(self.cache.informers(RAYCLUSTERS))
+            metrics.watch_jobs(self.cache.informers(RAYJOBS))
             for ctl in self.controllers:
                 metrics.watch_queue(ctl.queue)
                 metrics.max_concurrent.labels(ctl.name).set(reconcile_concurrency)

@@ -89,6 +89,35 @@ class _ClusterCollector(Collector):
         yield duration
 
 
+class _JobCollector(Collector):
+    """kuberay_job_info and kuberay_job_deployment_status from the RayJob informers, at scrape time (KubeRay v1.6.1
+    ``controllers/ray/metrics/ray_job_metrics.go``)."""
+
+    def __init__(self, informers: Sequence[Informer]) -> None:
+        self.informers = informers
+
+    def collect(self) -> Iterator[Metric]:
+        info = GaugeMetricFamily(
+            "kuberay_job_info",
+            "Metadata information about RayJob custom resources",
+            labels=["name", "namespace", "uid"],
+        )
+        status = GaugeMetricFamily(
+            "kuberay_job_deployment_status",
+            "The RayJob's current deployment status",
+            labels=["name", "namespace", "uid", "deployment_status"],
+        )
+        for informer in self.informers:
+            for job in informer.list():
+                meta = job.get("metadata") or {}
+                labels = [str(meta.get("name", "")), str(meta.get("namespace", "")), str(meta.get("uid", ""))]
+                info.add_metric(labels, 1)
+                state = str((job.get("status") or {}).get("jobDeploymentStatus") or "")
+                status.add_metric([*labels, state], 1)
+        yield info
+        yield status
+
+
 class _QueueCollector(Collector):
     """workqueue_* of the controllers' queues (one ``name`` label per controller), at scrape time."""
 
@@ -177,6 +206,14 @@ class Metrics:
             registry=self.registry,
         )
         self._queues: _QueueCollector | None = None
+        self.job_duration = Gauge(
+            "kuberay_job_execution_duration_seconds",
+            "Duration from when the RayJob CR\u2019s JobDeploymentStatus transitions from Initializing to either the "
+            "Retrying state or a terminal state, such as Complete or Failed. The Retrying state indicates that the CR "
+            "previously failed and that spec.backoffLimit is enabled.",
+            ["name", "namespace", "uid", "job_deployment_status", "retry_count"],
+            registry=self.registry,
+        )
         self.leader = Gauge(
             "leader_election_master_status",
             "1 while this instance holds the leader-election lease",
@@ -194,6 +231,29 @@ class Metrics:
 
     def watch_clusters(self, informers: Sequence[Informer]) -> None:
         self.registry.register(_ClusterCollector(informers))
+
+    def watch_jobs(self, informers: Sequence[Informer]) -> None:
+        self.registry.register(_JobCollector(informers))
+
+    # JobMetrics (raykube.controllers.ports)
+    def observe_job_duration(
+        self, name: str, namespace: str, uid: str, *, deployment_status: str, retry_count: int, seconds: float
+    ) -> None:
+        self.job_duration.labels(name, namespace, uid, deployment_status, str(retry_count)).set(seconds)
+
+    def forget_job(self, name: str, namespace: str) -> None:
+        """KubeRay ``DeletePartialMatch{name, namespace}`` on the duration gauge, for a RayJob that is gone."""
+        for labels in list(self._job_label_sets()):
+            if labels[0] == name and labels[1] == namespace:
+                self.job_duration.remove(*labels)
+
+    def _job_label_sets(self) -> list[tuple[str, ...]]:
+        found: list[tuple[str, ...]] = []
+        for metric in self.job_duration.collect():
+            for sample in metric.samples:
+                keys = ("name", "namespace", "uid", "job_deployment_status", "retry_count")
+                found.append(tuple(sample.labels[k] for k in keys))
+        return found
 
     def watch_queue(self, queue: WorkQueue[Any]) -> None:
         if self._queues is None:
