@@ -525,20 +525,70 @@ async def test_services_resolve_and_cluster_ips_route(proc: ProcessSandbox, pkub
     assert "no-outside-names" in out  # nothing resolves outside cluster.local: traffic stays on the machine
 
 
-async def test_other_images_wait_with_a_reason(pkube: AsyncClient, ns: str) -> None:
-    body = pod("busybox", "true")
-    body["spec"]["containers"][0]["image"] = "busybox:1.36"
-    await create(pkube, ns, body)
-    st = await wait_status(
+async def test_an_image_that_does_not_exist_fails_to_pull_and_backs_off(pkube: AsyncClient, ns: str) -> None:
+    """As a kubelet pulling a missing image: ErrImagePull with the pull error, then ImagePullBackOff between the
+    retries, with its events; under ``imagePullPolicy: Never`` ErrImageNeverPull. Such Pods are deleted as any."""
+    missing, unknown_tag = "example.invalid/nothing:1", "rayproject/ray:does-not-exist"
+    for name, image, policy in (
+        ("missing", missing, "IfNotPresent"),
+        ("unknown-tag", unknown_tag, "IfNotPresent"),
+        ("never", missing, "Never"),
+    ):
+        await create(pkube, ns, pod(name, "true", container={"image": image, "imagePullPolicy": policy}))
+
+    def waiting(reason: str) -> Callable[[dict[str, Any]], bool]:
+        return lambda s: container(s).get("state", {}).get("waiting", {}).get("reason") == reason
+
+    st = await wait_status(pkube, ns, "missing", waiting("ErrImagePull"), "ErrImagePull")
+    pull_error = container(st)["state"]["waiting"]["message"]
+    assert pull_error.startswith(f'"{missing}" not found: ') and "rayproject/ray" in pull_error
+    st = await wait_status(pkube, ns, "unknown-tag", waiting("ErrImagePull"), "ErrImagePull")
+    assert "names no Ray version" in container(st)["state"]["waiting"]["message"]
+    never = await wait_status(pkube, ns, "never", waiting("ErrImageNeverPull"), "ErrImageNeverPull")
+    assert container(never)["state"]["waiting"]["message"] == (
+        f'Container image "{missing}" is not present with pull policy of Never'
+    )
+
+    # The second pull comes 10 s after the first, the back-off then holds the third back for 20 s.
+    st = await wait_status(pkube, ns, "missing", waiting("ImagePullBackOff"), "ImagePullBackOff", 90)
+    assert container(st)["state"]["waiting"]["message"] == (
+        f'Back-off pulling image "{missing}": ErrImagePull: {pull_error}'
+    )
+    assert st["phase"] == "Pending" and not is_ready(st)
+    assert (container(st)["ready"], container(st)["restartCount"]) == (False, 0)
+    expected = {
+        ("Pulling", f'Pulling image "{missing}"'),
+        ("Failed", f'Failed to pull image "{missing}": {pull_error}'),
+        ("Failed", "Error: ErrImagePull"),
+        ("BackOff", f'Back-off pulling image "{missing}"'),
+        ("Failed", "Error: ImagePullBackOff"),
+    }
+    await wait_events(pkube, ns, "missing", lambda found: expected <= set(found), "the pull's events")
+    kinds = {
+        (e.reason, e.type, e.involvedObject.fieldPath)
+        async for e in pkube.list(Event, namespace=ns)
+        if e.involvedObject.name == "missing"
+    }
+    assert {("Pulling", "Normal"), ("BackOff", "Normal"), ("Failed", "Warning")} <= {(r, t) for r, t, _ in kinds}
+    assert {path for reason, _, path in kinds if reason != "Scheduled"} == {"spec.containers{main}"}
+    await wait_events(
         pkube,
         ns,
-        "busybox",
-        lambda s: bool(container(s).get("state", {}).get("waiting", {}).get("message")),
-        "a reason",
+        "never",
+        lambda found: (
+            ("ErrImageNeverPull", f'Container image "{missing}" is not present with pull policy of Never') in found
+        ),
+        "ErrImageNeverPull",
     )
-    waiting = container(st)["state"]["waiting"]
-    assert waiting["reason"] == "ErrImageNeverPull"
-    assert "rayproject/ray" in waiting["message"] and "busybox:1.36" in waiting["message"]
+
+    for name in ("missing", "unknown-tag", "never"):
+        await pkube.delete(Pod, name, namespace=ns)
+
+    async def gone() -> bool | NotYet:
+        remaining = [p.metadata.name async for p in pkube.list(Pod, namespace=ns) if p.metadata]
+        return True if not remaining else NotYet(f"still there: {remaining}")
+
+    await wait_for(gone, 60, what="the Pods to be deleted")
 
 
 async def test_graceful_termination(proc: ProcessSandbox, pkube: AsyncClient, ns: str) -> None:

@@ -50,6 +50,7 @@ BACKOFF_START = 10.0
 BACKOFF_MAX = 300.0
 BACKOFF_RESET_AFTER = 600.0  # a container that ran this long restarts without back-off
 CONFIG_RETRY = 5.0
+SYNC_RETRY = 10.0  # the kubelet's pod worker syncs a Pod again this long after a failed sync (backOffPeriod)
 MOUNT_RETRY = 3.0
 SHUTDOWN_GRACE = 2.0  # when the runtime itself stops (sandbox down), Pods get this long
 FIELD_MANAGER = "raykube-process-runtime"
@@ -88,6 +89,16 @@ class Node:
 
 class Terminating(Exception):
     """The Pod is being deleted (or the runtime stops): stop what you are doing."""
+
+
+class ImageError(Exception):
+    """No image to run a container with: the waiting ``reason`` (ErrImagePull, ImagePullBackOff, ErrImageNeverPull)
+    and ``message`` its status shows."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(f"{reason}: {message}")
+        self.reason = reason
+        self.message = message
 
 
 @dataclass
@@ -196,6 +207,8 @@ class PodWorker:
         self.initialized = False
         self._published: dict[str, Any] | None = None
         self._warned: set[tuple[str, str]] = set()
+        self.pull_backoff = images.PullBackOff()  # the kubelet's is per node, keyed by Pod uid and image: the same
+        self.pull_errors: dict[str, str] = {}  # image -> its last pull error, for the ImagePullBackOff message
 
     # ------------------------------------------------------------------------------------------------ inputs
     def update(self, pod: Mapping[str, Any]) -> None:
@@ -552,33 +565,21 @@ class PodWorker:
         return code
 
     async def _prepare(self, c: Container) -> None:
-        """Image and configuration, retried (with the kubelet's waiting reasons) until both are fine."""
-        image_failures = 0
+        """Image and configuration, retried (with the kubelet's waiting reasons) until both are fine. A failed image
+        is retried at the kubelet's pace: its pod worker syncs again ``SYNC_RETRY`` after an error, and the image's
+        back-off decides whether that sync pulls (``ErrImagePull`` when it fails) or not (``ImagePullBackOff``)."""
         while True:
             if self.terminating.is_set():
                 raise Terminating
             if c.runnable is None or c.image != c.spec.get("image"):
                 try:
-                    c.runnable = await self._pull(c)
+                    c.runnable = await self._ensure_image(c)
                     c.image = str(c.spec.get("image"))
-                    image_failures = 0
-                except images.UnsupportedImage as exc:
-                    c.state = {"waiting": {"reason": "ErrImageNeverPull", "message": str(exc)}}
+                except ImageError as exc:
+                    c.state = {"waiting": {"reason": exc.reason, "message": exc.message}}
                     self._mark()
-                    self._warn_once("ErrImageNeverPull", str(exc), c)
-                    await self._sleep_or_terminate(10)
-                    continue
-                except images.InstallFailed as exc:
-                    image_failures += 1
-                    c.state = {
-                        "waiting": {
-                            "reason": "ErrImagePull" if image_failures == 1 else "ImagePullBackOff",
-                            "message": str(exc),
-                        }
-                    }
-                    self._mark()
-                    self._event("Warning", "Failed", f'Failed to pull image "{c.spec.get("image")}": {exc}', c)
-                    await self._sleep_or_terminate(_backoff(image_failures))
+                    self._event("Warning", "Failed", f"Error: {exc.reason}", c)
+                    await self._sleep_or_terminate(SYNC_RETRY)
                     continue
             try:
                 c.env = await self._environment(c)
@@ -590,42 +591,70 @@ class PodWorker:
             else:
                 return
 
-    async def _pull(self, c: Container) -> images.Runnable:
+    async def _ensure_image(self, c: Container) -> images.Runnable:
+        """The kubelet's ``EnsureImageExists``: the pull policy, the back-off, the pull (making the venv), with the
+        kubelet's events (``Pulling``, ``Pulled``, ``Failed``, ``BackOff``, ``ErrImageNeverPull``). ImageError with
+        the waiting reason and message when there is no image to run."""
         reference = str(c.spec.get("image") or "")
-        image = images.parse(reference)
-        cached = self.host.image_store.installed(image.version)
-        notes: list[str] = []
-        if cached is None:
-            self._event(
-                "Normal",
-                "Pulling",
-                f'Pulling image "{reference}" (the process runtime installs ray[default]=={image.version} into a venv '
-                "in the sandbox cache)",
-                c,
-            )
+        store = self.host.image_store
+        parsed: images.RayImage | images.ImageNotFound
+        try:
+            parsed = images.parse(reference)
+        except images.ImageNotFound as exc:
+            parsed = exc
+        image = parsed if isinstance(parsed, images.RayImage) else None
+        present = image is not None and store.installed(image.version) is not None
+        policy = images.pull_policy(c.spec)
+        if not images.should_pull(policy, present):
+            if image is None or not present:
+                message = f'Container image "{reference}" is not present with pull policy of Never'
+                self._event("Warning", "ErrImageNeverPull", message, c)
+                raise ImageError("ErrImageNeverPull", message)
+            runnable = await store.ensure(image, lambda _: None)
+            message = f'Container image "{reference}" already present on machine ({self._mapping(runnable, [])})'
+            return self._pulled(c, image, runnable, message)
+        if self.pull_backoff.in_backoff(reference, time.monotonic()):
+            message = f'Back-off pulling image "{reference}"'
+            self._event("Normal", "BackOff", message, c)
+            previous = self.pull_errors.get(reference)
+            raise ImageError("ImagePullBackOff", f"{message}: {previous}" if previous else message)
+        self.pull_errors.pop(reference, None)
+        self._event("Normal", "Pulling", f'Pulling image "{reference}"', c)
         started = time.monotonic()
+        notes: list[str] = []
+        try:
+            if isinstance(parsed, images.ImageNotFound):
+                raise parsed
+            runnable = await store.ensure(parsed, notes.append)
+        except (images.ImageNotFound, images.InstallFailed) as exc:
+            self._event("Warning", "Failed", f'Failed to pull image "{reference}": {exc}', c)
+            self.pull_backoff.next(reference, time.monotonic())
+            self.pull_errors[reference] = f"ErrImagePull: {exc}"
+            raise ImageError("ErrImagePull", str(exc)) from exc
+        self.pull_backoff.gc(time.monotonic())
+        took = images.go_duration(time.monotonic() - started)
+        message = (
+            f'Successfully pulled image "{reference}" in {took} ({took} including waiting) '
+            f"({self._mapping(runnable, notes)})"
+        )
+        return self._pulled(c, parsed, runnable, message)
 
-        def report(text: str) -> None:
-            notes.append(text)
-
-        runnable = await self.host.image_store.ensure(image, report)
-        self.host.new_venv(runnable.venv)
-        mapping = f"venv {runnable.venv} with ray[default]=={runnable.ray_version}"
+    @staticmethod
+    def _mapping(runnable: images.Runnable, notes: list[str]) -> str:
+        """What the image runs as, for the ``Pulled`` event: the venv, and what differs from the real image."""
         extra = [n for n in notes if "nearest" in n]
-        if image.note:
-            extra.append(image.note)
+        if runnable.image.note:
+            extra.append(runnable.image.note)
         suffix = f"; {'; '.join(extra)}" if extra else ""
-        if cached is None:
-            message = (
-                f'Successfully pulled image "{reference}" in {time.monotonic() - started:.1f}s ({mapping}{suffix})'
-            )
-        else:
-            message = f'Container image "{reference}" already present on machine ({mapping}{suffix})'
+        return f"venv {runnable.venv} with ray[default]=={runnable.ray_version}{suffix}"
+
+    def _pulled(self, c: Container, image: images.RayImage, runnable: images.Runnable, message: str) -> images.Runnable:
+        self.host.new_venv(runnable.venv)
         self._event("Normal", "Pulled", message, c)
         if runnable.ray_version != image.version:
             self._warn_once(
                 "ImageVersionMapped",
-                f'"{reference}" runs Ray {runnable.ray_version}, the nearest version installable for Python '
+                f'"{image.reference}" runs Ray {runnable.ray_version}, the nearest version installable for Python '
                 f"{images.python_version()} (Ray {image.version} is not)",
                 c,
             )
