@@ -27,6 +27,7 @@ from lightkube import ApiError, AsyncClient, KubeConfig
 from lightkube.codecs import from_dict
 from lightkube.generic_resource import create_namespaced_resource
 from lightkube.resources.core_v1 import Event, Namespace, Pod, ServiceAccount
+from lightkube.types import PatchType
 
 from raykube.api.crd import load_generated
 from raykube.api.rbac import LEADER_ELECTION_RULES, OPERATOR_RULES
@@ -179,6 +180,10 @@ async def port_forward(proc: ProcessSandbox, namespace: str, target: str, port: 
     finally:
         forward.terminate()
         await forward.communicate()
+
+
+def conditions_of(st: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c["type"]: c for c in st.get("conditions") or []}
 
 
 def is_ready(st: dict[str, Any]) -> bool:
@@ -612,6 +617,43 @@ async def test_graceful_termination(proc: ProcessSandbox, pkube: AsyncClient, ns
     await wait_for(gone, 60, what="both Pods to be deleted")
     assert marker.read_text() == "got-SIGTERM\n"
     marker.unlink()
+
+
+async def test_a_deleted_pods_last_status_says_how_its_containers_ended(pkube: AsyncClient, ns: str) -> None:
+    """What a controller reads of a Pod deleted while it ran, its finalizer keeping the object (as the Job
+    controller's does): a terminal phase, and each container's exit code, reason and times."""
+    body = pod("stopped", "trap 'exit 0' TERM; while true; do sleep 0.1; done", terminationGracePeriodSeconds=2)
+    stubborn = "trap '' TERM; while true; do sleep 0.1; done"  # needs the SIGKILL at the end of the grace period
+    body["spec"]["containers"].append({"name": "stubborn", "image": IMAGE, "command": ["bash", "-c", stubborn]})
+    body["metadata"]["finalizers"] = ["raykube.io/test-keeps-it"]
+    await create(pkube, ns, body)
+    await wait_status(
+        pkube,
+        ns,
+        "stopped",
+        lambda s: all("running" in c.get("state", {}) for c in s.get("containerStatuses") or [{}]),
+        "both containers to run",
+    )
+
+    await pkube.delete(Pod, "stopped", namespace=ns)
+    st = await wait_status(pkube, ns, "stopped", lambda s: s.get("phase") == "Failed", "a terminal phase")
+
+    polite, killed = (container(st, name)["state"]["terminated"] for name in ("main", "stubborn"))
+    assert (polite["exitCode"], polite["reason"]) == (0, "Completed")
+    assert (killed["exitCode"], killed["reason"]) == (137, "Error")
+    for terminated in (polite, killed):
+        assert terminated["startedAt"] <= terminated["finishedAt"] and "signal" not in terminated
+    conditions = conditions_of(st)
+    assert (conditions["Ready"]["status"], conditions["Ready"]["reason"]) == ("False", "PodFailed")
+    assert "DisruptionTarget" not in conditions
+
+    await pkube.patch(Pod, "stopped", {"metadata": {"finalizers": None}}, namespace=ns, patch_type=PatchType.MERGE)
+
+    async def gone() -> bool | NotYet:
+        remaining = [p.metadata.name async for p in pkube.list(Pod, namespace=ns) if p.metadata]
+        return True if not remaining else NotYet(f"still there: {remaining}")
+
+    await wait_for(gone, 30, what="the Pod to go once its finalizer is removed")
 
 
 # ------------------------------------------------------------------------------------------------- real Ray

@@ -8,12 +8,14 @@
    ``PortForward`` objects for the Pod (``kubectl logs|exec|port-forward``).
 2. **Init containers** in order, each to completion (restarted per ``restartPolicy``; ``restartPolicy: Always`` ones
    are sidecars that keep running once started).
-3. **Containers**, each in its own task: image -> venv, env (``CreateContainerConfigError`` starts nothing), the
-   process, probes (startup gates liveness and readiness; liveness and startup failures restart it), exit codes and
+3. **Containers**, each in its own task: image -> venv by the kubelet's pull rules (``ErrImagePull``,
+   ``ImagePullBackOff``, ``ErrImageNeverPull``), env (``CreateContainerConfigError`` starts nothing), the process,
+   probes (startup gates liveness and readiness; liveness and startup failures restart it), exit codes and
    ``lastState``, restarts per ``restartPolicy`` with the kubelet's back-off (``CrashLoopBackOff``).
 4. **Termination** when the Pod is deleted: ``preStop``, SIGTERM, the grace period, SIGKILL; then the sandbox goes,
-   a last status with a terminal phase (Succeeded or Failed) is written and the Pod object is deleted with grace 0,
-   as the kubelet confirms a deletion.
+   a last status with a terminal phase (Succeeded or Failed) and each container's exit code and times is written and
+   the Pod object is deleted with grace 0, as the kubelet confirms a deletion (a finalizer, such as the Job
+   controller's, keeps it readable).
 
 Status is written by one publisher task, from the state here, whenever it changes (merge patch of ``/status``); the
 phase and conditions follow the kubelet's rules in :mod:`~raykube.sandbox.kubelet.podstatus`. Events go to the
@@ -780,6 +782,18 @@ class PodWorker:
 
     async def _exited(self, c: Container, result: Mapping[str, Any]) -> int:
         """Record how the run ended (``terminated`` state, and ``lastState`` once it is restarted)."""
+        code, terminated = self._terminated(c, result)
+        if not self.terminating.is_set() and self._will_restart(c, code):
+            c.restart_count += 1
+            c.last_state = {"terminated": terminated}
+        self._mark()
+        await self._kwok_logs()
+        return code
+
+    def _terminated(self, c: Container, result: Mapping[str, Any]) -> tuple[int, dict[str, Any]]:
+        """Set ``c``'s ``terminated`` state from how its run ended (the monitor's ``exit.json``): exit code, reason,
+        start and finish times, as a kubelet reports them (a death by signal is the exit code 128 + N; the API's
+        ``signal`` field stays unset, as the kubelet leaves it)."""
         finished = _api_time(result.get("finishedAt"))
         terminated: dict[str, Any]
         if result.get("startError"):
@@ -790,8 +804,6 @@ class PodWorker:
         else:
             code = int(result.get("exitCode", 137))
             terminated = {"exitCode": code, "reason": "Completed" if code == 0 else "Error"}
-            if result.get("signal"):
-                terminated["signal"] = int(result["signal"])
             if code != 0 and c.spec.get("terminationMessagePolicy") == "FallbackToLogsOnError":
                 terminated["message"] = _log_tail(c.log_file(c.runs - 1), 80)
         terminated.update(
@@ -801,12 +813,7 @@ class PodWorker:
         )
         c.state = {"terminated": terminated}
         c.pid = 0
-        if not self.terminating.is_set() and self._will_restart(c, code):
-            c.restart_count += 1
-            c.last_state = {"terminated": terminated}
-        self._mark()
-        await self._kwok_logs()
-        return code
+        return code, terminated
 
     def _will_restart(self, c: Container, code: int) -> bool:
         if c.kind == "sidecar":
@@ -899,8 +906,8 @@ class PodWorker:
         await asyncio.gather(*(self._kill(c, grace) for c in mains))
         await asyncio.gather(*(self._kill(c, min(grace, SHUTDOWN_GRACE)) for c in running if c.kind == "sidecar"))
         for c in self.containers.values():
-            if c.running:
-                c.state = {"terminated": {"exitCode": 137, "reason": "Error", "containerID": c.container_id}}
+            if c.running:  # killed: its runner may not have seen the exit yet; how it ended is in its exit.json
+                self._terminated(c, _exit_result(c))
             c.ready = False
         if self.pause is not None and self.pause.returncode is None:
             with contextlib.suppress(ProcessLookupError):
@@ -995,6 +1002,14 @@ async def _spawn_helper(nstools_path: Path, command: str, spec: Path, log_file: 
             stderr=err,
             start_new_session=True,
         )
+
+
+def _exit_result(c: Container) -> dict[str, Any]:
+    """What the monitor of ``c``'s last run wrote in its ``exit.json``; if nothing, a kill now (137)."""
+    try:
+        return dict(json.loads((c.run_dir / "exit.json").read_text()))
+    except (OSError, ValueError):
+        return {"exitCode": 137, "startedAt": (c.state.get("running") or {}).get("startedAt")}
 
 
 def _api_time(stamp: object) -> str:
