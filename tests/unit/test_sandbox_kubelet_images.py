@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+from pathlib import Path
 
 import pytest
 
@@ -167,3 +168,18 @@ def test_process_runtime_is_a_component_only_of_process_sandboxes() -> None:
     assert SandboxConfig.from_json(process.to_json()) == process
     with pytest.raises(ValueError, match="--runtime must be one of"):
         SandboxConfig(runtime="docker")
+
+
+async def test_an_installed_venv_is_a_present_image(tmp_path: Path) -> None:
+    store = images.ImageStore(tmp_path)
+    venv = store.venv_dir("2.52.0")
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "ray").write_text("")
+    assert not store.present(images.parse("rayproject/ray:2.52.0"))  # not complete yet
+    (venv / images.COMPLETE_MARKER).write_text("ray[default]==2.52.0\n")
+
+    assert store.present(images.parse("rayproject/ray:2.52.0-py311-cpu"))
+    assert not store.present(images.parse("rayproject/ray:2.9.3"))
+    runnable = await store.ensure(images.parse("rayproject/ray:2.52.0"), lambda _: None)  # no install: present
+    assert (runnable.venv, runnable.ray_version) == (venv, "2.52.0")
+    assert runnable.env["PATH"].startswith(f"{venv / 'bin'}:")

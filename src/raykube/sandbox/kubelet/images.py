@@ -257,6 +257,7 @@ class ImageStore:
     def __init__(self, cache: Path) -> None:
         self.root = cache / "ray"
         self._locks: dict[str, asyncio.Lock] = {}
+        self._nearest: dict[str, str] = {}  # a version not installable for this Python -> the one that runs instead
 
     def venv_dir(self, version: str) -> Path:
         return self.root / f"{version}-py{python_version()}"
@@ -264,6 +265,11 @@ class ImageStore:
     def installed(self, version: str) -> Path | None:
         venv = self.venv_dir(version)
         return venv if (venv / COMPLETE_MARKER).exists() and (venv / "bin" / "ray").exists() else None
+
+    def present(self, image: RayImage) -> bool:
+        """Whether ``image`` runs without a pull: its venv (or the nearest version's, once mapped) is installed."""
+        version = self._nearest.get(image.version, image.version)
+        return self.installed(version) is not None
 
     def runnable(self, image: RayImage, venv: Path, version: str) -> Runnable:
         env = {
@@ -278,8 +284,9 @@ class ImageStore:
         """The venv for ``image``, installing it (or the nearest installable version) the first time.
 
         ImageNotFound when the version is no release at all; InstallFailed when the venv could not be made."""
-        if venv := self.installed(image.version):
-            return self.runnable(image, venv, image.version)
+        for version in (image.version, self._nearest.get(image.version)):
+            if version and (venv := self.installed(version)):
+                return self.runnable(image, venv, version)
         lock = self._locks.setdefault(image.version, asyncio.Lock())
         async with lock:
             if venv := self.installed(image.version):
@@ -301,6 +308,7 @@ class ImageStore:
                     f"using the nearest available version, {nearest}"
                 )
                 venv = self.installed(nearest) or await self._install(nearest, report)
+                self._nearest[image.version] = nearest
                 return self.runnable(image, venv, nearest)
 
     async def _run(self, argv: list[str], timeout: float = INSTALL_TIMEOUT) -> tuple[int, str]:

@@ -115,7 +115,6 @@ class Container:
     started: bool = False
     container_id: str = ""
     image_id: str = ""
-    image: str = ""
     pid: int = 0
     start_time: int = 0
     monitor: asyncio.subprocess.Process | None = None
@@ -567,22 +566,22 @@ class PodWorker:
         return code
 
     async def _prepare(self, c: Container) -> None:
-        """Image and configuration, retried (with the kubelet's waiting reasons) until both are fine. A failed image
-        is retried at the kubelet's pace: its pod worker syncs again ``SYNC_RETRY`` after an error, and the image's
-        back-off decides whether that sync pulls (``ErrImagePull`` when it fails) or not (``ImagePullBackOff``)."""
+        """Image and configuration, retried (with the kubelet's waiting reasons) until both are fine. As the kubelet
+        does before every start of a container, each attempt ensures the image by the pull policy first. A failed
+        image is retried at the kubelet's pace: its pod worker syncs again ``SYNC_RETRY`` after an error, and the
+        image's back-off decides whether that sync pulls (``ErrImagePull`` when it fails) or not
+        (``ImagePullBackOff``)."""
         while True:
             if self.terminating.is_set():
                 raise Terminating
-            if c.runnable is None or c.image != c.spec.get("image"):
-                try:
-                    c.runnable = await self._ensure_image(c)
-                    c.image = str(c.spec.get("image"))
-                except ImageError as exc:
-                    c.state = {"waiting": {"reason": exc.reason, "message": exc.message}}
-                    self._mark()
-                    self._event("Warning", "Failed", f"Error: {exc.reason}", c)
-                    await self._sleep_or_terminate(SYNC_RETRY)
-                    continue
+            try:
+                c.runnable = await self._ensure_image(c)
+            except ImageError as exc:
+                c.state = {"waiting": {"reason": exc.reason, "message": exc.message}}
+                self._mark()
+                self._event("Warning", "Failed", f"Error: {exc.reason}", c)
+                await self._sleep_or_terminate(SYNC_RETRY)
+                continue
             try:
                 c.env = await self._environment(c)
             except ContainerConfigError as exc:
@@ -605,7 +604,7 @@ class PodWorker:
         except images.ImageNotFound as exc:
             parsed = exc
         image = parsed if isinstance(parsed, images.RayImage) else None
-        present = image is not None and store.installed(image.version) is not None
+        present = image is not None and store.present(image)
         policy = images.pull_policy(c.spec)
         if not images.should_pull(policy, present):
             if image is None or not present:
