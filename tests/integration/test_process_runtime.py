@@ -26,7 +26,9 @@ import yaml
 from lightkube import ApiError, AsyncClient, KubeConfig
 from lightkube.codecs import from_dict
 from lightkube.generic_resource import create_namespaced_resource
+from lightkube.resources.batch_v1 import Job
 from lightkube.resources.core_v1 import Event, Namespace, Pod, ServiceAccount
+from lightkube.types import PatchType
 
 from raykube.api.crd import load_generated
 from raykube.api.rbac import LEADER_ELECTION_RULES, OPERATOR_RULES
@@ -179,6 +181,10 @@ async def port_forward(proc: ProcessSandbox, namespace: str, target: str, port: 
     finally:
         forward.terminate()
         await forward.communicate()
+
+
+def conditions_of(st: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c["type"]: c for c in st.get("conditions") or []}
 
 
 def is_ready(st: dict[str, Any]) -> bool:
@@ -525,20 +531,70 @@ async def test_services_resolve_and_cluster_ips_route(proc: ProcessSandbox, pkub
     assert "no-outside-names" in out  # nothing resolves outside cluster.local: traffic stays on the machine
 
 
-async def test_other_images_wait_with_a_reason(pkube: AsyncClient, ns: str) -> None:
-    body = pod("busybox", "true")
-    body["spec"]["containers"][0]["image"] = "busybox:1.36"
-    await create(pkube, ns, body)
-    st = await wait_status(
+async def test_an_image_that_does_not_exist_fails_to_pull_and_backs_off(pkube: AsyncClient, ns: str) -> None:
+    """As a kubelet pulling a missing image: ErrImagePull with the pull error, then ImagePullBackOff between the
+    retries, with its events; under ``imagePullPolicy: Never`` ErrImageNeverPull. Such Pods are deleted as any."""
+    missing, unknown_tag = "example.invalid/nothing:1", "rayproject/ray:does-not-exist"
+    for name, image, policy in (
+        ("missing", missing, "IfNotPresent"),
+        ("unknown-tag", unknown_tag, "IfNotPresent"),
+        ("never", missing, "Never"),
+    ):
+        await create(pkube, ns, pod(name, "true", container={"image": image, "imagePullPolicy": policy}))
+
+    def waiting(reason: str) -> Callable[[dict[str, Any]], bool]:
+        return lambda s: container(s).get("state", {}).get("waiting", {}).get("reason") == reason
+
+    st = await wait_status(pkube, ns, "missing", waiting("ErrImagePull"), "ErrImagePull")
+    pull_error = container(st)["state"]["waiting"]["message"]
+    assert pull_error.startswith(f'"{missing}" not found: ') and "rayproject/ray" in pull_error
+    st = await wait_status(pkube, ns, "unknown-tag", waiting("ErrImagePull"), "ErrImagePull")
+    assert "names no Ray version" in container(st)["state"]["waiting"]["message"]
+    never = await wait_status(pkube, ns, "never", waiting("ErrImageNeverPull"), "ErrImageNeverPull")
+    assert container(never)["state"]["waiting"]["message"] == (
+        f'Container image "{missing}" is not present with pull policy of Never'
+    )
+
+    # The second pull comes 10 s after the first, the back-off then holds the third back for 20 s.
+    st = await wait_status(pkube, ns, "missing", waiting("ImagePullBackOff"), "ImagePullBackOff", 90)
+    assert container(st)["state"]["waiting"]["message"] == (
+        f'Back-off pulling image "{missing}": ErrImagePull: {pull_error}'
+    )
+    assert st["phase"] == "Pending" and not is_ready(st)
+    assert (container(st)["ready"], container(st)["restartCount"]) == (False, 0)
+    expected = {
+        ("Pulling", f'Pulling image "{missing}"'),
+        ("Failed", f'Failed to pull image "{missing}": {pull_error}'),
+        ("Failed", "Error: ErrImagePull"),
+        ("BackOff", f'Back-off pulling image "{missing}"'),
+        ("Failed", "Error: ImagePullBackOff"),
+    }
+    await wait_events(pkube, ns, "missing", lambda found: expected <= set(found), "the pull's events")
+    kinds = {
+        (e.reason, e.type, e.involvedObject.fieldPath)
+        async for e in pkube.list(Event, namespace=ns)
+        if e.involvedObject.name == "missing"
+    }
+    assert {("Pulling", "Normal"), ("BackOff", "Normal"), ("Failed", "Warning")} <= {(r, t) for r, t, _ in kinds}
+    assert {path for reason, _, path in kinds if reason != "Scheduled"} == {"spec.containers{main}"}
+    await wait_events(
         pkube,
         ns,
-        "busybox",
-        lambda s: bool(container(s).get("state", {}).get("waiting", {}).get("message")),
-        "a reason",
+        "never",
+        lambda found: (
+            ("ErrImageNeverPull", f'Container image "{missing}" is not present with pull policy of Never') in found
+        ),
+        "ErrImageNeverPull",
     )
-    waiting = container(st)["state"]["waiting"]
-    assert waiting["reason"] == "ErrImageNeverPull"
-    assert "rayproject/ray" in waiting["message"] and "busybox:1.36" in waiting["message"]
+
+    for name in ("missing", "unknown-tag", "never"):
+        await pkube.delete(Pod, name, namespace=ns)
+
+    async def gone() -> bool | NotYet:
+        remaining = [p.metadata.name async for p in pkube.list(Pod, namespace=ns) if p.metadata]
+        return True if not remaining else NotYet(f"still there: {remaining}")
+
+    await wait_for(gone, 60, what="the Pods to be deleted")
 
 
 async def test_graceful_termination(proc: ProcessSandbox, pkube: AsyncClient, ns: str) -> None:
@@ -562,6 +618,142 @@ async def test_graceful_termination(proc: ProcessSandbox, pkube: AsyncClient, ns
     await wait_for(gone, 60, what="both Pods to be deleted")
     assert marker.read_text() == "got-SIGTERM\n"
     marker.unlink()
+
+
+async def test_a_deleted_pods_last_status_says_how_its_containers_ended(pkube: AsyncClient, ns: str) -> None:
+    """What a controller reads of a Pod deleted while it ran, its finalizer keeping the object (as the Job
+    controller's does): a terminal phase, and each container's exit code, reason and times."""
+    body = pod("stopped", "trap 'exit 0' TERM; while true; do sleep 0.1; done", terminationGracePeriodSeconds=2)
+    stubborn = "trap '' TERM; while true; do sleep 0.1; done"  # needs the SIGKILL at the end of the grace period
+    body["spec"]["containers"].append({"name": "stubborn", "image": IMAGE, "command": ["bash", "-c", stubborn]})
+    body["metadata"]["finalizers"] = ["raykube.io/test-keeps-it"]
+    await create(pkube, ns, body)
+    await wait_status(
+        pkube,
+        ns,
+        "stopped",
+        lambda s: all("running" in c.get("state", {}) for c in s.get("containerStatuses") or [{}]),
+        "both containers to run",
+    )
+
+    await pkube.delete(Pod, "stopped", namespace=ns)
+    st = await wait_status(pkube, ns, "stopped", lambda s: s.get("phase") == "Failed", "a terminal phase")
+
+    polite, killed = (container(st, name)["state"]["terminated"] for name in ("main", "stubborn"))
+    assert (polite["exitCode"], polite["reason"]) == (0, "Completed")
+    assert (killed["exitCode"], killed["reason"]) == (137, "Error")
+    for terminated in (polite, killed):
+        assert terminated["startedAt"] <= terminated["finishedAt"] and "signal" not in terminated
+    conditions = conditions_of(st)
+    assert (conditions["Ready"]["status"], conditions["Ready"]["reason"]) == ("False", "PodFailed")
+    assert "DisruptionTarget" not in conditions
+
+    await pkube.patch(Pod, "stopped", {"metadata": {"finalizers": None}}, namespace=ns, patch_type=PatchType.MERGE)
+
+    async def gone() -> bool | NotYet:
+        remaining = [p.metadata.name async for p in pkube.list(Pod, namespace=ns) if p.metadata]
+        return True if not remaining else NotYet(f"still there: {remaining}")
+
+    await wait_for(gone, 30, what="the Pod to go once its finalizer is removed")
+
+
+# ------------------------------------------------------------------------------------------------- Jobs
+# What KubeRay gives its submitter container by default.
+JOB_RESOURCES = {"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "500m", "memory": "200Mi"}}
+
+
+def job(name: str, script: str, backoff_limit: int = 0, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """A ``batch/v1`` Job shaped as KubeRay's RayJob submitter: one container, ``/bin/bash -ce -- SCRIPT`` in the
+    Ray image, ``restartPolicy: Never``."""
+    submitter = {
+        "name": "ray-job-submitter",
+        "image": IMAGE,
+        "command": ["/bin/bash", "-ce", "--"],
+        "args": [script],
+        "env": [{"name": k, "value": v} for k, v in (env or {}).items()],
+        "resources": JOB_RESOURCES,
+    }
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name},
+        "spec": {
+            "backoffLimit": backoff_limit,
+            "template": {"spec": {"restartPolicy": "Never", "containers": [submitter]}},
+        },
+    }
+
+
+async def job_status(pkube: AsyncClient, namespace: str, name: str) -> dict[str, Any]:
+    return dict((await pkube.get(Job, name, namespace=namespace)).to_dict().get("status") or {})
+
+
+async def wait_job(pkube: AsyncClient, namespace: str, name: str, condition: str, seconds: float) -> dict[str, Any]:
+    """The Job's status once it has ``condition`` (Complete, Failed) True."""
+
+    async def predicate() -> dict[str, Any] | NotYet:
+        st = await job_status(pkube, namespace, name)
+        found = {c["type"]: c for c in st.get("conditions") or [] if c.get("status") == "True"}
+        return st if condition in found else NotYet(json.dumps(st)[:600])
+
+    result: dict[str, Any] = await wait_for(predicate, seconds, what=f"Job {namespace}/{name} to be {condition}")
+    return result
+
+
+async def job_pods(pkube: AsyncClient, namespace: str, name: str) -> list[dict[str, Any]]:
+    pods = [p.to_dict() async for p in pkube.list(Pod, namespace=namespace, labels={"job-name": name})]
+    return sorted(pods, key=lambda p: str(p["metadata"]["creationTimestamp"]))
+
+
+async def test_a_jobs_pod_runs_to_completion(proc: ProcessSandbox, pkube: AsyncClient, ns: str) -> None:
+    script = 'echo "bash=$BASH_VERSION"; command -v ray; ray --version'
+    await create(pkube, ns, job("done", script))
+
+    done = await wait_job(pkube, ns, "done", "Complete", START)
+
+    assert (done.get("succeeded"), done.get("failed", 0)) == (1, 0)
+    [finished] = await job_pods(pkube, ns, "done")
+    st = finished["status"]
+    assert st["phase"] == "Succeeded" and st["startTime"]
+    terminated = container(st, "ray-job-submitter")["state"]["terminated"]
+    assert (terminated["exitCode"], terminated["reason"]) == (0, "Completed")
+    assert terminated["startedAt"] <= terminated["finishedAt"]
+    conditions = conditions_of(st)
+    assert (conditions["Ready"]["status"], conditions["Ready"]["reason"]) == ("False", "PodCompleted")
+    assert (conditions["Initialized"]["status"], conditions["Initialized"]["reason"]) == ("True", "PodCompleted")
+    assert conditions["PodReadyToStartContainers"]["status"] == "False"  # its sandbox is gone
+    assert "DisruptionTarget" not in conditions
+    logs = proc.kubectl("logs", "-n", ns, finished["metadata"]["name"]).stdout
+    assert "bash=5" in logs and "/bin/ray" in logs and "ray, version 2.52.0" in logs
+
+
+async def test_a_failing_jobs_pods_are_replaced_up_to_the_backoff_limit(
+    proc: ProcessSandbox, pkube: AsyncClient, ns: str
+) -> None:
+    await create(pkube, ns, job("fails", "echo failing >&2; exit 1", backoff_limit=2))
+
+    # The Job controller waits 10 s, then 20 s before it replaces a failed Pod.
+    failed = await wait_job(pkube, ns, "fails", "Failed", START + 60)
+
+    assert conditions_of(failed)["Failed"]["reason"] == "BackoffLimitExceeded"
+    assert (failed.get("failed"), failed.get("succeeded", 0), failed.get("active", 0)) == (3, 0, 0)
+    pods = await job_pods(pkube, ns, "fails")
+    assert len(pods) == 3
+    for failed_pod in pods:
+        st = failed_pod["status"]
+        assert st["phase"] == "Failed" and st["startTime"]
+        terminated = container(st, "ray-job-submitter")["state"]["terminated"]
+        assert (terminated["exitCode"], terminated["reason"]) == (1, "Error")
+        assert terminated["finishedAt"]
+        assert container(st, "ray-job-submitter")["restartCount"] == 0
+        conditions = conditions_of(st)
+        assert (conditions["Ready"]["status"], conditions["Ready"]["reason"]) == ("False", "PodFailed")
+        assert "DisruptionTarget" not in conditions  # a failure of its own, not an eviction
+        assert "failing" in proc.kubectl("logs", "-n", ns, failed_pod["metadata"]["name"]).stdout
+    # Each replacement came after its predecessor finished (the Job controller's back-off follows finishedAt).
+    finished = [container(p["status"], "ray-job-submitter")["state"]["terminated"]["finishedAt"] for p in pods]
+    created = [p["metadata"]["creationTimestamp"] for p in pods]
+    assert finished[0] <= created[1] and finished[1] <= created[2]
 
 
 # ------------------------------------------------------------------------------------------------- real Ray
@@ -670,6 +862,48 @@ async def test_the_seed_raycluster_runs_real_ray(
 
         info = await wait_for(version, 60, what="the dashboard's /api/version through the head Service")
     assert info["ray_version"] == "2.52.0"
+
+
+def submitter_script(address: str, submission_id: str, entrypoint: str) -> str:
+    """The script of KubeRay's RayJob submitter (K8sJobMode): wait for the dashboard's GCS health, submit unless
+    submitted already, then follow the job's logs."""
+    health = f"python3 -c \"import urllib.request; urllib.request.urlopen('{address}/api/gcs_healthz', timeout=10)\""
+    return (
+        f"until {health} >/dev/null 2>&1 ; "
+        f'do echo "Waiting for Ray Dashboard GCS to become healthy at {address} ..." ; sleep 2 ; done ; '
+        f"if ! ray job status --address {address} {submission_id} >/dev/null 2>&1 ; "
+        f"then ray job submit --address {address} --no-wait --submission-id {submission_id} -- {entrypoint} ; fi ; "
+        f"ray job logs --address {address} --follow {submission_id}"
+    )
+
+
+async def test_a_submitter_job_runs_a_ray_job_on_the_seed_raycluster(
+    proc: ProcessSandbox, pkube: AsyncClient, ns: str, operator: Manager
+) -> None:
+    await apply_all(pkube, ns, seed(ns))
+    await wait_cluster(pkube, ns, "raycluster-demo", lambda s: s.get("state") == "ready", "ready")
+    address = f"http://raycluster-demo-head-svc.{ns}.svc.cluster.local:8265"
+    submission_id = f"rayjob-{uuid.uuid4().hex[:8]}"
+    entrypoint = 'python -c "import ray; ray.init(); print(ray.cluster_resources())"'
+    env = {"RAY_DASHBOARD_ADDRESS": address.removeprefix("http://"), "RAY_JOB_SUBMISSION_ID": submission_id}
+    await create(pkube, ns, job("submitter", submitter_script(address, submission_id, entrypoint), env=env))
+
+    await wait_job(pkube, ns, "submitter", "Complete", RAY_READY)
+
+    [submitter] = await job_pods(pkube, ns, "submitter")
+    logs = proc.kubectl("logs", "-n", ns, submitter["metadata"]["name"]).stdout
+    assert re.search(r"'CPU': 3\.0", logs), logs[-2000:]  # the driver saw the whole cluster
+    async with port_forward(proc, ns, "svc/raycluster-demo-head-svc", 8265) as port:
+
+        async def job_info() -> dict[str, Any] | NotYet:  # what Ray's JobSubmissionClient.get_job_info reads
+            try:
+                async with httpx2.AsyncClient(trust_env=False, timeout=10) as http:
+                    return dict((await http.get(f"http://127.0.0.1:{port}/api/jobs/{submission_id}")).json())
+            except (httpx2.HTTPError, ValueError) as exc:
+                return NotYet(str(exc))
+
+        details = await wait_for(job_info, 60, what="the job's details from the dashboard")
+    assert (details["status"], details["entrypoint"]) == ("SUCCEEDED", entrypoint), details
 
 
 def small_cluster(name: str, **worker: Any) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+from pathlib import Path
 
 import pytest
 
@@ -33,11 +34,86 @@ def test_variants_are_noted() -> None:
     assert images.parse("rayproject/ray:2.52.0").note == ""
 
 
-@pytest.mark.parametrize("reference", ["busybox:1.36", "python:3.11", "myregistry/ray:2.52.0", "rayproject/ray:dev"])
-def test_other_images_are_refused_with_the_mapping_explained(reference: str) -> None:
-    with pytest.raises(images.UnsupportedImage) as raised:
+@pytest.mark.parametrize(
+    "reference",
+    [
+        "busybox:1.36",
+        "python:3.11",
+        "example.invalid/nothing:1",
+        "myregistry/ray:2.52.0",
+        "rayproject/ray:dev",
+        "rayproject/ray:does-not-exist",
+    ],
+)
+def test_other_images_are_not_found_with_the_mapping_explained(reference: str) -> None:
+    with pytest.raises(images.ImageNotFound) as raised:
         images.parse(reference)
+    assert str(raised.value).startswith(f'"{reference}" not found: ')
     assert "rayproject/ray" in str(raised.value)
+
+
+def test_a_version_newer_than_every_release_is_no_image() -> None:
+    available = ["2.52.1", "2.52.0", "2.51.1", "3.0.0rc1"]
+    assert images.newest_release(available) == "2.52.1"
+    assert images.newest_release(["3.0.0rc1"]) is None
+    why = images.unreleased("9.9.9", available)
+    assert why is not None and "Ray 9.9.9 is newer than every ray[default] release" in why and "2.52.1" in why
+    assert images.unreleased("2.52.1", available) is None
+    assert images.unreleased("2.9.3", available) is None  # an older one maps to the nearest release instead
+    assert images.unreleased("9.9.9", []) is None  # the index did not answer: no verdict
+
+
+@pytest.mark.parametrize(
+    ("container", "policy"),
+    [
+        ({"image": "rayproject/ray:2.52.0", "imagePullPolicy": "Never"}, "Never"),
+        ({"image": "rayproject/ray:2.52.0"}, "IfNotPresent"),
+        ({"image": "rayproject/ray:latest"}, "Always"),
+        ({"image": "rayproject/ray"}, "Always"),
+        ({"image": "localhost:5000/ray"}, "Always"),
+        ({"image": "localhost:5000/ray:2.52.0"}, "IfNotPresent"),
+        ({"image": "rayproject/ray@sha256:" + "0" * 64}, "IfNotPresent"),
+    ],
+)
+def test_pull_policy_defaults_as_the_api_server_does(container: dict[str, str], policy: str) -> None:
+    assert images.pull_policy(container) == policy
+
+
+def test_should_pull() -> None:
+    assert [images.should_pull("Always", present) for present in (True, False)] == [True, True]
+    assert [images.should_pull("IfNotPresent", present) for present in (True, False)] == [False, True]
+    assert [images.should_pull("Never", present) for present in (True, False)] == [False, False]
+
+
+def test_pull_back_off_at_the_kubelets_sync_pace() -> None:
+    """A Pod worker syncs every 10 s while its image fails: it pulls when the back-off allows (ErrImagePull), else
+    reports ImagePullBackOff; the waits double from 10 s to 5 min."""
+    backoff = images.PullBackOff()
+    pulls, delays = [], []
+    for now in range(0, 1300, 10):
+        if not backoff.in_backoff("img", now):
+            pulls.append(now)
+            delays.append(backoff.next("img", now))
+    assert pulls[:8] == [0, 10, 30, 70, 150, 310, 610, 910]
+    assert delays[:8] == [10, 20, 40, 80, 160, 300, 300, 300]
+    assert not backoff.in_backoff("other", 0)
+
+
+def test_pull_back_off_starts_over_after_a_quiet_while() -> None:
+    backoff = images.PullBackOff(initial=10, maximum=300)
+    assert [backoff.next("img", t) for t in (0, 10, 30)] == [10, 20, 40]
+    assert backoff.in_backoff("img", 60) and not backoff.in_backoff("img", 70)
+    assert backoff.next("img", 30 + 601) == 10  # not updated for more than twice the maximum
+    backoff.gc(2000)
+    assert not backoff.in_backoff("img", 2000)
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [(0, "0s"), (0.0004, "0s"), (0.512, "512ms"), (1.5, "1.5s"), (2, "2s"), (1.2345, "1.234s"), (123.25, "2m3.25s")],
+)
+def test_durations_print_as_go_prints_them(seconds: float, text: str) -> None:
+    assert images.go_duration(seconds) == text
 
 
 def test_nearest_version() -> None:
@@ -92,3 +168,18 @@ def test_process_runtime_is_a_component_only_of_process_sandboxes() -> None:
     assert SandboxConfig.from_json(process.to_json()) == process
     with pytest.raises(ValueError, match="--runtime must be one of"):
         SandboxConfig(runtime="docker")
+
+
+async def test_an_installed_venv_is_a_present_image(tmp_path: Path) -> None:
+    store = images.ImageStore(tmp_path)
+    venv = store.venv_dir("2.52.0")
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "ray").write_text("")
+    assert not store.present(images.parse("rayproject/ray:2.52.0"))  # not complete yet
+    (venv / images.COMPLETE_MARKER).write_text("ray[default]==2.52.0\n")
+
+    assert store.present(images.parse("rayproject/ray:2.52.0-py311-cpu"))
+    assert not store.present(images.parse("rayproject/ray:2.9.3"))
+    runnable = await store.ensure(images.parse("rayproject/ray:2.52.0"), lambda _: None)  # no install: present
+    assert (runnable.venv, runnable.ray_version) == (venv, "2.52.0")
+    assert runnable.env["PATH"].startswith(f"{venv / 'bin'}:")

@@ -2,10 +2,25 @@
 
 The process runtime has no container images. A Ray image is mapped to a virtual environment in the sandbox cache
 (``<cache>/ray/<version>-py<X.Y>/``), created once with ``ray[default]`` of that version from PyPI (with uv when
-there is one, else venv + pip) for the Python the sandbox runs on. The venv stands in for the image's
-``/home/ray/anaconda3``: its ``bin`` leads ``PATH``, ``HOME`` is ``/home/ray`` and the working directory too, as in
-the image. When the exact version cannot be installed for this Python the nearest available one is used and the
-Pod's events say so. Every other image is refused with a message that explains the mapping: nothing is faked.
+there is one, else venv + pip) for the Python the sandbox runs on: creating it is the image's "pull", having it is
+the image being "present". The venv stands in for the image's ``/home/ray/anaconda3``: its ``bin`` leads ``PATH``,
+``HOME`` is ``/home/ray`` and the working directory too, as in the image. When the exact version cannot be installed
+for this Python the nearest available one is used and the Pod's events say so.
+
+An image the runtime cannot map is **not found**, as a registry answers for a missing image, so the kubelet's pull
+rules apply to it (``ErrImagePull``, then ``ImagePullBackOff`` between retries; ``ErrImageNeverPull`` under
+``imagePullPolicy: Never``). Not found are:
+
+* any image other than ``rayproject/ray``, ``rayproject/ray-ml`` and ``rayproject/ray-llm`` (``busybox:1.36``,
+  ``example.invalid/nothing:1``): nothing else is run under another image's name;
+* a tag of those that names no Ray version (``rayproject/ray:does-not-exist``; the version is ``X.Y.Z``, ``latest``
+  or ``nightly``, optionally followed by ``-py3XX``, ``-cpu``, ``-gpu``, ``-cuXXX`` variants);
+* a version newer than every release the package index offers for this Python (``rayproject/ray:9.9.9``): there is
+  no venv for it and none to make. (Older versions missing for this Python map to the nearest release, above.)
+
+A failure to create the venv for another reason (the index unreachable, an installer error) is a failed pull too,
+retried with the same back-off. :class:`PullBackOff` is the kubelet's image back-off (client-go's
+``flowcontrol.Backoff`` without jitter: 10 s doubling to 5 min, per Pod and image).
 """
 
 from __future__ import annotations
@@ -18,9 +33,10 @@ import re
 import shutil
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 _RAY_IMAGE = re.compile(
     r"^(?:(?:docker\.io|index\.docker\.io|registry-1\.docker\.io|quay\.io)/)?"
@@ -29,6 +45,11 @@ _RAY_IMAGE = re.compile(
 )
 _TAG = re.compile(r"^(?P<version>\d+\.\d+\.\d+|latest|nightly)(?:-(?P<rest>[A-Za-z0-9_.-]+))?$")
 _PYTHON_TAG = re.compile(r"^py3(\d{1,2})$")
+PULL_ALWAYS = "Always"
+PULL_IF_NOT_PRESENT = "IfNotPresent"
+PULL_NEVER = "Never"
+PULL_BACKOFF_INITIAL = 10.0  # the kubelet's image back-off: 10 s doubling to 5 min (MaxContainerBackOff)
+PULL_BACKOFF_MAX = 300.0
 DEFAULT_RAY_VERSION = "2.52.0"  # what `latest`/`nightly` and untagged images mean here: raykube's own Ray
 IMAGE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 COMPLETE_MARKER = ".raykube-complete"
@@ -39,8 +60,8 @@ _NO_SUCH_VERSION = ("No matching distribution", "from versions:", "no version of
 Report = Callable[[str], None]
 
 
-class UnsupportedImage(Exception):
-    """The image has no local equivalent (the message explains what does)."""
+class ImageNotFound(Exception):
+    """The image does not exist for the process runtime (the message says why, and what does)."""
 
 
 class InstallFailed(Exception):
@@ -56,20 +77,20 @@ class RayImage:
 
 
 def parse(reference: str) -> RayImage:
-    """The Ray image ``reference`` names, or UnsupportedImage saying what the runtime can run instead."""
+    """The Ray image ``reference`` names, or ImageNotFound saying why it is not one and what the runtime can run."""
     match = _RAY_IMAGE.match(reference.strip())
     if not match:
-        raise UnsupportedImage(
-            f'the sandbox\'s process runtime pulls no images: it runs "rayproject/ray:<version>" (and its -py3XX, '
-            f'-cpu and -gpu variants) from a local venv with ray[default] of that version; "{reference}" has no '
-            "local equivalent"
+        raise ImageNotFound(
+            f'"{reference}" not found: the sandbox\'s process runtime pulls no images; it runs rayproject/ray:<X.Y.Z> '
+            "(and its -py3XX, -cpu and -gpu variants, and rayproject/ray-ml and ray-llm) from a local venv with "
+            "ray[default] of that version"
         )
     tag = match["tag"] or "latest"
     tag_match = _TAG.match(tag)
     if not tag_match:
-        raise UnsupportedImage(
-            f'cannot tell the Ray version from the tag of "{reference}": the process runtime maps '
-            '"rayproject/ray:<X.Y.Z>[-py3XX][-cpu|-gpu]" to a venv with ray[default]==X.Y.Z'
+        raise ImageNotFound(
+            f'"{reference}" not found: its tag names no Ray version; the process runtime maps '
+            "rayproject/ray:<X.Y.Z>[-py3XX][-cpu|-gpu] (or latest, nightly) to a venv with ray[default]==X.Y.Z"
         )
     notes = []
     version = tag_match["version"]
@@ -85,6 +106,75 @@ def parse(reference: str) -> RayImage:
     if match["repo"] != "ray":
         notes.append(f"rayproject/{match['repo']} runs as ray[default] (no extra ML libraries)")
     return RayImage(reference, version, python, "; ".join(notes))
+
+
+def pull_policy(container: Mapping[str, Any]) -> str:
+    """The container's ``imagePullPolicy``, or the API server's default for its image when it has none: ``Always``
+    for a ``latest`` or missing tag (without a digest), else ``IfNotPresent``."""
+    if policy := container.get("imagePullPolicy"):
+        return str(policy)
+    reference = str(container.get("image") or "")
+    if "@" in reference:
+        return PULL_IF_NOT_PRESENT
+    last = reference.rsplit("/", 1)[-1]
+    tag = last.split(":", 1)[1] if ":" in last else "latest"
+    return PULL_ALWAYS if tag == "latest" else PULL_IF_NOT_PRESENT
+
+
+def should_pull(policy: str, present: bool) -> bool:
+    """The kubelet's ``shouldPullImage``: never under ``Never``, always under ``Always``, else when not present."""
+    if policy == PULL_NEVER:
+        return False
+    return policy == PULL_ALWAYS or not present
+
+
+class PullBackOff:
+    """The kubelet's image pull back-off, client-go's ``flowcontrol.Backoff`` without jitter, keyed by image.
+
+    A failed pull calls :meth:`next`: the first waits ``initial``, each next one twice the last, up to ``maximum``;
+    an entry not updated for twice ``maximum`` starts over. :meth:`in_backoff` says whether a pull is still held back.
+    """
+
+    def __init__(self, initial: float = PULL_BACKOFF_INITIAL, maximum: float = PULL_BACKOFF_MAX) -> None:
+        self.initial = initial
+        self.maximum = maximum
+        self._entries: dict[str, tuple[float, float]] = {}  # key -> (back-off, when it was last updated)
+
+    def _expired(self, now: float, updated: float) -> bool:
+        return now - updated > 2 * self.maximum
+
+    def in_backoff(self, key: str, now: float) -> bool:
+        entry = self._entries.get(key)
+        if entry is None or self._expired(now, entry[1]):
+            return False
+        return now - entry[1] < entry[0]
+
+    def next(self, key: str, now: float) -> float:
+        """Record a failure at ``now``; the back-off that follows it."""
+        entry = self._entries.get(key)
+        delay = self.initial if entry is None or self._expired(now, entry[1]) else min(entry[0] * 2, self.maximum)
+        self._entries[key] = (delay, now)
+        return delay
+
+    def gc(self, now: float) -> None:
+        """Forget entries not updated for twice ``maximum`` (after a successful pull, as the kubelet does)."""
+        self._entries = {k: v for k, v in self._entries.items() if not self._expired(now, v[1])}
+
+
+def go_duration(seconds: float) -> str:
+    """``seconds`` truncated to milliseconds, as Go prints a ``time.Duration`` (``512ms``, ``1.5s``, ``2m3.25s``)."""
+    millis = int(seconds * 1000)
+    if millis <= 0:
+        return "0s"
+    if millis < 1000:
+        return f"{millis}ms"
+    hours, rest = divmod(millis, 3_600_000)
+    minutes, rest = divmod(rest, 60_000)
+    whole, fraction = divmod(rest, 1000)
+    text = f"{whole}.{fraction:03d}".rstrip("0").rstrip(".") + "s"
+    if hours:
+        return f"{hours}h{minutes}m{text}"
+    return f"{minutes}m{text}" if minutes else text
 
 
 def version_tuple(version: str) -> tuple[int, ...]:
@@ -107,6 +197,23 @@ def nearest_version(wanted: str, available: list[str]) -> str | None:
         return (*(abs(a - b) for a, b in zip(parts, target, strict=False)), *(-p for p in parts))
 
     return min(candidates, key=distance)
+
+
+def newest_release(available: list[str]) -> str | None:
+    """The newest ``X.Y.Z`` release among ``available`` (pre-releases left out)."""
+    released = [v for v in available if re.fullmatch(r"\d+\.\d+\.\d+", v)]
+    return max(released, key=version_tuple) if released else None
+
+
+def unreleased(wanted: str, available: list[str]) -> str | None:
+    """Why ``wanted`` is no Ray release at all (newer than every one ``available``), or None."""
+    newest = newest_release(available)
+    if newest is None or version_tuple(wanted) <= version_tuple(newest):
+        return None
+    return (
+        f"Ray {wanted} is newer than every ray[default] release the package index has for Python {python_version()} "
+        f"(the newest is {newest})"
+    )
 
 
 def parse_available_versions(pip_output: str) -> list[str]:
@@ -150,6 +257,7 @@ class ImageStore:
     def __init__(self, cache: Path) -> None:
         self.root = cache / "ray"
         self._locks: dict[str, asyncio.Lock] = {}
+        self._nearest: dict[str, str] = {}  # a version not installable for this Python -> the one that runs instead
 
     def venv_dir(self, version: str) -> Path:
         return self.root / f"{version}-py{python_version()}"
@@ -157,6 +265,11 @@ class ImageStore:
     def installed(self, version: str) -> Path | None:
         venv = self.venv_dir(version)
         return venv if (venv / COMPLETE_MARKER).exists() and (venv / "bin" / "ray").exists() else None
+
+    def present(self, image: RayImage) -> bool:
+        """Whether ``image`` runs without a pull: its venv (or the nearest version's, once mapped) is installed."""
+        version = self._nearest.get(image.version, image.version)
+        return self.installed(version) is not None
 
     def runnable(self, image: RayImage, venv: Path, version: str) -> Runnable:
         env = {
@@ -168,9 +281,12 @@ class ImageStore:
         return Runnable(image, venv, version, env)
 
     async def ensure(self, image: RayImage, report: Report) -> Runnable:
-        """The venv for ``image``, installing it (or the nearest installable version) the first time."""
-        if venv := self.installed(image.version):
-            return self.runnable(image, venv, image.version)
+        """The venv for ``image``, installing it (or the nearest installable version) the first time.
+
+        ImageNotFound when the version is no release at all; InstallFailed when the venv could not be made."""
+        for version in (image.version, self._nearest.get(image.version)):
+            if version and (venv := self.installed(version)):
+                return self.runnable(image, venv, version)
         lock = self._locks.setdefault(image.version, asyncio.Lock())
         async with lock:
             if venv := self.installed(image.version):
@@ -182,6 +298,8 @@ class ImageStore:
                 if not any(sign in str(exc) for sign in _NO_SUCH_VERSION):
                     raise
                 available = await self._available(report)
+                if why := unreleased(image.version, available):
+                    raise ImageNotFound(f'"{image.reference}" not found: {why}') from exc
                 nearest = nearest_version(image.version, available)
                 if nearest is None or nearest == image.version:
                     raise
@@ -190,6 +308,7 @@ class ImageStore:
                     f"using the nearest available version, {nearest}"
                 )
                 venv = self.installed(nearest) or await self._install(nearest, report)
+                self._nearest[image.version] = nearest
                 return self.runnable(image, venv, nearest)
 
     async def _run(self, argv: list[str], timeout: float = INSTALL_TIMEOUT) -> tuple[int, str]:

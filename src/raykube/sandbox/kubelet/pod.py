@@ -8,12 +8,14 @@
    ``PortForward`` objects for the Pod (``kubectl logs|exec|port-forward``).
 2. **Init containers** in order, each to completion (restarted per ``restartPolicy``; ``restartPolicy: Always`` ones
    are sidecars that keep running once started).
-3. **Containers**, each in its own task: image -> venv, env (``CreateContainerConfigError`` starts nothing), the
-   process, probes (startup gates liveness and readiness; liveness and startup failures restart it), exit codes and
+3. **Containers**, each in its own task: image -> venv by the kubelet's pull rules (``ErrImagePull``,
+   ``ImagePullBackOff``, ``ErrImageNeverPull``), env (``CreateContainerConfigError`` starts nothing), the process,
+   probes (startup gates liveness and readiness; liveness and startup failures restart it), exit codes and
    ``lastState``, restarts per ``restartPolicy`` with the kubelet's back-off (``CrashLoopBackOff``).
 4. **Termination** when the Pod is deleted: ``preStop``, SIGTERM, the grace period, SIGKILL; then the sandbox goes,
-   a last status with a terminal phase (Succeeded or Failed) is written and the Pod object is deleted with grace 0,
-   as the kubelet confirms a deletion.
+   a last status with a terminal phase (Succeeded or Failed) and each container's exit code and times is written and
+   the Pod object is deleted with grace 0, as the kubelet confirms a deletion (a finalizer, such as the Job
+   controller's, keeps it readable).
 
 Status is written by one publisher task, from the state here, whenever it changes (merge patch of ``/status``); the
 phase and conditions follow the kubelet's rules in :mod:`~raykube.sandbox.kubelet.podstatus`. Events go to the
@@ -50,6 +52,7 @@ BACKOFF_START = 10.0
 BACKOFF_MAX = 300.0
 BACKOFF_RESET_AFTER = 600.0  # a container that ran this long restarts without back-off
 CONFIG_RETRY = 5.0
+SYNC_RETRY = 10.0  # the kubelet's pod worker syncs a Pod again this long after a failed sync (backOffPeriod)
 MOUNT_RETRY = 3.0
 SHUTDOWN_GRACE = 2.0  # when the runtime itself stops (sandbox down), Pods get this long
 FIELD_MANAGER = "raykube-process-runtime"
@@ -90,6 +93,16 @@ class Terminating(Exception):
     """The Pod is being deleted (or the runtime stops): stop what you are doing."""
 
 
+class ImageError(Exception):
+    """No image to run a container with: the waiting ``reason`` (ErrImagePull, ImagePullBackOff, ErrImageNeverPull)
+    and ``message`` its status shows."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(f"{reason}: {message}")
+        self.reason = reason
+        self.message = message
+
+
 @dataclass
 class Container:
     spec: dict[str, Any]
@@ -102,7 +115,6 @@ class Container:
     started: bool = False
     container_id: str = ""
     image_id: str = ""
-    image: str = ""
     pid: int = 0
     start_time: int = 0
     monitor: asyncio.subprocess.Process | None = None
@@ -196,6 +208,8 @@ class PodWorker:
         self.initialized = False
         self._published: dict[str, Any] | None = None
         self._warned: set[tuple[str, str]] = set()
+        self.pull_backoff = images.PullBackOff()  # the kubelet's is per node, keyed by Pod uid and image: the same
+        self.pull_errors: dict[str, str] = {}  # image -> its last pull error, for the ImagePullBackOff message
 
     # ------------------------------------------------------------------------------------------------ inputs
     def update(self, pod: Mapping[str, Any]) -> None:
@@ -552,34 +566,22 @@ class PodWorker:
         return code
 
     async def _prepare(self, c: Container) -> None:
-        """Image and configuration, retried (with the kubelet's waiting reasons) until both are fine."""
-        image_failures = 0
+        """Image and configuration, retried (with the kubelet's waiting reasons) until both are fine. As the kubelet
+        does before every start of a container, each attempt ensures the image by the pull policy first. A failed
+        image is retried at the kubelet's pace: its pod worker syncs again ``SYNC_RETRY`` after an error, and the
+        image's back-off decides whether that sync pulls (``ErrImagePull`` when it fails) or not
+        (``ImagePullBackOff``)."""
         while True:
             if self.terminating.is_set():
                 raise Terminating
-            if c.runnable is None or c.image != c.spec.get("image"):
-                try:
-                    c.runnable = await self._pull(c)
-                    c.image = str(c.spec.get("image"))
-                    image_failures = 0
-                except images.UnsupportedImage as exc:
-                    c.state = {"waiting": {"reason": "ErrImageNeverPull", "message": str(exc)}}
-                    self._mark()
-                    self._warn_once("ErrImageNeverPull", str(exc), c)
-                    await self._sleep_or_terminate(10)
-                    continue
-                except images.InstallFailed as exc:
-                    image_failures += 1
-                    c.state = {
-                        "waiting": {
-                            "reason": "ErrImagePull" if image_failures == 1 else "ImagePullBackOff",
-                            "message": str(exc),
-                        }
-                    }
-                    self._mark()
-                    self._event("Warning", "Failed", f'Failed to pull image "{c.spec.get("image")}": {exc}', c)
-                    await self._sleep_or_terminate(_backoff(image_failures))
-                    continue
+            try:
+                c.runnable = await self._ensure_image(c)
+            except ImageError as exc:
+                c.state = {"waiting": {"reason": exc.reason, "message": exc.message}}
+                self._mark()
+                self._event("Warning", "Failed", f"Error: {exc.reason}", c)
+                await self._sleep_or_terminate(SYNC_RETRY)
+                continue
             try:
                 c.env = await self._environment(c)
             except ContainerConfigError as exc:
@@ -590,42 +592,70 @@ class PodWorker:
             else:
                 return
 
-    async def _pull(self, c: Container) -> images.Runnable:
+    async def _ensure_image(self, c: Container) -> images.Runnable:
+        """The kubelet's ``EnsureImageExists``: the pull policy, the back-off, the pull (making the venv), with the
+        kubelet's events (``Pulling``, ``Pulled``, ``Failed``, ``BackOff``, ``ErrImageNeverPull``). ImageError with
+        the waiting reason and message when there is no image to run."""
         reference = str(c.spec.get("image") or "")
-        image = images.parse(reference)
-        cached = self.host.image_store.installed(image.version)
-        notes: list[str] = []
-        if cached is None:
-            self._event(
-                "Normal",
-                "Pulling",
-                f'Pulling image "{reference}" (the process runtime installs ray[default]=={image.version} into a venv '
-                "in the sandbox cache)",
-                c,
-            )
+        store = self.host.image_store
+        parsed: images.RayImage | images.ImageNotFound
+        try:
+            parsed = images.parse(reference)
+        except images.ImageNotFound as exc:
+            parsed = exc
+        image = parsed if isinstance(parsed, images.RayImage) else None
+        present = image is not None and store.present(image)
+        policy = images.pull_policy(c.spec)
+        if not images.should_pull(policy, present):
+            if image is None or not present:
+                message = f'Container image "{reference}" is not present with pull policy of Never'
+                self._event("Warning", "ErrImageNeverPull", message, c)
+                raise ImageError("ErrImageNeverPull", message)
+            runnable = await store.ensure(image, lambda _: None)
+            message = f'Container image "{reference}" already present on machine ({self._mapping(runnable, [])})'
+            return self._pulled(c, image, runnable, message)
+        if self.pull_backoff.in_backoff(reference, time.monotonic()):
+            message = f'Back-off pulling image "{reference}"'
+            self._event("Normal", "BackOff", message, c)
+            previous = self.pull_errors.get(reference)
+            raise ImageError("ImagePullBackOff", f"{message}: {previous}" if previous else message)
+        self.pull_errors.pop(reference, None)
+        self._event("Normal", "Pulling", f'Pulling image "{reference}"', c)
         started = time.monotonic()
+        notes: list[str] = []
+        try:
+            if isinstance(parsed, images.ImageNotFound):
+                raise parsed
+            runnable = await store.ensure(parsed, notes.append)
+        except (images.ImageNotFound, images.InstallFailed) as exc:
+            self._event("Warning", "Failed", f'Failed to pull image "{reference}": {exc}', c)
+            self.pull_backoff.next(reference, time.monotonic())
+            self.pull_errors[reference] = f"ErrImagePull: {exc}"
+            raise ImageError("ErrImagePull", str(exc)) from exc
+        self.pull_backoff.gc(time.monotonic())
+        took = images.go_duration(time.monotonic() - started)
+        message = (
+            f'Successfully pulled image "{reference}" in {took} ({took} including waiting) '
+            f"({self._mapping(runnable, notes)})"
+        )
+        return self._pulled(c, parsed, runnable, message)
 
-        def report(text: str) -> None:
-            notes.append(text)
-
-        runnable = await self.host.image_store.ensure(image, report)
-        self.host.new_venv(runnable.venv)
-        mapping = f"venv {runnable.venv} with ray[default]=={runnable.ray_version}"
+    @staticmethod
+    def _mapping(runnable: images.Runnable, notes: list[str]) -> str:
+        """What the image runs as, for the ``Pulled`` event: the venv, and what differs from the real image."""
         extra = [n for n in notes if "nearest" in n]
-        if image.note:
-            extra.append(image.note)
+        if runnable.image.note:
+            extra.append(runnable.image.note)
         suffix = f"; {'; '.join(extra)}" if extra else ""
-        if cached is None:
-            message = (
-                f'Successfully pulled image "{reference}" in {time.monotonic() - started:.1f}s ({mapping}{suffix})'
-            )
-        else:
-            message = f'Container image "{reference}" already present on machine ({mapping}{suffix})'
+        return f"venv {runnable.venv} with ray[default]=={runnable.ray_version}{suffix}"
+
+    def _pulled(self, c: Container, image: images.RayImage, runnable: images.Runnable, message: str) -> images.Runnable:
+        self.host.new_venv(runnable.venv)
         self._event("Normal", "Pulled", message, c)
         if runnable.ray_version != image.version:
             self._warn_once(
                 "ImageVersionMapped",
-                f'"{reference}" runs Ray {runnable.ray_version}, the nearest version installable for Python '
+                f'"{image.reference}" runs Ray {runnable.ray_version}, the nearest version installable for Python '
                 f"{images.python_version()} (Ray {image.version} is not)",
                 c,
             )
@@ -751,6 +781,18 @@ class PodWorker:
 
     async def _exited(self, c: Container, result: Mapping[str, Any]) -> int:
         """Record how the run ended (``terminated`` state, and ``lastState`` once it is restarted)."""
+        code, terminated = self._terminated(c, result)
+        if not self.terminating.is_set() and self._will_restart(c, code):
+            c.restart_count += 1
+            c.last_state = {"terminated": terminated}
+        self._mark()
+        await self._kwok_logs()
+        return code
+
+    def _terminated(self, c: Container, result: Mapping[str, Any]) -> tuple[int, dict[str, Any]]:
+        """Set ``c``'s ``terminated`` state from how its run ended (the monitor's ``exit.json``): exit code, reason,
+        start and finish times, as a kubelet reports them (a death by signal is the exit code 128 + N; the API's
+        ``signal`` field stays unset, as the kubelet leaves it)."""
         finished = _api_time(result.get("finishedAt"))
         terminated: dict[str, Any]
         if result.get("startError"):
@@ -761,8 +803,6 @@ class PodWorker:
         else:
             code = int(result.get("exitCode", 137))
             terminated = {"exitCode": code, "reason": "Completed" if code == 0 else "Error"}
-            if result.get("signal"):
-                terminated["signal"] = int(result["signal"])
             if code != 0 and c.spec.get("terminationMessagePolicy") == "FallbackToLogsOnError":
                 terminated["message"] = _log_tail(c.log_file(c.runs - 1), 80)
         terminated.update(
@@ -772,12 +812,7 @@ class PodWorker:
         )
         c.state = {"terminated": terminated}
         c.pid = 0
-        if not self.terminating.is_set() and self._will_restart(c, code):
-            c.restart_count += 1
-            c.last_state = {"terminated": terminated}
-        self._mark()
-        await self._kwok_logs()
-        return code
+        return code, terminated
 
     def _will_restart(self, c: Container, code: int) -> bool:
         if c.kind == "sidecar":
@@ -870,8 +905,8 @@ class PodWorker:
         await asyncio.gather(*(self._kill(c, grace) for c in mains))
         await asyncio.gather(*(self._kill(c, min(grace, SHUTDOWN_GRACE)) for c in running if c.kind == "sidecar"))
         for c in self.containers.values():
-            if c.running:
-                c.state = {"terminated": {"exitCode": 137, "reason": "Error", "containerID": c.container_id}}
+            if c.running:  # killed: its runner may not have seen the exit yet; how it ended is in its exit.json
+                self._terminated(c, _exit_result(c))
             c.ready = False
         if self.pause is not None and self.pause.returncode is None:
             with contextlib.suppress(ProcessLookupError):
@@ -966,6 +1001,14 @@ async def _spawn_helper(nstools_path: Path, command: str, spec: Path, log_file: 
             stderr=err,
             start_new_session=True,
         )
+
+
+def _exit_result(c: Container) -> dict[str, Any]:
+    """What the monitor of ``c``'s last run wrote in its ``exit.json``; if nothing, a kill now (137)."""
+    try:
+        return dict(json.loads((c.run_dir / "exit.json").read_text()))
+    except (OSError, ValueError):
+        return {"exitCode": 137, "startedAt": (c.state.get("running") or {}).get("startedAt")}
 
 
 def _api_time(stamp: object) -> str:
