@@ -45,14 +45,13 @@ KubeRay's ``kai-scheduler`` and ``scheduler-plugins`` are not implemented; the o
 from __future__ import annotations
 
 import copy
-import json
 import re
 from collections.abc import Mapping
 from typing import Any, ClassVar, Protocol
 
 from raykube.api import constants as c
 from raykube.api.resources import RayCluster
-from raykube.builders import groups, names
+from raykube.builders import golang, groups, names
 from raykube.builders.quantity import Quantity, QuantityError, format_quantity, parse_quantity
 from raykube.kube.resources import Resource
 
@@ -135,12 +134,9 @@ def _resource_map(resources: Mapping[str, Quantity]) -> dict[str, str]:
 
 
 def go_json(value: Any) -> str:
-    """Go ``json.Marshal`` of already-ordered data: no spaces, non-ASCII as is, ``<``, ``>``, ``&``, U+2028 and
-    U+2029 escaped (they can only occur inside strings, so replacing them in the whole text is safe)."""
-    encoded = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-    for char, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028")):
-        encoded = encoded.replace(char, escaped)
-    return encoded.replace("\u2029", "\\u2029")
+    """Go ``json.Marshal`` of already-ordered data (a struct's field order, maps sorted by the caller): no spaces,
+    non-ASCII as is, ``<``, ``>``, ``&``, U+2028 and U+2029 escaped."""
+    return golang.json_marshal(value, sort_keys=False)
 
 
 _GO_ATOI = re.compile(r"\A[+-]?[0-9]+\Z")
