@@ -51,6 +51,7 @@ __all__ = [
     "json_string",
     "quote",
     "round_float32",
+    "trim_space",
     "yaml_to_json",
     "yaml_to_value",
 ]
@@ -120,6 +121,17 @@ def quote(text: str) -> str:
                 out.append(f"\\U{code:08x}")
     out.append('"')
     return "".join(out)
+
+
+# unicode.IsSpace (Go's White_Space set): what strings.TrimSpace removes. Python's str.strip() also removes
+# U+001C to U+001F, which Go keeps.
+_GO_SPACE = "".join(chr(code) for code in (*range(0x09, 0x0E), 0x20, 0x85, 0xA0, 0x1680, *range(0x2000, 0x200B)))
+_GO_SPACE += "\u2028\u2029\u202f\u205f\u3000"
+
+
+def trim_space(text: str) -> str:
+    """``strings.TrimSpace``: leading and trailing Unicode white space removed."""
+    return text.strip(_GO_SPACE)
 
 
 def json_string(text: str) -> str:
