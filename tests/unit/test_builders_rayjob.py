@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from raykube.api import constants as c
 from raykube.api.resources import RayCluster, RayJob
-from raykube.builders import golang, rayjob, services
+from raykube.builders import batch, golang, rayjob, services
 from raykube.builders.options import BuildOptions
 from tests.support import KUBERAY_V161
 
@@ -950,3 +950,10 @@ def test_samples_build(name: str, scheduler: str) -> None:
         assert head["containers"][-1]["name"] == c.SUBMITTER_CONTAINER_NAME
     request = rayjob.submit_request(job, job_id=job_id)
     assert request["submission_id"] == job_id
+
+
+def test_yunikorn_gang_without_a_head_container_is_a_batch_scheduling_error() -> None:
+    spec = {"rayVersion": "2.52.0", "headGroupSpec": {"rayStartParams": {}, "template": {"spec": {"containers": []}}}}
+    job = _rayjob({"rayClusterSpec": spec}, labels={"ray.io/gang-scheduling-enabled": "true"})
+    with pytest.raises(batch.BatchSchedulingError, match="no containers"):
+        rayjob.rayjob_cluster(job, "test-rayjob-abcde", BuildOptions(batch_scheduler="yunikorn"))

@@ -311,7 +311,10 @@ class YuniKorn:
             min_member = groups.int32(group.min_replicas * group.num_of_hosts)
             entries.append(_task_group(group.group_name, min_member, group.template))
         if isinstance(parent, RayJob) and parent.spec is not None:
-            template = submitter.submitter_pod_template(parent.spec, spec)
+            try:
+                template = submitter.submitter_pod_template(parent.spec, spec)
+            except submitter.SubmitterError as error:
+                raise BatchSchedulingError(str(error)) from None
             entries.append(_task_group(c.SUBMITTER_GROUP_NAME, 1, template))
         return entries
 

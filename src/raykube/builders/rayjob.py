@@ -616,7 +616,7 @@ def _runtime_env(text: str) -> dict[str, Any]:
     return value
 
 
-def submit_request_body(rayjob: RayJob, *, job_id: str | None = None) -> bytes:
+def submit_request_body(rayjob: RayJob, job_id: str | None = None) -> bytes:
     """The HTTPMode ``POST /api/jobs/`` body, byte for byte as KubeRay sends it: ``RayJobRequest``'s fields in its
     order, each left out when empty or zero (``omitempty``) except ``entrypoint`` (as written, not trimmed);
     ``runtime_env`` from ``runtimeEnvYAML`` with float64 numbers, ``metadata``, ``entrypoint_resources`` parsed from
@@ -649,7 +649,7 @@ def submit_request_body(rayjob: RayJob, *, job_id: str | None = None) -> bytes:
         raise RayJobBuildError(str(error)) from None
 
 
-def submit_request(rayjob: RayJob, *, job_id: str | None = None) -> dict[str, Any]:
+def submit_request(rayjob: RayJob, job_id: str | None = None) -> dict[str, Any]:
     """:func:`submit_request_body` as the Ray dashboard reads it (``json.loads``): float32 values appear as their
     shortest decimal (``0.1``), whole runtime-env numbers as ints. POST the body itself to send KubeRay's bytes."""
     parsed: dict[str, Any] = json.loads(submit_request_body(rayjob, job_id=job_id))
