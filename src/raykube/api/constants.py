@@ -606,6 +606,40 @@ EVENT_FAILED_TO_UPDATE_SERVICE: Final = "FailedToUpdateService"
 RAYJOB_CONTROLLER_NAME: Final = "rayjob-controller"
 RAYSERVICE_CONTROLLER_NAME: Final = "rayservice-controller"
 
+# --- RayJob submission (KubeRay v1.6.1 rayjob_controller.go, common/job.go, utils/constant.go) ------------------
+
+# KubeRay utils/constant.go SubmitterContainerName: the submitter container (K8sJobMode Job, SidecarMode head sidecar).
+SUBMITTER_CONTAINER_NAME: Final = "ray-job-submitter"
+# KubeRay utils/constant.go RayNodeSubmitterGroupLabelValue: the group name batch schedulers get for the submitter.
+SUBMITTER_GROUP_NAME: Final = "submittergroup"
+# KubeRay common/job.go GetDefaultSubmitterContainer: the default submitter container's limits and requests.
+SUBMITTER_DEFAULT_LIMITS: Final[Mapping[str, str]] = MappingProxyType({"cpu": "1", "memory": "1Gi"})
+SUBMITTER_DEFAULT_REQUESTS: Final[Mapping[str, str]] = MappingProxyType({"cpu": "500m", "memory": "200Mi"})
+# KubeRay rayjob_controller.go createNewK8sJob: the submitter Job's backoffLimit without spec.submitterConfig.
+SUBMITTER_DEFAULT_BACKOFF_LIMIT: Final = 2
+# KubeRay rayjob_controller.go configureSubmitterContainer: bash options of the submitter command ("-ce", or "-cel"
+# with ENABLE_LOGIN_SHELL), given to utils.GetContainerCommand.
+SUBMITTER_SHELL_OPTIONS: Final = "e"
+# KubeRay rayjob_controller.go PythonUnbufferedEnvVarName: "1" on the submitter, for real-time logs.
+PYTHONUNBUFFERED_ENV: Final = "PYTHONUNBUFFERED"
+# KubeRay utils/constant.go RAY_DASHBOARD_ADDRESS / RAY_JOB_SUBMISSION_ID: the submitter's dashboard and job id.
+RAY_DASHBOARD_ADDRESS_ENV: Final = "RAY_DASHBOARD_ADDRESS"
+RAY_JOB_SUBMISSION_ID_ENV: Final = "RAY_JOB_SUBMISSION_ID"
+# KubeRay utils/constant.go BasePythonHealthCommand: SidecarMode waits for the dashboard with this (Python % slots
+# for the port, the path and the urlopen timeout, which KubeRay fills with DefaultReadinessProbeFailureThreshold).
+BASE_PYTHON_HEALTH_COMMAND: Final = (
+    "python -c \"import urllib.request; r=urllib.request.urlopen('http://localhost:%d/%s', timeout=%d); "
+    "exit(0 if b'success' in r.read() else 1)\""
+)
+# KubeRay utils/constant.go RayDashboardGCSHealthPath: the dashboard path BASE_PYTHON_HEALTH_COMMAND polls.
+RAY_DASHBOARD_GCS_HEALTH_PATH: Final = "api/gcs_healthz"
+# KubeRay common/job.go GetMetadataJson: --metadata-json needs this Ray version (Masterminds semver ">= 2.6.0").
+MIN_RAY_VERSION_JOB_METADATA: Final = "2.6.0"
+# KubeRay utils/util.go GenerateRayJobId / GenerateRayClusterName: the random suffix (k8s.io/apimachinery
+# util/rand.String: 5 characters from this alphabet, which has no vowels and no 0, 1, 3).
+RANDOM_SUFFIX_ALPHABET: Final = "bcdfghjklmnpqrstvwxz2456789"
+RANDOM_SUFFIX_LENGTH: Final = 5
+
 # --- How the operator is deployed (KubeRay helm-chart/kuberay-operator, ray-operator/config/default, main.go) ------
 
 # KubeRay helm-chart/kuberay-operator: Deployment, ServiceAccount and ClusterRole name (fullnameOverride default).

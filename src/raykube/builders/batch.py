@@ -6,7 +6,10 @@ A plugin is pure, like every builder here: a :class:`~raykube.api.resources.RayC
 * :meth:`BatchScheduler.decorate_pod` is KubeRay's ``AddMetadataToChildResource``: labels, annotations and
   ``spec.schedulerName`` on a Pod the Pod builders made (``group`` is ``headgroup`` or the worker group's name). The
   Pod builders call it last, when :class:`~raykube.builders.options.BuildOptions` names a scheduler, so
-  ``pods.head_pod``/``pods.worker_pod`` return exactly what is POSTed.
+  ``pods.head_pod``/``pods.worker_pod`` return exactly what is POSTed. The parent may also be a
+  :class:`~raykube.api.resources.RayJob`: the RayJob builders decorate the submitter's Pod template (group
+  ``submittergroup``) and, with :func:`decorate_metadata` (labels and annotations only), the RayCluster a K8sJobMode
+  RayJob creates (group ``""``), as KubeRay's RayJob controller does.
 * :meth:`BatchScheduler.objects` is what ``DoBatchSchedulingOnSubmission`` keeps in the cluster: the objects to
   create before any Pod (each with a controller owner reference to the RayCluster, so the garbage collector removes
   them with it), and :meth:`BatchScheduler.updated` says how a live one is brought back in step.
@@ -28,15 +31,16 @@ only (the other fields are set once, at creation). Pods get the annotations ``sc
 PodGroup) and ``volcano.sh/task-spec`` (their group), the cluster's ``volcano.sh/queue-name`` and
 ``ray.io/priority-class-name`` labels, and ``schedulerName: volcano``. A RayCluster created by a RayJob
 (``ray.io/originated-from-crd: RayJob``) gets no PodGroup of its own: its Pods point at ``ray-<rayjob>-pg``, which
-KubeRay's RayJob controller makes (raykube has no RayJob controller yet).
+KubeRay's RayJob controller makes (not built yet: a PodGroup for a RayJob parent, with the submitter's resources).
 
 **yunikorn** — no objects. Pods get ``schedulerName: yunikorn`` and the labels ``applicationId`` and ``queue`` from
 the cluster's ``yunikorn.apache.org/app-id`` and ``yunikorn.apache.org/queue``. With the cluster label
 ``ray.io/gang-scheduling-enabled`` (present, whatever its value) they also get ``yunikorn.apache.org/task-group-name``
 (their group) and ``yunikorn.apache.org/task-groups``: the cluster's own annotation of that name when it has one (a
 RayJob puts it there), else a JSON list with ``headgroup`` (``minMember`` 1) and one entry per worker group
-(``minMember`` = ``minReplicas * numOfHosts``), each with its Pod's ``minResource``, ``nodeSelector``, ``affinity``
-and ``tolerations``, serialised as Go's ``encoding/json`` does (KubeRay's field order, no spaces, ``<>&`` escaped).
+(``minMember`` = ``minReplicas * numOfHosts``), and for a RayJob parent a last one, ``submittergroup`` (``minMember``
+1, the submitter template's Pod), each with its Pod's ``minResource``, ``nodeSelector``, ``affinity`` and
+``tolerations``, serialised as Go's ``encoding/json`` does (KubeRay's field order, no spaces, ``<>&`` escaped).
 
 KubeRay's ``kai-scheduler`` and ``scheduler-plugins`` are not implemented; the operator refuses to start with them
 (``raykube.api.config``) rather than let their Pods go to the default scheduler unnoticed.
@@ -45,14 +49,14 @@ KubeRay's ``kai-scheduler`` and ``scheduler-plugins`` are not implemented; the o
 from __future__ import annotations
 
 import copy
-import json
 import re
 from collections.abc import Mapping
 from typing import Any, ClassVar, Protocol
 
 from raykube.api import constants as c
-from raykube.api.resources import RayCluster
-from raykube.builders import groups, names
+from raykube.api.raycluster import RayClusterSpec
+from raykube.api.resources import RayCluster, RayJob
+from raykube.builders import golang, groups, names, submitter
 from raykube.builders.quantity import Quantity, QuantityError, format_quantity, parse_quantity
 from raykube.kube.resources import Resource
 
@@ -60,12 +64,19 @@ __all__ = [
     "PLUGINS",
     "BatchScheduler",
     "BatchSchedulingError",
+    "Parent",
     "Volcano",
     "YuniKorn",
+    "decorate_metadata",
     "decorate_pod",
     "get",
     "go_json",
 ]
+
+
+# The object a child is decorated for (KubeRay AddMetadataToChildResource's ``parent``): the RayCluster for its Pods,
+# the RayJob for the RayCluster it creates (K8sJobMode) and for its submitter's Pod template.
+Parent = RayCluster | RayJob
 
 
 class BatchSchedulingError(ValueError):
@@ -78,8 +89,9 @@ class BatchScheduler(Protocol):
     name: ClassVar[str]  # the --batch-scheduler value
     kinds: ClassVar[tuple[Resource, ...]]  # the types objects() returns
 
-    def decorate_pod(self, cluster: RayCluster, group: str, pod: Mapping[str, Any]) -> dict[str, Any]:
-        """``pod`` with this scheduler's labels, annotations and schedulerName (a new dict)."""
+    def decorate_pod(self, parent: Parent, group: str, pod: Mapping[str, Any]) -> dict[str, Any]:
+        """``pod`` (a Pod or a Pod template) with this scheduler's labels, annotations and schedulerName for
+        ``parent`` (a new dict)."""
         ...
 
     def objects(self, cluster: RayCluster) -> list[dict[str, Any]]:
@@ -96,13 +108,13 @@ class BatchScheduler(Protocol):
 # --------------------------------------------------------------------------------------------------------------------
 
 
-def _labels(cluster: RayCluster) -> Mapping[str, str]:
-    labels: Mapping[str, str] = cluster.metadata.get("labels") or {}
+def _labels(parent: Parent) -> Mapping[str, str]:
+    labels: Mapping[str, str] = parent.metadata.get("labels") or {}
     return labels
 
 
-def _annotations(cluster: RayCluster) -> Mapping[str, str]:
-    annotations: Mapping[str, str] = cluster.metadata.get("annotations") or {}
+def _annotations(parent: Parent) -> Mapping[str, str]:
+    annotations: Mapping[str, str] = parent.metadata.get("annotations") or {}
     return annotations
 
 
@@ -122,9 +134,9 @@ def _tidy(pod: dict[str, Any]) -> dict[str, Any]:
     return pod
 
 
-def _copy_label(cluster: RayCluster, source: str, target: dict[str, str], key: str) -> None:
-    """KubeRay ``populateLabelsFromObject``: copy a cluster label to the Pod when it is set and not empty."""
-    value = _labels(cluster).get(source)
+def _copy_label(parent: Parent, source: str, target: dict[str, str], key: str) -> None:
+    """KubeRay ``populateLabelsFromObject``: copy a parent label to the child when it is set and not empty."""
+    value = _labels(parent).get(source)
     if value:
         target[key] = value
 
@@ -135,12 +147,9 @@ def _resource_map(resources: Mapping[str, Quantity]) -> dict[str, str]:
 
 
 def go_json(value: Any) -> str:
-    """Go ``json.Marshal`` of already-ordered data: no spaces, non-ASCII as is, ``<``, ``>``, ``&``, U+2028 and
-    U+2029 escaped (they can only occur inside strings, so replacing them in the whole text is safe)."""
-    encoded = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-    for char, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028")):
-        encoded = encoded.replace(char, escaped)
-    return encoded.replace("\u2029", "\\u2029")
+    """Go ``json.Marshal`` of already-ordered data (a struct's field order, maps sorted by the caller): no spaces,
+    non-ASCII as is, ``<``, ``>``, ``&``, U+2028 and U+2029 escaped."""
+    return golang.json_marshal(value, sort_keys=False)
 
 
 _GO_ATOI = re.compile(r"\A[+-]?[0-9]+\Z")
@@ -184,10 +193,10 @@ class Volcano:
     kinds: ClassVar[tuple[Resource, ...]] = (podgroup,)
 
     @staticmethod
-    def podgroup_name(cluster: RayCluster) -> str:
+    def podgroup_name(parent: Parent) -> str:
         """``ray-<name>-pg``; for a cluster a RayJob created, the RayJob's name (its PodGroup covers the submitter)."""
-        labels = _labels(cluster)
-        name = str(cluster.metadata.get("name") or "")
+        labels = _labels(parent)
+        name = str(parent.metadata.get("name") or "")
         if labels.get(c.RAY_ORIGINATED_FROM_CRD_LABEL) == c.KIND_RAYJOB:
             name = labels.get(c.RAY_ORIGINATED_FROM_CR_NAME_LABEL) or name
         return c.VOLCANO_PODGROUP_NAME_FORMAT.format(name=name)
@@ -203,11 +212,11 @@ class Volcano:
             return groups.int32(groups.total_min_workers(spec) + 1), groups.min_resources(spec)
         return groups.int32(groups.total_desired_workers(spec) + 1), groups.desired_resources(spec)
 
-    def decorate_pod(self, cluster: RayCluster, group: str, pod: Mapping[str, Any]) -> dict[str, Any]:
+    def decorate_pod(self, parent: Parent, group: str, pod: Mapping[str, Any]) -> dict[str, Any]:
         new, labels, annotations, spec = _copy_pod(pod)
-        _copy_label(cluster, c.VOLCANO_QUEUE_NAME_LABEL, labels, c.VOLCANO_QUEUE_NAME_LABEL)
-        _copy_label(cluster, c.RAY_PRIORITY_CLASS_NAME_LABEL, labels, c.RAY_PRIORITY_CLASS_NAME_LABEL)
-        annotations[c.VOLCANO_GROUP_NAME_ANNOTATION] = self.podgroup_name(cluster)
+        _copy_label(parent, c.VOLCANO_QUEUE_NAME_LABEL, labels, c.VOLCANO_QUEUE_NAME_LABEL)
+        _copy_label(parent, c.RAY_PRIORITY_CLASS_NAME_LABEL, labels, c.RAY_PRIORITY_CLASS_NAME_LABEL)
+        annotations[c.VOLCANO_GROUP_NAME_ANNOTATION] = self.podgroup_name(parent)
         annotations[c.VOLCANO_TASK_SPEC_ANNOTATION] = group
         spec["schedulerName"] = self.scheduler_name
         return _tidy(new)
@@ -283,34 +292,44 @@ class YuniKorn:
     kinds: ClassVar[tuple[Resource, ...]] = ()
 
     @staticmethod
-    def gang_scheduling(cluster: RayCluster) -> bool:
+    def gang_scheduling(parent: Parent) -> bool:
         """KubeRay ``isGangSchedulingEnabled``: the label is present; its value is not looked at ("false" too)."""
-        return c.RAY_GANG_SCHEDULING_ENABLED_LABEL in _labels(cluster)
+        return c.RAY_GANG_SCHEDULING_ENABLED_LABEL in _labels(parent)
 
     @staticmethod
-    def task_groups(cluster: RayCluster) -> list[dict[str, Any]]:
-        """KubeRay ``newTaskGroupsFromRayClusterSpec``: the head group, then every worker group in spec order."""
-        spec = cluster.spec
-        if spec is None:
-            raise BatchSchedulingError("the RayCluster has no spec")
+    def task_groups(parent: Parent) -> list[dict[str, Any]]:
+        """KubeRay ``newTaskGroupsFromRayClusterSpec``: the head group, then every worker group in spec order; for a
+        RayJob (``newTaskGroupsFromRayJobSpec``) those of its ``rayClusterSpec``, then ``submittergroup`` (one Pod,
+        the resources of the submitter template)."""
+        spec = parent.spec.ray_cluster_spec if isinstance(parent, RayJob) and parent.spec else parent.spec
+        if not isinstance(spec, RayClusterSpec):
+            # KubeRay dereferences the nil rayClusterSpec of a clusterSelector RayJob (a panic the controller
+            # recovers from); no gang can be formed.
+            raise BatchSchedulingError(f"the {type(parent).__name__} has no RayCluster spec")
         entries = [_task_group(c.HEAD_GROUP_NAME, 1, spec.head_group_spec.template)]
         for group in spec.worker_group_specs or []:
             min_member = groups.int32(group.min_replicas * group.num_of_hosts)
             entries.append(_task_group(group.group_name, min_member, group.template))
+        if isinstance(parent, RayJob) and parent.spec is not None:
+            try:
+                template = submitter.submitter_pod_template(parent.spec, spec)
+            except submitter.SubmitterError as error:
+                raise BatchSchedulingError(str(error)) from None
+            entries.append(_task_group(c.SUBMITTER_GROUP_NAME, 1, template))
         return entries
 
-    def task_groups_annotation(self, cluster: RayCluster) -> str:
-        """The ``yunikorn.apache.org/task-groups`` value: the cluster's own, else computed from its spec."""
-        own = _annotations(cluster).get(c.YUNIKORN_TASK_GROUPS_ANNOTATION)
-        return own or go_json(self.task_groups(cluster))
+    def task_groups_annotation(self, parent: Parent) -> str:
+        """The ``yunikorn.apache.org/task-groups`` value: the parent's own, else computed from its spec."""
+        own = _annotations(parent).get(c.YUNIKORN_TASK_GROUPS_ANNOTATION)
+        return own or go_json(self.task_groups(parent))
 
-    def decorate_pod(self, cluster: RayCluster, group: str, pod: Mapping[str, Any]) -> dict[str, Any]:
+    def decorate_pod(self, parent: Parent, group: str, pod: Mapping[str, Any]) -> dict[str, Any]:
         new, labels, annotations, spec = _copy_pod(pod)
-        _copy_label(cluster, c.YUNIKORN_APP_ID_LABEL, labels, c.YUNIKORN_POD_APPLICATION_ID_LABEL)
-        _copy_label(cluster, c.YUNIKORN_QUEUE_LABEL, labels, c.YUNIKORN_POD_QUEUE_LABEL)
+        _copy_label(parent, c.YUNIKORN_APP_ID_LABEL, labels, c.YUNIKORN_POD_APPLICATION_ID_LABEL)
+        _copy_label(parent, c.YUNIKORN_QUEUE_LABEL, labels, c.YUNIKORN_POD_QUEUE_LABEL)
         spec["schedulerName"] = self.scheduler_name
-        if self.gang_scheduling(cluster):
-            annotations[c.YUNIKORN_TASK_GROUPS_ANNOTATION] = self.task_groups_annotation(cluster)
+        if self.gang_scheduling(parent):
+            annotations[c.YUNIKORN_TASK_GROUPS_ANNOTATION] = self.task_groups_annotation(parent)
             if group:
                 annotations[c.YUNIKORN_TASK_GROUP_NAME_ANNOTATION] = group
         return _tidy(new)
@@ -364,7 +383,21 @@ def get(name: str) -> BatchScheduler | None:
     return PLUGINS[name]
 
 
-def decorate_pod(name: str, cluster: RayCluster, group: str, pod: dict[str, Any]) -> dict[str, Any]:
-    """``pod`` with the metadata of the batch scheduler ``name`` (unchanged when ``name`` is empty)."""
+def decorate_pod(name: str, parent: Parent, group: str, pod: dict[str, Any]) -> dict[str, Any]:
+    """``pod`` (a Pod or a Pod template) with the metadata of the batch scheduler ``name`` for ``parent`` (unchanged
+    when ``name`` is empty)."""
     plugin = get(name)
-    return pod if plugin is None else plugin.decorate_pod(cluster, group, pod)
+    return pod if plugin is None else plugin.decorate_pod(parent, group, pod)
+
+
+def decorate_metadata(name: str, parent: Parent, group: str, obj: Mapping[str, Any]) -> dict[str, Any]:
+    """KubeRay ``AddMetadataToChildResource`` on a child that is neither a Pod nor a Pod template (the RayCluster a
+    K8sJobMode RayJob creates): the plugin's labels and annotations only, since KubeRay sets ``schedulerName`` on
+    Pods and Pod templates alone. A new dict; ``obj`` itself when ``name`` is empty."""
+    plugin = get(name)
+    if plugin is None:
+        return dict(obj)
+    decorated = plugin.decorate_pod(parent, group, {"metadata": obj.get("metadata") or {}})
+    new = copy.deepcopy(dict(obj))
+    new["metadata"] = decorated["metadata"]
+    return new

@@ -16,11 +16,11 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
 from raykube.api import constants as c
+from raykube.builders import golang
 from raykube.builders.quantity import QuantityError, parse_quantity
 
 __all__ = [
@@ -63,30 +63,9 @@ def quantity_value(value: Fraction) -> int:
     return math.ceil(value) if value >= 0 else -math.ceil(-value)
 
 
-def _go_float(number: float) -> str:
-    """How Go's ``encoding/json`` writes a float64: shortest digits, exponent only below 1e-6 or from 1e21 on."""
-    if number == int(number) and abs(number) < 1e21:
-        return str(int(number))
-    magnitude = abs(number)
-    if magnitude < 1e-6 or magnitude >= 1e21:
-        text = repr(number)
-        return re.sub(r"e([+-])0(\d)\Z", r"e\g<1>\g<2>", text)
-    text = format(Decimal(repr(number)), "f")
-    return text.rstrip("0").rstrip(".") if "." in text else text
-
-
-def _go_string(text: str) -> str:
-    """Go's JSON string escaping: like Python's, plus ``<``, ``>``, ``&``, U+2028 and U+2029 as ``\\uXXXX``."""
-    encoded = json.dumps(text, ensure_ascii=False)
-    for char, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028")):
-        encoded = encoded.replace(char, escaped)
-    return encoded.replace("\u2029", "\\u2029")
-
-
 def go_json(resources: Mapping[str, float]) -> str:
     """``json.Marshal`` of a Go ``map[string]float64``: keys sorted, no spaces, Go's number format."""
-    items = (f"{_go_string(key)}:{_go_float(float(value))}" for key, value in sorted(resources.items()))
-    return "{" + ",".join(items) + "}"
+    return golang.json_marshal({key: float(value) for key, value in resources.items()})
 
 
 def _resources_param(resources: Mapping[str, float]) -> str:
@@ -228,6 +207,7 @@ def generate_ray_start_command(params: dict[str, str], *, head: bool, resources:
     return prefix + convert_param_map(params)
 
 
-def container_command(*, login_shell: bool) -> list[str]:
-    """``GetContainerCommand``: ``/bin/bash -c --``, with ``-cl`` when ENABLE_LOGIN_SHELL is true."""
-    return ["/bin/bash", "-cl" if login_shell else "-c", "--"]
+def container_command(*, login_shell: bool, options: str = "") -> list[str]:
+    """``GetContainerCommand``: ``/bin/bash -c<options> --``, with ``l`` appended when ENABLE_LOGIN_SHELL is true
+    (``-cl``; the RayJob submitter passes ``e``: ``-ce``, ``-cel``)."""
+    return ["/bin/bash", "-c" + options + ("l" if login_shell else ""), "--"]

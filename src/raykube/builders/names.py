@@ -2,11 +2,15 @@
 
 As KubeRay v1.6.1 makes them: ``CheckName``, ``CheckLabel``, ``PodName`` and ``GenerateHeadServiceName`` in
 ``ray-operator/controllers/ray/utils/util.go``, the name suffixes in ``utils/constant.go``, and the associations in
-``controllers/ray/common/association.go``.
+``controllers/ray/common/association.go``. Random suffixes (``GenerateRayJobId``, ``GenerateRayClusterName``, replica
+names) are k8s.io/apimachinery's ``rand.String(5)``, drawn from a source the caller passes, so tests are
+deterministic; the default is the operating system's.
 """
 
 from __future__ import annotations
 
+import random
+import secrets
 import string
 from collections.abc import Mapping
 from typing import Any
@@ -15,6 +19,16 @@ from raykube.api import constants as c
 
 _MAX_NAME = 50  # KubeRay utils.CheckName keeps the last 50 characters
 _MAX_LABEL = 63  # Kubernetes label values
+
+
+_SYSTEM_RANDOM = secrets.SystemRandom()
+
+
+def random_suffix(rng: random.Random | None = None) -> str:
+    """k8s.io/apimachinery ``rand.String(5)``: five characters of :data:`~raykube.api.constants.RANDOM_SUFFIX_ALPHABET`
+    (no vowels, so no words), from ``rng`` or the system's random source."""
+    source = rng if rng is not None else _SYSTEM_RANDOM
+    return "".join(source.choice(c.RANDOM_SUFFIX_ALPHABET) for _ in range(c.RANDOM_SUFFIX_LENGTH))
 
 
 def check_name(name: str) -> str:

@@ -83,10 +83,12 @@ from raykube.builders.probes import inject_probes
 from raykube.builders.quantity import QuantityError, canonical
 
 __all__ = [
+    "add_ray_token_volume",
     "cluster_spec_hash",
     "head_pod",
     "is_autoscaling_enabled",
     "ray_start_command",
+    "set_token_auth_env",
     "should_delete_pod",
     "worker_pod",
 ]
@@ -503,7 +505,7 @@ def _autoscaler_container(ctx: _Context, image: Any) -> dict[str, Any]:
         "resources": _resources(c.AUTOSCALER_DEFAULT_CPU, c.AUTOSCALER_DEFAULT_MEMORY),
     }
     if ctx.auth is not None:
-        _set_token_auth_env(ctx, container, ctx.auth)
+        set_token_auth_env(ctx.name, container, ctx.auth)
     options = ctx.spec.autoscaler_options
     if options is not None:
         _merge_autoscaler_overrides(container, options)
@@ -562,9 +564,10 @@ def _add_head_ft(ctx: _Context, ray: dict[str, Any], annotations: dict[str, str]
         _append_env(ray, _env_entry(c.REDIS_PASSWORD, password))
 
 
-def _set_token_auth_env(ctx: _Context, container: dict[str, Any], auth: AuthOptions) -> None:
-    """``SetContainerTokenAuthEnvVars``: RAY_AUTH_MODE=token, then the token from the auth Secret, or with K8s token
-    auth RAY_ENABLE_K8S_TOKEN_AUTH=true and the ``ray-token`` mount. Each only if absent."""
+def set_token_auth_env(cluster: str, container: dict[str, Any], auth: AuthOptions) -> None:
+    """``SetContainerTokenAuthEnvVars``: RAY_AUTH_MODE=token, then the token from the auth Secret (``secretName``, else
+    ``CheckName(cluster)``), or with K8s token auth RAY_ENABLE_K8S_TOKEN_AUTH=true and the ``ray-token`` mount. Each
+    only if absent. Also used for the RayJob submitter."""
     _append_env_if_absent(container, c.RAY_AUTH_MODE_ENV, c.AUTH_MODE_TOKEN)
     if auth.enable_k8s_token_auth is True:
         _append_env_if_absent(container, c.RAY_ENABLE_K8S_TOKEN_AUTH_ENV, "true")
@@ -573,23 +576,28 @@ def _set_token_auth_env(ctx: _Context, container: dict[str, Any], auth: AuthOpti
             mount = {"name": c.RAY_TOKEN_VOLUME_NAME, "mountPath": c.RAY_TOKEN_MOUNT_PATH, "readOnly": True}
             container["volumeMounts"] = [*mounts, mount]
         return
-    secret = auth.secret_name or names.check_name(ctx.name)
+    secret = auth.secret_name or names.check_name(cluster)
     if not _has_env(container, c.RAY_AUTH_TOKEN_ENV):
         selector = {"secretKeyRef": {"name": secret, "key": c.RAY_AUTH_TOKEN_SECRET_KEY}}
         _append_env(container, {"name": c.RAY_AUTH_TOKEN_ENV, "valueFrom": selector})
 
 
+def add_ray_token_volume(spec: dict[str, Any]) -> None:
+    """``AddRayTokenVolume``: the projected service-account token volume ``ray-token``, unless one has that name."""
+    volumes = spec.get("volumes") or []
+    if not any(volume.get("name") == c.RAY_TOKEN_VOLUME_NAME for volume in volumes):
+        projected = {"sources": [{"serviceAccountToken": {"path": "token"}}]}
+        spec["volumes"] = [*volumes, {"name": c.RAY_TOKEN_VOLUME_NAME, "projected": projected}]
+
+
 def _add_token_auth(ctx: _Context, spec: dict[str, Any], auth: AuthOptions) -> None:
     """``configureTokenAuth``: the Ray container, the token volume (K8s token auth) and ``wait-gcs-ready``."""
-    _set_token_auth_env(ctx, spec["containers"][c.RAY_CONTAINER_INDEX], auth)
+    set_token_auth_env(ctx.name, spec["containers"][c.RAY_CONTAINER_INDEX], auth)
     if auth.enable_k8s_token_auth is True:
-        volumes = spec.get("volumes") or []
-        if not any(volume.get("name") == c.RAY_TOKEN_VOLUME_NAME for volume in volumes):
-            projected = {"sources": [{"serviceAccountToken": {"path": "token"}}]}
-            spec["volumes"] = [*volumes, {"name": c.RAY_TOKEN_VOLUME_NAME, "projected": projected}]
+        add_ray_token_volume(spec)
     for init in spec.get("initContainers") or []:
         if init.get("name") == c.WAIT_GCS_READY_INIT_CONTAINER:
-            _set_token_auth_env(ctx, init, auth)
+            set_token_auth_env(ctx.name, init, auth)
 
 
 def _wait_gcs_ready(ctx: _Context, ray: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """The Services KubeRay creates for a RayCluster, as plain dicts ready to POST (``common/service.go``).
 
 * :func:`head_service` is ``BuildServiceForHeadPod`` as the RayCluster controller calls it (``reconcileHeadService``):
-  the head Service, default or merged with ``headGroupSpec.headService``.
+  the head Service, default or merged with ``headGroupSpec.headService``; :func:`service_for_head_pod` is
+  ``BuildServiceForHeadPod`` itself, which the RayJob (``raykube.builders.rayjob``) and RayService builders relabel.
 * :func:`head_service_selector` is the label set KubeRay lists Services by to decide whether the head Service exists
   (it never updates one that does) and to find it for ``status.endpoints`` and ``status.head``.
 * :func:`headless_worker_service` is ``BuildHeadlessServiceForRayCluster`` (multi-host groups only).
@@ -103,16 +104,16 @@ def head_service_selector(cluster: RayCluster) -> dict[str, str]:
     }
 
 
-def head_service_labels(cluster: RayCluster) -> dict[str, str]:
+def head_service_labels(cluster: RayCluster, *, template: bool = True) -> dict[str, str]:
     """Labels and selector of the head Service: KubeRay's ``HeadServiceLabels``, with ``app.kubernetes.io/name`` taken
-    from the head Pod template's labels when it sets one (``reconcileHeadService``)."""
+    from the head Pod template's labels when it sets one (``reconcileHeadService``; not with ``template=False``)."""
     labels = {
         **head_service_selector(cluster),
         c.K8S_APP_NAME_LABEL: c.APPLICATION_NAME,
         c.K8S_CREATED_BY_LABEL: c.COMPONENT_NAME,
     }
     template_labels = (_head_template(cluster).get("metadata") or {}).get("labels") or {}
-    if c.K8S_APP_NAME_LABEL in template_labels:
+    if template and c.K8S_APP_NAME_LABEL in template_labels:
         labels[c.K8S_APP_NAME_LABEL] = str(template_labels[c.K8S_APP_NAME_LABEL])
     return labels
 
@@ -125,7 +126,7 @@ def _head_ports(cluster: RayCluster) -> list[dict[str, Any]]:
 
 
 def head_service(cluster: RayCluster, options: BuildOptions) -> dict[str, Any]:
-    """The head Service KubeRay creates when none matches :func:`head_service_selector` (``BuildServiceForHeadPod``).
+    """The head Service KubeRay creates when none matches :func:`head_service_selector` (``reconcileHeadService``).
 
     Default: ``<cluster>-head-svc``, ports sorted by name, type ``headGroupSpec.serviceType``, annotations
     ``spec.headServiceAnnotations``. A ClusterIP (or untyped) Service is headless (``clusterIP: None``,
@@ -136,10 +137,28 @@ def head_service(cluster: RayCluster, options: BuildOptions) -> dict[str, Any]:
     its own, name defaulted, namespace forced to the cluster's and type defaulted to ``serviceType``. It is never made
     headless.
     """
+    template_labels = (_head_template(cluster).get("metadata") or {}).get("labels") or {}
+    labels = {key: str(template_labels[key]) for key in (c.K8S_APP_NAME_LABEL,) if key in template_labels}
+    return service_for_head_pod(
+        cluster, options, labels=labels, annotations=_spec(cluster).head_service_annotations or {}
+    )
+
+
+def service_for_head_pod(
+    cluster: RayCluster,
+    options: BuildOptions,
+    *,
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """KubeRay ``BuildServiceForHeadPod(cluster, labels, annotations)``, with a controller owner reference to the
+    cluster (KubeRay's ``createService`` adds it). The selector and labels are KubeRay's ``HeadServiceLabels``, each
+    value taken from ``labels`` where it has the key (other keys of ``labels`` are ignored). The RayJob and RayService
+    head Services start from this with no labels and no annotations."""
     cluster_spec = _spec(cluster)
     head = cluster_spec.head_group_spec
-    labels = head_service_labels(cluster)
-    annotations = dict(cluster_spec.head_service_annotations or {})
+    given = labels or {}
+    selector = {key: given.get(key, value) for key, value in head_service_labels(cluster, template=False).items()}
     default_name = names.head_service_name(_name(cluster), None)
     service_type = head.service_type or ""
     ports = _head_ports(cluster)
@@ -148,17 +167,17 @@ def head_service(cluster: RayCluster, options: BuildOptions) -> dict[str, Any]:
         return _custom_head_service(
             cluster,
             head.head_service,
-            labels=labels,
-            annotations=annotations,
+            labels=selector,
+            annotations=dict(annotations or {}),
             ports=ports,
             default_name=default_name,
             service_type=service_type,
         )
 
-    metadata = _metadata(cluster, default_name, labels)
+    metadata = _metadata(cluster, default_name, selector)
     if annotations:
-        metadata["annotations"] = annotations
-    spec: dict[str, Any] = {"selector": dict(labels), "ports": ports}
+        metadata["annotations"] = dict(annotations)
+    spec: dict[str, Any] = {"selector": dict(selector), "ports": ports}
     if service_type:
         spec["type"] = service_type
     if not options.head_cluster_ip_service and service_type in ("", c.SERVICE_TYPE_CLUSTER_IP):

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import secrets
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -40,7 +39,7 @@ from raykube.api import constants as c
 from raykube.api.raycluster import RayClusterSpec, WorkerGroupSpec
 from raykube.api.resources import RAYCLUSTERS, RayCluster
 from raykube.api.validation import FieldError, validate_raycluster
-from raykube.builders import batch, groups, pods, services, status
+from raykube.builders import batch, groups, names, pods, services, status
 from raykube.builders.options import BuildOptions
 from raykube.builders.patch import merge_patch
 from raykube.controllers.base import REQUEUE_SOON, Context, Deps, Registration, Result
@@ -156,13 +155,6 @@ class ReconcileError(Exception):
 
 class _NotYet(Exception):
     """Expectations not met yet: stop this pass quietly and look again soon."""
-
-
-_RAND_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # k8s.io/apimachinery util/rand.String's alphabet
-
-
-def _rand5() -> str:
-    return "".join(secrets.choice(_RAND_ALPHABET) for _ in range(5))
 
 
 def _free_indices(used: set[str | None], count: int) -> list[int]:
@@ -523,7 +515,7 @@ class RayClusterReconciler:
         missing = desired // hosts - len(replicas)
         used = {objects.labels(m[0]).get(c.RAY_WORKER_REPLICA_INDEX_LABEL) for m in replicas.values()}
         for replica_index in _free_indices(used, missing):
-            await self._create_replica(ctx, index, replica_index, f"{group.group_name}-{_rand5()}")
+            await self._create_replica(ctx, index, replica_index, f"{group.group_name}-{names.random_suffix()}")
         if missing < 0 and (self.options.random_pod_delete or not ctx.autoscaling):
             for replica in sorted(replicas)[:-missing]:
                 for pod in replicas[replica]:
