@@ -20,7 +20,10 @@ def test_rules_allow_exactly_what_they_list() -> None:
     assert not rbac.allows(rbac.OPERATOR_RULES, "update", "", "pods")
     assert not rbac.allows(rbac.OPERATOR_RULES, "create", "apps", "pods")
     assert rbac.allows(rbac.OPERATOR_RULES, "patch", "ray.io", "rayclusters/status")
-    assert not rbac.allows(rbac.OPERATOR_RULES, "update", "ray.io", "rayclusters")  # the spec is never replaced
+    # A RayCluster's spec is replaced only by a RayJob's DeleteWorkers rule (it suspends every worker group).
+    assert rbac.allows(rbac.OPERATOR_RULES, "update", "ray.io", "rayclusters")
+    assert rbac.allows(rbac.OPERATOR_RULES, "update", "ray.io", "rayjobs/status")
+    assert not rbac.allows(rbac.OPERATOR_RULES, "update", "ray.io", "rayjobs")  # the spec is never replaced
 
 
 def test_batch_scheduler_rules_come_only_with_their_scheduler() -> None:

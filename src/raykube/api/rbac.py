@@ -28,25 +28,34 @@ __all__ = [  # Rule and allows are re-exported: the rules here are made of them
     "role",
 ]
 
-# What the RayCluster controller calls (raykube.controllers.raycluster, raykube.runtime.manager/events).
+# What the RayCluster and RayJob controllers call (raykube.controllers.raycluster, .rayjob, .rayjob_cleanup;
+# raykube.runtime.manager, raykube.kube.events, raykube.runtime.dashboard).
 OPERATOR_RULES: tuple[Rule, ...] = (
     # patch and pods/resize are never called by the operator itself: Kubernetes lets it create the autoscaler's
     # Role (which grants them) only if it holds them (RBAC escalation prevention).
     Rule("", ("pods",), ("create", "delete", "deletecollection", "get", "list", "patch", "watch")),
     Rule("", ("pods/resize",), ("patch",)),
-    Rule("", ("services",), ("create", "get", "list", "watch")),
+    # update: a RayJob's head Service follows the cluster of its latest attempt.
+    Rule("", ("services",), ("create", "get", "list", "update", "watch")),
+    # --use-kubernetes-proxy: the Ray dashboard through the API server (GET job info, POST submit and stop).
+    Rule("", ("services/proxy",), ("create", "get")),
     Rule("", ("serviceaccounts",), ("create", "get", "list", "watch")),
     Rule("", ("secrets",), ("create", "get", "list", "watch")),
-    Rule("batch", ("jobs",), ("create", "get", "list", "watch")),
+    # delete: a RayJob's submitter Job between attempts and on suspend.
+    Rule("batch", ("jobs",), ("create", "delete", "get", "list", "watch")),
     Rule("networking.k8s.io", ("ingresses",), ("create", "get", "list", "update", "watch")),
     Rule("rbac.authorization.k8s.io", ("roles", "rolebindings"), ("create", "get", "list", "watch")),
     Rule("events.k8s.io", ("events",), ("create", "patch")),
     # patch: the GCS FT finalizer, and the autoscaler's Role grants get/patch on RayClusters (see above).
-    Rule(c.API_GROUP, ("rayclusters",), ("get", "list", "patch", "watch")),
+    # create/delete/update: a RayJob's cluster (created, deleted between attempts, worker groups suspended).
+    Rule(c.API_GROUP, ("rayclusters",), ("create", "delete", "get", "list", "patch", "update", "watch")),
     Rule(c.API_GROUP, ("rayclusters/status",), ("patch",)),
+    # patch: the RayJob finalizer; delete: DeleteSelf and DELETE_RAYJOB_CR_AFTER_JOB_FINISHES.
+    Rule(c.API_GROUP, ("rayjobs",), ("delete", "get", "list", "patch", "watch")),
+    Rule(c.API_GROUP, ("rayjobs/status",), ("update",)),
     # Setting blockOwnerDeletion on children needs update on the owner's finalizers where the
     # OwnerReferencesPermissionEnforcement admission plugin runs (OpenShift, for one).
-    Rule(c.API_GROUP, ("rayclusters/finalizers",), ("update",)),
+    Rule(c.API_GROUP, ("rayclusters/finalizers", "rayjobs/finalizers"), ("update",)),
 )
 
 # What the --batch-scheduler plugins add (raykube.builders.batch): their objects are created, watched (KubeRay ``Owns``)

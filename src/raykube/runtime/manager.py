@@ -34,6 +34,7 @@ from raykube.api.resources import RAYCLUSTERS, RAYJOBS
 from raykube.builders.options import BuildOptions
 from raykube.controllers.base import Deps, Key, Reconciler, Registration, Watch
 from raykube.controllers.raycluster import registration as raycluster_registration
+from raykube.controllers.rayjob import registration as rayjob_registration
 from raykube.kube.client import Kube
 from raykube.kube.errors import ApiError
 from raykube.kube.events import EventRecorder
@@ -74,8 +75,8 @@ class Controller:
 
 
 def default_registrations(options: BuildOptions) -> list[Registration]:
-    """The controllers the operator runs."""
-    return [raycluster_registration(options)]
+    """The controllers the operator runs (KubeRay's RayCronJob, behind its gate, and RayService come later)."""
+    return [raycluster_registration(options), rayjob_registration(options)]
 
 
 def _merge_watches(registrations: Sequence[Registration]) -> dict[Resource, Watch]:

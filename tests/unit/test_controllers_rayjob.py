@@ -1,0 +1,489 @@
+"""RayJob reconcile table tests on an in-memory API server and a scripted Ray dashboard.
+
+A RayJob is driven through KubeRay v1.6.1's deployment states one pass at a time; where KubeRay's RayCluster
+controller or the Job controller would act (the cluster becomes ready, the submitter Pod ends), the test sets that
+state on the fake API server itself. What needs a real API server and real Ray is in
+``tests/integration/test_rayjob.py``.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from raykube.api import constants as c
+from raykube.api.dashboard import DashboardError, JobInfo
+from raykube.api.resources import RAYCLUSTERS, RAYJOBS, RayCluster
+from raykube.builders import services
+from raykube.builders.options import BuildOptions
+from raykube.controllers.base import Deps, Result
+from raykube.controllers.rayjob import REQUEUE, RayJobError, RayJobReconciler
+from raykube.kube import objects, times
+from raykube.kube.fake import FakeKube
+from raykube.kube.resources import JOBS, PODS, SECRETS, SERVICES
+
+NS, NAME = "team", "pi"
+CLUSTER = f"{NAME}-abcde"
+JOB_ID = f"{NAME}-abcde"
+START = dt.datetime(2026, 12, 3, 12, 0, 0, tzinfo=dt.UTC)
+RESOURCES = (RAYJOBS, RAYCLUSTERS, SERVICES, JOBS, PODS, SECRETS)
+
+
+def _container(name: str) -> dict[str, Any]:
+    return {"name": name, "image": "rayproject/ray:2.52.0", "resources": {"limits": {"cpu": "1", "memory": "2Gi"}}}
+
+
+def rayjob(**spec: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayJob",
+        "metadata": {"name": NAME, "namespace": NS, "uid": "job-uid", "generation": 1},
+        "spec": {
+            "entrypoint": "python -c 'print(1)'",
+            "submissionMode": "K8sJobMode",  # the CRD's defaults, as the API server stores them
+            "backoffLimit": 0,
+            "ttlSecondsAfterFinished": 0,
+            "rayClusterSpec": {
+                "rayVersion": "2.52.0",
+                "headGroupSpec": {"rayStartParams": {}, "template": {"spec": {"containers": [_container("ray-head")]}}},
+                "workerGroupSpecs": [
+                    {
+                        "groupName": "workers",
+                        "replicas": 1,
+                        "minReplicas": 0,
+                        "maxReplicas": 2,
+                        "rayStartParams": {},
+                        "template": {"spec": {"containers": [_container("ray-worker")]}},
+                    }
+                ],
+            },
+        },
+    }
+    body["spec"].update(spec)
+    return {k: v for k, v in body.items() if v is not None}
+
+
+@dataclass
+class FakeDashboard:
+    jobs: dict[str, JobInfo] = field(default_factory=dict)
+    submitted: list[Mapping[str, Any]] = field(default_factory=list)
+    stopped: list[str] = field(default_factory=list)
+    error: DashboardError | None = None
+
+    async def get_job_info(self, job_id: str) -> JobInfo:
+        if self.error is not None:
+            raise self.error
+        if job_id not in self.jobs:
+            raise DashboardError(f"Job {job_id} does not exist on the cluster", status=404, not_found=True)
+        return self.jobs[job_id]
+
+    async def submit_job(self, request: Mapping[str, Any]) -> str:
+        self.submitted.append(dict(request))
+        job_id = str(request.get("submission_id"))
+        self.jobs[job_id] = JobInfo(status="PENDING", submission_id=job_id)
+        return job_id
+
+    async def stop_job(self, job_id: str) -> None:
+        self.stopped.append(job_id)
+
+
+@dataclass
+class FakeDashboards:
+    dashboard: FakeDashboard = field(default_factory=FakeDashboard)
+    urls: list[str] = field(default_factory=list)
+
+    async def for_cluster(self, cluster: Mapping[str, Any], dashboard_url: str) -> FakeDashboard:
+        self.urls.append(dashboard_url)
+        return self.dashboard
+
+
+@dataclass
+class World:
+    fake: FakeKube
+    now: dt.datetime = START
+    options: BuildOptions = field(default_factory=BuildOptions)
+    dashboards: FakeDashboards = field(default_factory=FakeDashboards)
+
+    @property
+    def reconciler(self) -> RayJobReconciler:
+        deps = Deps(self.fake.api, self.fake.cache, self.fake.recorder, self.options, lambda: self.now, self.dashboards)
+        return RayJobReconciler(deps, random=lambda: "abcde")
+
+    async def reconcile(self) -> Result:
+        return await self.reconciler.reconcile(NS, NAME)
+
+    async def until(self, state: str, passes: int = 10) -> None:
+        for _ in range(passes):
+            if self.state == state:
+                return
+            await self.reconcile()
+        assert self.state == state, f"still {self.state!r} after {passes} passes"
+
+    @property
+    def job(self) -> dict[str, Any]:
+        found = self.fake.stored(RAYJOBS, NS, NAME)
+        assert found is not None
+        return found
+
+    @property
+    def status(self) -> dict[str, Any]:
+        return dict(self.job.get("status") or {})
+
+    @property
+    def state(self) -> str:
+        return str(self.status.get("jobDeploymentStatus") or "")
+
+    @property
+    def cluster(self) -> dict[str, Any] | None:
+        return self.fake.stored(RAYCLUSTERS, NS, str(self.status.get("rayClusterName") or CLUSTER))
+
+    def edit(self, **spec: Any) -> None:
+        body = copy.deepcopy(self.job)
+        body["spec"].update(spec)
+        body["metadata"]["generation"] += 1
+        self.fake.add(body, RAYJOBS)
+
+    def cluster_ready(self) -> None:
+        """What KubeRay's RayCluster controller would have done: the head Service, and status ``ready``."""
+        cluster = self.cluster
+        assert cluster is not None, "no RayCluster yet"
+        model = RayCluster.model_validate(cluster)
+        self.fake.add(services.head_service(model, self.options), SERVICES)
+        self.fake.add({**cluster, "status": {"state": "ready", "readyWorkerReplicas": 1}}, RAYCLUSTERS)
+
+    def job_info(self, status: str, *, message: str = "", ended: bool = True) -> None:
+        end = int((self.now.timestamp()) * 1000) if ended else 0
+        self.dashboards.dashboard.jobs[str(self.status.get("jobId"))] = JobInfo(
+            status=status, message=message, start_time=int(START.timestamp() * 1000), end_time=end
+        )
+
+    def submitter_finished(self, *, failed: bool = False, reason: str = "BackoffLimitExceeded") -> None:
+        job = self.fake.stored(JOBS, NS, NAME)
+        assert job is not None, "no submitter Job yet"
+        kind = "Failed" if failed else "Complete"
+        cond = {"type": kind, "status": "True", "reason": reason if failed else "", "message": "m",
+                "lastTransitionTime": times.format_time(self.now)}  # fmt: skip
+        self.fake.add({**job, "status": {"conditions": [cond]}}, JOBS)
+
+    def reasons(self) -> list[str]:
+        return self.fake.reasons()
+
+
+def new_world(job: dict[str, Any] | None = None, **kwargs: Any) -> World:
+    return World(FakeKube([job or rayjob()], resources=RESOURCES), **kwargs)
+
+
+async def running_world(job: dict[str, Any] | None = None, **kwargs: Any) -> World:
+    """A RayJob whose cluster is ready and whose submitter Job exists: Running."""
+    world = new_world(job, **kwargs)
+    await world.until("Initializing")
+    await world.reconcile()  # creates the cluster
+    world.cluster_ready()
+    await world.until("Running")
+    return world
+
+
+# ---------------------------------------------------------------------------------------------------- New
+
+
+async def test_a_new_rayjob_gets_its_finalizer_ids_and_initializing_in_one_pass() -> None:
+    world = new_world()
+    assert await world.reconcile() == Result(REQUEUE)
+    assert [str(w) for w in world.fake.writes] == [f"patch rayjobs {NS}/{NAME}", f"update rayjobs/status {NS}/{NAME}"]
+    assert objects.finalizers(world.job) == [c.RAYJOB_FINALIZER]
+    status = world.status
+    assert (status["jobId"], status["rayClusterName"], status["jobDeploymentStatus"]) == (
+        JOB_ID,
+        CLUSTER,
+        "Initializing",
+    )
+    assert status["startTime"] == "2026-12-03T12:00:00Z"
+    assert (status["failed"], status["succeeded"]) == (0, 0)
+
+
+async def test_spec_job_id_is_the_submission_id() -> None:
+    world = new_world(rayjob(jobId="my-id"))
+    await world.reconcile()
+    assert world.status["jobId"] == "my-id"
+
+
+# ---------------------------------------------------------------------------------------------------- Initializing
+
+
+async def test_initializing_creates_the_cluster_and_waits_for_it_to_be_ready() -> None:
+    world = new_world()
+    await world.reconcile()
+    world.fake.writes.clear()
+    assert await world.reconcile() == Result(REQUEUE)
+    assert [str(w) for w in world.fake.writes] == [f"create rayclusters {NS}/{CLUSTER}"]
+    assert world.reasons() == [c.EVENT_CREATED_RAYCLUSTER]
+    cluster = world.cluster
+    assert cluster is not None
+    assert objects.labels(cluster)[c.RAY_ORIGINATED_FROM_CRD_LABEL] == "RayJob"
+    world.fake.writes.clear()
+    await world.reconcile()  # not ready: nothing changes, nothing is written
+    assert world.fake.writes == []
+    assert world.state == "Initializing"
+
+
+async def test_a_ready_cluster_gives_the_dashboard_url_the_submitter_job_and_running() -> None:
+    world = await running_world()
+    status = world.status
+    assert status["dashboardURL"] == f"{CLUSTER}-head-svc.{NS}.svc.cluster.local:8265"
+    job = world.fake.stored(JOBS, NS, NAME)
+    assert job is not None
+    assert c.EVENT_CREATED_RAYJOB_SUBMITTER in world.reasons()
+
+
+async def test_the_pre_running_deadline_fails_an_initializing_job() -> None:
+    world = new_world(rayjob(preRunningDeadlineSeconds=30))
+    await world.reconcile()
+    world.now = START + dt.timedelta(seconds=31)
+    await world.reconcile()
+    status = world.status
+    assert (status["jobDeploymentStatus"], status["reason"]) == ("Failed", "PreRunningDeadlineExceeded")
+    assert status["message"] == (
+        "The RayJob has passed the preRunningDeadlineSeconds. StartTime: 2026-12-03 12:00:00 +0000 UTC. "
+        "PreRunningDeadlineSeconds: 30"
+    )
+    assert status["failed"] == 1
+    assert status["endTime"] == "2026-12-03T12:00:31Z"
+
+
+async def test_interactive_mode_waits_for_the_users_job_id() -> None:
+    world = new_world(rayjob(submissionMode="InteractiveMode"))
+    await world.reconcile()
+    assert world.status.get("jobId", "") == ""
+    await world.reconcile()
+    world.cluster_ready()
+    await world.until("Waiting")
+    world.fake.writes.clear()
+    assert await world.reconcile() == Result(REQUEUE)
+    assert world.fake.writes == []  # waiting quietly
+    world.edit(jobId="from-kubectl-ray")
+    await world.reconcile()
+    assert (world.state, world.status["jobId"]) == ("Running", "from-kubectl-ray")
+    assert world.fake.stored(JOBS, NS, NAME) is None
+
+
+# ---------------------------------------------------------------------------------------------------- Running
+
+
+async def test_running_mirrors_the_ray_job_and_creates_the_rayjob_head_service() -> None:
+    world = await running_world()
+    world.job_info("RUNNING", ended=False)
+    await world.reconcile()
+    assert world.status["jobStatus"] == "RUNNING"
+    svc = world.fake.stored(SERVICES, NS, f"{NAME}-head-svc")
+    assert svc is not None
+    assert svc["spec"]["selector"][c.RAY_CLUSTER_LABEL] == CLUSTER
+
+
+async def test_a_succeeded_job_completes_once_the_submitter_has_finished() -> None:
+    world = await running_world()
+    world.job_info("SUCCEEDED")
+    await world.reconcile()
+    assert (world.state, world.status["jobStatus"]) == ("Running", "SUCCEEDED")  # the submitter is still following
+    world.submitter_finished()
+    await world.reconcile()
+    status = world.status
+    assert (status["jobDeploymentStatus"], status["succeeded"], status["failed"]) == ("Complete", 1, 0)
+    assert status["endTime"] == "2026-12-03T12:00:00Z"
+    assert status["rayJobInfo"]["startTime"] == "2026-12-03T12:00:00Z"
+
+
+async def test_a_failed_job_fails_with_app_failed() -> None:
+    world = await running_world()
+    world.job_info("FAILED", message="Job entrypoint command failed with exit code 1")
+    world.submitter_finished()
+    await world.reconcile()
+    status = world.status
+    assert (status["jobDeploymentStatus"], status["reason"], status["failed"]) == ("Failed", "AppFailed", 1)
+    assert status["message"] == "Job entrypoint command failed with exit code 1"
+
+
+async def test_a_failed_submitter_job_is_a_submission_failure() -> None:
+    world = await running_world()
+    world.submitter_finished(failed=True)
+    await world.reconcile()
+    status = world.status
+    assert (status["jobDeploymentStatus"], status["reason"]) == ("Failed", "SubmissionFailed")
+    assert status["message"] == "Job submission has failed. Reason: BackoffLimitExceeded. Message: m"
+
+
+async def test_a_submitter_that_finished_without_a_ray_job_is_app_failed() -> None:
+    world = await running_world()
+    world.submitter_finished()
+    await world.reconcile()
+    status = world.status
+    assert (status["jobDeploymentStatus"], status["reason"]) == ("Failed", "AppFailed")
+    assert status["message"] == "Submitter completed but Ray job not found in RayCluster."
+
+
+async def test_a_job_not_yet_submitted_is_an_error_requeue_in_k8s_job_mode() -> None:
+    world = await running_world()
+    with pytest.raises(RayJobError, match="does not exist on the cluster"):
+        await world.reconcile()
+
+
+async def test_http_mode_submits_through_the_dashboard_without_a_status_write() -> None:
+    world = await running_world(rayjob(submissionMode="HTTPMode", runtimeEnvYAML="pip: []"))
+    assert world.fake.stored(JOBS, NS, NAME) is None
+    world.fake.writes.clear()
+    assert await world.reconcile() == Result(REQUEUE)
+    [request] = world.dashboards.dashboard.submitted
+    assert (request["submission_id"], request["entrypoint"]) == (JOB_ID, "python -c 'print(1)'")
+    assert [w.verb for w in world.fake.writes if w.resource == "rayjobs/status"] == []
+    world.job_info("SUCCEEDED")
+    await world.reconcile()
+    assert world.state == "Complete"  # HTTPMode does not wait for a submitter
+
+
+async def test_the_active_deadline_fails_a_running_job_without_retrying_it() -> None:
+    world = await running_world(rayjob(activeDeadlineSeconds=60, backoffLimit=2))
+    world.now = START + dt.timedelta(seconds=61)
+    await world.reconcile()
+    status = world.status
+    assert (status["jobDeploymentStatus"], status["reason"], status["failed"]) == ("Failed", "DeadlineExceeded", 1)
+
+
+async def test_the_submitter_finished_timeout_forces_failed() -> None:
+    world = await running_world()
+    world.job_info("RUNNING", ended=False)
+    world.submitter_finished()
+    world.now += dt.timedelta(seconds=31)
+    await world.reconcile()
+    status = world.status
+    assert (status["jobStatus"], status["jobDeploymentStatus"]) == ("FAILED", "Failed")
+    assert status["reason"] == "JobDeploymentStatusTransitionGracePeriodExceeded"
+
+
+# ---------------------------------------------------------------------------------------------------- retries
+
+
+async def test_backoff_limit_retries_on_a_new_cluster_until_failed_counts_three() -> None:
+    world = await running_world(rayjob(backoffLimit=2))
+    clusters: list[str] = []
+    for attempt in range(3):
+        clusters.append(str(world.status["rayClusterName"]))
+        world.job_info("FAILED")
+        world.submitter_finished()
+        await world.reconcile()
+        if attempt < 2:
+            assert world.state == "Retrying"
+            await world.reconcile()  # deletes the cluster and the submitter Job
+            assert c.EVENT_DELETED_RAYCLUSTER in world.reasons()
+            world.fake.sync()
+            await world.until("Initializing")
+            await world.reconcile()
+            world.cluster_ready()
+            await world.until("Running")
+    status = world.status
+    assert (status["jobDeploymentStatus"], status["failed"]) == ("Failed", 3)
+    assert len(clusters) == 3  # one cluster per attempt (KubeRay's names are random; fixed here)
+
+
+# ---------------------------------------------------------------------------------------------------- suspend
+
+
+async def test_suspend_while_initializing_then_resume() -> None:
+    world = new_world(rayjob(suspend=True, shutdownAfterJobFinishes=True))
+    await world.reconcile()
+    await world.until("Suspended")
+    assert world.fake.all(RAYCLUSTERS) == []  # Kueue's contract: no cluster while suspended
+    assert await world.reconcile() == Result()
+    world.edit(suspend=False)
+    await world.reconcile()
+    assert world.state == ""
+    await world.reconcile()
+    assert world.state == "Initializing"
+
+
+async def test_suspend_while_running_deletes_the_cluster_and_the_submitter_first() -> None:
+    world = await running_world(rayjob(shutdownAfterJobFinishes=True))
+    world.edit(suspend=True)
+    await world.reconcile()
+    assert world.state == "Suspending"
+    await world.reconcile()
+    assert {c.EVENT_DELETED_RAYCLUSTER, c.EVENT_DELETED_RAYJOB_SUBMITTER} <= set(world.reasons())
+    await world.reconcile()
+    assert world.state == "Suspended"
+    assert world.status["rayClusterName"] == ""
+
+
+# ---------------------------------------------------------------------------------------------------- finished
+
+
+async def test_shutdown_after_finishing_deletes_the_cluster_after_the_ttl_and_keeps_the_submitter() -> None:
+    world = await running_world(rayjob(shutdownAfterJobFinishes=True, ttlSecondsAfterFinished=10))
+    world.job_info("SUCCEEDED")
+    world.submitter_finished()
+    await world.reconcile()
+    assert world.state == "Complete"
+    result = await world.reconcile()
+    assert result == Result(12.0)  # 10 s after endTime, plus KubeRay's 2 s
+    world.now += dt.timedelta(seconds=10)
+    await world.reconcile()
+    assert world.cluster is None
+    assert world.fake.stored(JOBS, NS, NAME) is not None
+
+
+async def test_deletion_rules_run_the_strongest_due_rule() -> None:
+    rules = [
+        {"policy": "DeleteWorkers", "condition": {"jobStatus": "SUCCEEDED", "ttlSeconds": 0}},
+        {"policy": "DeleteCluster", "condition": {"jobStatus": "SUCCEEDED", "ttlSeconds": 30}},
+    ]
+    world = await running_world(rayjob(deletionStrategy={"deletionRules": rules}))
+    world.job_info("SUCCEEDED")
+    world.submitter_finished()
+    await world.reconcile()
+    assert await world.reconcile() == Result(32.0)
+    cluster = world.cluster
+    assert cluster is not None
+    assert all(group.get("suspend") for group in cluster["spec"]["workerGroupSpecs"])
+    world.now += dt.timedelta(seconds=30)
+    await world.reconcile()
+    assert world.cluster is None
+
+
+async def test_cluster_selector_mode_runs_on_the_named_cluster_and_never_deletes_it() -> None:
+    job = rayjob(clusterSelector={"ray.io/cluster": "shared"}, rayClusterSpec=None, shutdownAfterJobFinishes=False)
+    world = new_world(job)
+    await world.reconcile()
+    assert world.status["rayClusterName"] == "shared"
+    with pytest.raises(RayJobError, match="is not found"):
+        await world.reconcile()
+    assert world.reasons() == [c.EVENT_RAYCLUSTER_NOT_FOUND]
+
+
+# ---------------------------------------------------------------------------------------------------- validation
+
+
+async def test_an_invalid_rayjob_is_validation_failed_for_good() -> None:
+    world = new_world(rayjob(suspend=True, shutdownAfterJobFinishes=False))
+    assert await world.reconcile() == Result()
+    status = world.status
+    assert (status["jobDeploymentStatus"], status["reason"]) == ("ValidationFailed", "ValidationFailed")
+    assert world.reasons() == [c.EVENT_INVALID_RAYJOB_SPEC]
+    assert world.fake.events[0].note.startswith(f"{NS}/{NAME}: The RayJob spec is invalid")
+    world.edit(suspend=False)
+    assert await world.reconcile() == Result(REQUEUE)  # KubeRay: nothing leaves ValidationFailed
+    assert world.state == "ValidationFailed"
+
+
+# ---------------------------------------------------------------------------------------------------- deletion
+
+
+async def test_deleting_a_running_rayjob_stops_the_ray_job_then_drops_the_finalizer() -> None:
+    world = await running_world()
+    world.job_info("RUNNING", ended=False)
+    await world.reconcile()
+    await world.fake.api.delete(RAYJOBS, NAME, NS)
+    assert await world.reconcile() == Result(REQUEUE)
+    assert world.dashboards.dashboard.stopped == [JOB_ID]
+    assert world.fake.stored(RAYJOBS, NS, NAME) is None  # the finalizer held it until now
