@@ -1,7 +1,8 @@
 """The process runtime on a real sandbox: Pods on process nodes run as real processes, as a kubelet runs them.
 
-One private sandbox with ``runtime="process"`` (two process nodes) for the whole module; every test has its own
-namespace. Skipped, with the reason, where the machine cannot host process nodes (not root, no namespaces).
+One private sandbox with ``runtime="process"`` (three process nodes, ``tests/integration/conftest.py``), shared with
+the other process-node tests; every test has its own namespace. Skipped, with the reason, where the machine cannot
+host process nodes (not root, no namespaces).
 """
 
 from __future__ import annotations
@@ -13,100 +14,30 @@ import json
 import os
 import re
 import signal
-import subprocess
 import uuid
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx2
-import pytest
 import yaml
-from lightkube import ApiError, AsyncClient, KubeConfig
+from lightkube import AsyncClient
 from lightkube.codecs import from_dict
 from lightkube.generic_resource import create_namespaced_resource
 from lightkube.resources.batch_v1 import Job
-from lightkube.resources.core_v1 import Event, Namespace, Pod, ServiceAccount
+from lightkube.resources.core_v1 import Event, Pod
 from lightkube.types import PatchType
 
-from raykube.api.crd import load_generated
-from raykube.api.rbac import LEADER_ELECTION_RULES, OPERATOR_RULES
 from raykube.builders.probes import inject_probes
-from raykube.kube.client import Kube
-from raykube.runtime.crds import install_crds
 from raykube.runtime.manager import Manager
-from raykube.sandbox import Binaries, NodePool, Ports, Sandbox, SandboxConfig
-from raykube.sandbox.kubelet import network
+from raykube.sandbox import Binaries
 from raykube.waiting import NotYet, wait_for
+from tests.integration.process import ProcessSandbox
 
 IMAGE = "rayproject/ray:2.52.0"
 EXAMPLES = Path(__file__).parents[2] / "examples"
 RAY_READY = 300.0  # generous: three Ray nodes start on two cores
 START = 240.0  # generous: the first Pod may install the Ray venv into the cache
-
-
-@dataclass(frozen=True)
-class ProcessSandbox:
-    sandbox: Sandbox
-    kubeconfig: Path
-    root: Path
-
-    def kubectl(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [str(Binaries.from_cache().kubectl), *args],
-            env={**os.environ, "KUBECONFIG": str(self.kubeconfig)},
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-
-
-@pytest.fixture(scope="module")
-async def proc(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[ProcessSandbox]:
-    problems = network.preflight()
-    if problems:
-        pytest.skip("this machine cannot run process nodes: " + "; ".join(problems))
-    root = tmp_path_factory.mktemp("raykube-process")
-    sandbox = Sandbox.named("proc", root)
-    # Three nodes that hold one Ray Pod of the seed (2Gi) each, as the chapter's cluster spreads on real nodes.
-    config = SandboxConfig(
-        name="proc", ports=Ports.free(), nodes=NodePool(count=3, cpu="2", memory="3Gi"), runtime="process"
-    )
-    result = await sandbox.up(config)
-    try:
-        yield ProcessSandbox(sandbox, result.kubeconfig, root)
-    finally:
-        await sandbox.down(keep_logs=True)
-
-
-@pytest.fixture(scope="module")
-async def pkube(proc: ProcessSandbox) -> AsyncIterator[AsyncClient]:
-    client = AsyncClient(KubeConfig.from_file(proc.kubeconfig), trust_env=False, field_manager="raykube-tests")
-    try:
-        yield client
-    finally:
-        await client.close()
-
-
-@pytest.fixture
-async def ns(pkube: AsyncClient, request: pytest.FixtureRequest) -> AsyncIterator[str]:
-    name = f"p-{re.sub(r'[^a-z0-9]+', '-', request.node.name.lower())[:40].strip('-')}-{uuid.uuid4().hex[:6]}"
-    await pkube.create(Namespace(metadata={"name": name}))  # type: ignore[arg-type]
-
-    async def account() -> bool | NotYet:
-        try:
-            await pkube.get(ServiceAccount, "default", namespace=name)
-        except ApiError:
-            return NotYet("no default ServiceAccount yet")
-        return True
-
-    await wait_for(account, 30, what=f"namespace {name}")
-    try:
-        yield name
-    finally:
-        await pkube.delete(Namespace, name)
 
 
 async def create(kube: AsyncClient, namespace: str, body: dict[str, Any]) -> None:
@@ -758,24 +689,6 @@ async def test_a_failing_jobs_pods_are_replaced_up_to_the_backoff_limit(
 
 # ------------------------------------------------------------------------------------------------- real Ray
 RAYCLUSTER = create_namespaced_resource("ray.io", "v1", "RayCluster", "rayclusters")
-
-
-@pytest.fixture
-async def operator(proc: ProcessSandbox, pkube: AsyncClient, ns: str) -> AsyncIterator[Manager]:
-    """raykube's operator, in-process with its RBAC rules enforced, watching only this test's namespace."""
-    installer = Kube.from_config(proc.kubeconfig)
-    try:
-        await install_crds(installer, load_generated())
-    finally:
-        await installer.close()
-    client = Kube.from_config(proc.kubeconfig, qps=200, burst=400, rules=OPERATOR_RULES + LEADER_ELECTION_RULES)
-    manager = Manager(client, namespaces=[ns], reconcile_concurrency=2)
-    await asyncio.wait_for(manager.start(), 60)
-    try:
-        yield manager
-    finally:
-        await manager.stop()
-        await client.close()
 
 
 def seed(namespace: str) -> list[dict[str, Any]]:

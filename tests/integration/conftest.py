@@ -1,0 +1,92 @@
+"""Fixtures of the tests on process nodes (real Ray): one process sandbox for the whole run, a namespace per test,
+and raykube's operator in-process with its RBAC rules enforced.
+
+The process sandbox starts the first time a test asks for it and stops at the end of the run; it is skipped, with
+the reason, where the machine cannot host process nodes (not root, no namespaces).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+from lightkube import ApiError, AsyncClient, KubeConfig
+from lightkube.resources.core_v1 import Namespace, ServiceAccount
+
+from raykube.api.crd import load_generated
+from raykube.api.rbac import LEADER_ELECTION_RULES, OPERATOR_RULES
+from raykube.kube.client import Kube
+from raykube.runtime.crds import install_crds
+from raykube.runtime.manager import Manager
+from raykube.sandbox import NodePool, Ports, Sandbox, SandboxConfig
+from raykube.sandbox.kubelet import network
+from raykube.waiting import NotYet, wait_for
+from tests.integration.process import ProcessSandbox
+
+
+@pytest.fixture(scope="session")
+async def proc(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[ProcessSandbox]:
+    problems = network.preflight()
+    if problems:
+        pytest.skip("this machine cannot run process nodes: " + "; ".join(problems))
+    root = tmp_path_factory.mktemp("raykube-process")
+    sandbox = Sandbox.named("proc", root)
+    # Three nodes that hold one Ray Pod of the seed (2Gi) each, as the chapter's cluster spreads on real nodes.
+    config = SandboxConfig(
+        name="proc", ports=Ports.free(), nodes=NodePool(count=3, cpu="2", memory="3Gi"), runtime="process"
+    )
+    result = await sandbox.up(config)
+    try:
+        yield ProcessSandbox(sandbox, result.kubeconfig, root)
+    finally:
+        await sandbox.down(keep_logs=True)
+
+
+@pytest.fixture(scope="session")
+async def pkube(proc: ProcessSandbox) -> AsyncIterator[AsyncClient]:
+    client = AsyncClient(KubeConfig.from_file(proc.kubeconfig), trust_env=False, field_manager="raykube-tests")
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
+@pytest.fixture
+async def ns(pkube: AsyncClient, request: pytest.FixtureRequest) -> AsyncIterator[str]:
+    name = f"p-{re.sub(r'[^a-z0-9]+', '-', request.node.name.lower())[:40].strip('-')}-{uuid.uuid4().hex[:6]}"
+    await pkube.create(Namespace(metadata={"name": name}))  # type: ignore[arg-type]
+
+    async def account() -> bool | NotYet:
+        try:
+            await pkube.get(ServiceAccount, "default", namespace=name)
+        except ApiError:
+            return NotYet("no default ServiceAccount yet")
+        return True
+
+    await wait_for(account, 30, what=f"namespace {name}")
+    try:
+        yield name
+    finally:
+        await pkube.delete(Namespace, name)
+
+
+@pytest.fixture
+async def operator(proc: ProcessSandbox, pkube: AsyncClient, ns: str) -> AsyncIterator[Manager]:
+    """raykube's operator, in-process with its RBAC rules enforced, watching only this test's namespace. It runs
+    outside the cluster, so it reaches Ray dashboards through the API server (``--use-kubernetes-proxy``)."""
+    installer = Kube.from_config(proc.kubeconfig)
+    try:
+        await install_crds(installer, load_generated())
+    finally:
+        await installer.close()
+    client = Kube.from_config(proc.kubeconfig, qps=200, burst=400, rules=OPERATOR_RULES + LEADER_ELECTION_RULES)
+    manager = Manager(client, namespaces=[ns], reconcile_concurrency=2, use_kubernetes_proxy=True)
+    await asyncio.wait_for(manager.start(), 60)
+    try:
+        yield manager
+    finally:
+        await manager.stop()
+        await client.close()

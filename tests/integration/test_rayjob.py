@@ -1,0 +1,112 @@
+"""RayJobs on process nodes with real Ray: raykube's RayJob controller from ``kubectl apply`` to ``SUCCEEDED``.
+
+The operator runs in the test process, outside the cluster, so it reaches each cluster's dashboard through the API
+server (``--use-kubernetes-proxy``), as KubeRay must when it runs outside a cluster. The submitter Pod runs KubeRay's
+``ray job submit`` command from the Ray venv on a process node.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from lightkube import AsyncClient
+from lightkube.codecs import from_dict
+from lightkube.generic_resource import create_namespaced_resource
+
+from raykube.runtime.manager import Manager
+from raykube.waiting import NotYet, wait_for
+from tests.integration.process import ProcessSandbox
+
+IMAGE = "rayproject/ray:2.52.0"
+DONE = 420.0  # generous: a Ray head and a job on two loaded cores
+RayJobRes = create_namespaced_resource("ray.io", "v1", "RayJob", "rayjobs")
+RayClusterRes = create_namespaced_resource("ray.io", "v1", "RayCluster", "rayclusters")
+
+
+def rayjob(name: str, entrypoint: str, **spec: Any) -> dict[str, Any]:
+    head = {
+        "name": "ray-head",
+        "image": IMAGE,
+        "resources": {"limits": {"cpu": "1", "memory": "2Gi"}, "requests": {"cpu": "1", "memory": "1Gi"}},
+    }
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayJob",
+        "metadata": {"name": name},
+        "spec": {
+            "entrypoint": entrypoint,
+            "rayClusterSpec": {
+                "rayVersion": "2.52.0",
+                "headGroupSpec": {"rayStartParams": {}, "template": {"spec": {"containers": [head]}}},
+            },
+            **spec,
+        },
+    }
+
+
+async def job_status(kube: AsyncClient, ns: str, name: str) -> dict[str, Any]:
+    obj = await kube.get(RayJobRes, name, namespace=ns)
+    return dict(obj.to_dict().get("status") or {})
+
+
+async def wait_job(
+    kube: AsyncClient, ns: str, name: str, states: tuple[str, ...], what: str, seconds: float = DONE
+) -> dict[str, Any]:
+    async def predicate() -> dict[str, Any] | NotYet:
+        status = await job_status(kube, ns, name)
+        summary = {k: status.get(k) for k in ("jobDeploymentStatus", "jobStatus", "reason", "message", "failed")}
+        return status if status.get("jobDeploymentStatus") in states else NotYet(json.dumps(summary))
+
+    found: dict[str, Any] = await wait_for(predicate, seconds, what=f"RayJob {ns}/{name} {what}")
+    return found
+
+
+async def test_a_rayjob_runs_to_succeeded_and_prints_kuberays_columns(
+    proc: ProcessSandbox, pkube: AsyncClient, ns: str, operator: Manager
+) -> None:
+    entry = "python -c \"import ray; ray.init(); print('resources', ray.cluster_resources()['CPU'])\""
+    await pkube.create(from_dict(rayjob("hello", entry)), namespace=ns)  # type: ignore[call-overload]
+    status = await wait_job(pkube, ns, "hello", ("Complete", "Failed"), "to finish")
+    assert (status["jobDeploymentStatus"], status["jobStatus"], status["succeeded"]) == ("Complete", "SUCCEEDED", 1)
+    assert status["jobId"].startswith("hello-") and status["rayClusterName"].startswith("hello-")
+    assert status["dashboardURL"] == f"{status['rayClusterName']}-head-svc.{ns}.svc.cluster.local:8265"
+    assert status["startTime"] and status["endTime"] and status["rayJobInfo"]["endTime"]
+
+    logs = proc.kubectl("logs", "-n", ns, "job/hello")
+    assert "resources 1.0" in logs.stdout, logs.stdout[-2000:] + logs.stderr
+    table = proc.kubectl("get", "rayjob", "-n", ns, "hello").stdout.split("\n")
+    assert table[0].split() == ["NAME", "JOB", "STATUS", "DEPLOYMENT", "STATUS", "RAY", "CLUSTER", "NAME", "START",
+                                "TIME", "END", "TIME", "AGE"]  # fmt: skip
+    assert table[1].split()[:3] == ["hello", "SUCCEEDED", "Complete"]
+
+    # The Ray job itself, as Ray's dashboard reports it through the head Service the RayJob made.
+    path = f"/api/v1/namespaces/{ns}/services/hello-head-svc:dashboard/proxy/api/jobs/{status['jobId']}"
+    raw = proc.kubectl("get", "--raw", path)
+    assert json.loads(raw.stdout)["status"] == "SUCCEEDED", raw.stderr
+
+
+async def test_a_failing_entrypoint_is_retried_on_new_clusters_then_app_failed(
+    proc: ProcessSandbox, pkube: AsyncClient, ns: str, operator: Manager
+) -> None:
+    body = rayjob("fails", "python -c 'import sys; sys.exit(3)'", backoffLimit=1, shutdownAfterJobFinishes=True)
+    await pkube.create(from_dict(body), namespace=ns)  # type: ignore[call-overload]
+    status = await wait_job(pkube, ns, "fails", ("Failed",), "to fail twice", seconds=2 * DONE)
+    assert (status["jobStatus"], status["reason"], status["failed"]) == ("FAILED", "AppFailed", 2)
+    assert "exit code 3" in status["message"]
+
+    async def clusters_gone() -> bool | NotYet:
+        left = [c.metadata.name async for c in pkube.list(RayClusterRes, namespace=ns)]  # type: ignore[union-attr]
+        return True if not left else NotYet(f"RayClusters left: {left}")
+
+    await wait_for(clusters_gone, 120, what="shutdownAfterJobFinishes to delete the last cluster")
+
+
+async def test_http_mode_submits_through_the_dashboard(
+    proc: ProcessSandbox, pkube: AsyncClient, ns: str, operator: Manager
+) -> None:
+    body = rayjob("http", "python -c 'print(6 * 7)'", submissionMode="HTTPMode")
+    await pkube.create(from_dict(body), namespace=ns)  # type: ignore[call-overload]
+    status = await wait_job(pkube, ns, "http", ("Complete", "Failed"), "to finish")
+    assert (status["jobDeploymentStatus"], status["jobStatus"]) == ("Complete", "SUCCEEDED")
+    assert proc.kubectl("get", "job", "-n", ns, "http").returncode != 0  # HTTPMode has no submitter Job
