@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
 NAMESPACE = "raykube-demo"
 CLUSTER = "raycluster-demo"
+RAYJOB = "rayjob-demo"
 OPERATOR_NAMESPACE = "kuberay-operator"
 OPERATOR_ACCOUNT = "kuberay-operator"
 OPERATOR_PROCESS = "raykube-operator"
@@ -139,7 +140,10 @@ async def install_operator(stage: Stage) -> None:
     )
     argv = [sys.executable, "-m", "raykube.cli.main", "operator", f"--kubeconfig={token_kubeconfig}",
             f"--leader-election-namespace={OPERATOR_NAMESPACE}", "--health-probe-bind-address=127.0.0.1:0",
-            "--enable-metrics", f"--metrics-addr=127.0.0.1:{Ports.free().etcd}"]  # fmt: skip
+            "--enable-metrics", f"--metrics-addr=127.0.0.1:{Ports.free().etcd}",
+            # Outside the cluster the operator cannot resolve <head-svc>.<ns>.svc: a RayJob's dashboard calls go
+            # through the API server, as KubeRay's own must when it runs outside a cluster.
+            "--use-kubernetes-proxy"]  # fmt: skip
     record = await stage.sandbox.start_extra(OPERATOR_PROCESS, argv, env=dict(os.environ))
     await wait_for_leader(stage)
     claim(f"the raykube operator runs locally as {account} (pid {record.pid}) and holds the leader Lease")
@@ -310,6 +314,33 @@ async def ray_itself(stage: Stage) -> None:
     claim(f"Ray's own view: {1 + WORKERS} nodes joined the head's GCS through {CLUSTER}-head-svc (cluster DNS)")
 
 
+async def rayjob_act(stage: Stage) -> None:
+    """On process nodes: a RayJob on the chapter's cluster, submitted by a Kubernetes Job, to SUCCEEDED."""
+    from raykube.api.resources import RAYJOBS  # noqa: PLC0415
+    from raykube.waiting import NotYet, wait_for  # noqa: PLC0415
+
+    chapter("4c. A RayJob on the chapter's cluster")
+    stage.kubectl("apply", "-f", str(EXAMPLES / "05-rayjob.yaml"))
+
+    async def finished() -> dict[str, Any] | NotYet:
+        job = await stage.kube.get(RAYJOBS, RAYJOB, NAMESPACE)
+        status = job.get("status") or {}
+        state = (status.get("jobDeploymentStatus"), status.get("jobStatus"))
+        return dict(status) if state[0] in ("Complete", "Failed") else NotYet(f"deployment/job status {state}")
+
+    status = await wait_for(finished, stage.ready_within, what=f"RayJob {RAYJOB} to finish")
+    stage.kubectl("-n", NAMESPACE, "get", "rayjob", RAYJOB)
+    if status.get("jobStatus") != "SUCCEEDED":
+        raise DemoFailed(f"RayJob {RAYJOB} ended {status.get('jobStatus')}: {status.get('message')}")
+    out.print(f"[bold]$ kubectl -n {NAMESPACE} logs job/{RAYJOB}[/bold]  [dim](the job's lines)[/dim]")
+    logs = stage.kubectl("-n", NAMESPACE, "logs", f"job/{RAYJOB}", show=False)
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", logs)  # ray's CLI colours its lines
+    shown = [line for line in plain.splitlines() if "Ray sees" in line or "succeeded" in line]
+    out.print(escape("\n".join(shown)), highlight=False)
+    claim(f"the Ray job {status.get('jobId')} SUCCEEDED on {CLUSTER}; its submitter Job followed its logs")
+    stage.kubectl("-n", NAMESPACE, "delete", "rayjob", RAYJOB)
+
+
 async def doctor_healthy(stage: Stage, title: str) -> None:
     chapter(title)
     code, _ = stage.doctor()
@@ -439,6 +470,7 @@ async def play(stage: Stage, *, keep: bool, name: str) -> None:
     await chapter_checks(stage)
     if stage.process:
         await ray_itself(stage)
+        await rayjob_act(stage)
     await doctor_healthy(stage, "5. raykube doctor on the healthy cluster")
     await break_and_fix(stage)
     await doctor_healthy(stage, "9. raykube doctor after the fix")
