@@ -74,7 +74,7 @@ async def ns(pkube: AsyncClient, request: pytest.FixtureRequest) -> AsyncIterato
 
 
 @pytest.fixture
-async def operator(proc: ProcessSandbox, pkube: AsyncClient, ns: str) -> AsyncIterator[Manager]:
+async def proc_operator(proc: ProcessSandbox, pkube: AsyncClient, ns: str) -> AsyncIterator[Manager]:
     """raykube's operator, in-process with its RBAC rules enforced, watching only this test's namespace. It runs
     outside the cluster, so it reaches Ray dashboards through the API server (``--use-kubernetes-proxy``)."""
     installer = Kube.from_config(proc.kubeconfig)

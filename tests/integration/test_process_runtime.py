@@ -746,7 +746,7 @@ def ray_nodes(status_output: str) -> int:
 
 
 async def test_the_seed_raycluster_runs_real_ray(
-    proc: ProcessSandbox, pkube: AsyncClient, ns: str, operator: Manager
+    proc: ProcessSandbox, pkube: AsyncClient, ns: str, proc_operator: Manager
 ) -> None:
     await apply_all(pkube, ns, seed(ns))
     status = await wait_cluster(pkube, ns, "raycluster-demo", lambda s: s.get("state") == "ready", "ready")
@@ -791,7 +791,7 @@ def submitter_script(address: str, submission_id: str, entrypoint: str) -> str:
 
 
 async def test_a_submitter_job_runs_a_ray_job_on_the_seed_raycluster(
-    proc: ProcessSandbox, pkube: AsyncClient, ns: str, operator: Manager
+    proc: ProcessSandbox, pkube: AsyncClient, ns: str, proc_operator: Manager
 ) -> None:
     await apply_all(pkube, ns, seed(ns))
     await wait_cluster(pkube, ns, "raycluster-demo", lambda s: s.get("state") == "ready", "ready")
@@ -841,7 +841,7 @@ def small_cluster(name: str, **worker: Any) -> dict[str, Any]:
     }
 
 
-async def test_a_missing_secret_in_env_from_stops_the_head(pkube: AsyncClient, ns: str, operator: Manager) -> None:
+async def test_a_missing_secret_in_env_from_stops_the_head(pkube: AsyncClient, ns: str, proc_operator: Manager) -> None:
     body = small_cluster("nosecret")
     body["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0]["envFrom"] = [
         {"secretRef": {"name": "minio-credentials"}}
@@ -869,7 +869,7 @@ async def test_a_missing_secret_in_env_from_stops_the_head(pkube: AsyncClient, n
 
 
 async def test_a_worker_with_a_wrong_gcs_address_never_joins(
-    proc: ProcessSandbox, pkube: AsyncClient, ns: str, operator: Manager
+    proc: ProcessSandbox, pkube: AsyncClient, ns: str, proc_operator: Manager
 ) -> None:
     wrong = f"wrongaddr-head-svc.{ns}.svc.cluster.local:6390"  # the head's name, but no GCS on that port
     body = small_cluster("wrongaddr", rayStartParams={"address": wrong})
@@ -927,7 +927,7 @@ async def head_pod_ready_history(pkube: AsyncClient, namespace: str, name: str) 
 
 
 async def test_a_hung_or_killed_raylet_restarts_the_head(
-    proc: ProcessSandbox, pkube: AsyncClient, ns: str, operator: Manager
+    proc: ProcessSandbox, pkube: AsyncClient, ns: str, proc_operator: Manager
 ) -> None:
     body = small_cluster("liveness", replicas=0)
     head_spec = body["spec"]["headGroupSpec"]["template"]["spec"]

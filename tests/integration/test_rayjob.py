@@ -63,7 +63,7 @@ async def wait_job(
 
 
 async def test_a_rayjob_runs_to_succeeded_and_prints_kuberays_columns(
-    proc: ProcessSandbox, pkube: AsyncClient, ns: str, operator: Manager
+    proc: ProcessSandbox, pkube: AsyncClient, ns: str, proc_operator: Manager
 ) -> None:
     entry = "python -c \"import ray; ray.init(); print('resources', ray.cluster_resources()['CPU'])\""
     await pkube.create(from_dict(rayjob("hello", entry)), namespace=ns)  # type: ignore[call-overload]
@@ -87,7 +87,7 @@ async def test_a_rayjob_runs_to_succeeded_and_prints_kuberays_columns(
 
 
 async def test_a_failing_entrypoint_is_retried_on_new_clusters_then_app_failed(
-    proc: ProcessSandbox, pkube: AsyncClient, ns: str, operator: Manager
+    proc: ProcessSandbox, pkube: AsyncClient, ns: str, proc_operator: Manager
 ) -> None:
     body = rayjob("fails", "python -c 'import sys; sys.exit(3)'", backoffLimit=1, shutdownAfterJobFinishes=True)
     await pkube.create(from_dict(body), namespace=ns)  # type: ignore[call-overload]
@@ -103,7 +103,7 @@ async def test_a_failing_entrypoint_is_retried_on_new_clusters_then_app_failed(
 
 
 async def test_http_mode_submits_through_the_dashboard(
-    proc: ProcessSandbox, pkube: AsyncClient, ns: str, operator: Manager
+    proc: ProcessSandbox, pkube: AsyncClient, ns: str, proc_operator: Manager
 ) -> None:
     body = rayjob("http", "python -c 'print(6 * 7)'", submissionMode="HTTPMode")
     await pkube.create(from_dict(body), namespace=ns)  # type: ignore[call-overload]
