@@ -424,15 +424,17 @@ async def play(options: Options) -> list[SuiteRun]:
         for suite in options.suites:
             runs.append(await run_suite(sandbox, build_info, suite, options))
     finally:
-        logs = options.reports / options.operator / "sandbox-logs"
-        shutil.rmtree(logs, ignore_errors=True)
-        with contextlib.suppress(OSError):
-            shutil.copytree(sandbox.layout.logs, logs)
         if options.keep:
             name = sandbox_name(options.operator)
             progress(f"left the sandbox and the operator running: `raykube sandbox env --name {name}`")
         else:
-            await sandbox.down(progress)
+            await sandbox.down(progress, keep_logs=True)  # the logs to the end, shutdown included, then nothing
+        logs = options.reports / options.operator / "sandbox-logs"
+        shutil.rmtree(logs, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            shutil.copytree(sandbox.layout.logs, logs)
+        if not options.keep:
+            shutil.rmtree(sandbox.layout.root, ignore_errors=True)
     return runs
 
 
