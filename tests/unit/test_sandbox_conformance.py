@@ -148,3 +148,5 @@ def test_update_document_replaces_only_the_suites_own_section() -> None:
     assert "<!-- conformance:begin raycluster@kuberay -->" in reference
     assert "### Suite `raycluster` against KubeRay's own operator (kuberay)" in reference
     assert "### Suite `raycluster` against raykube" in reference
+    reference_first = update_document(update_document(document, run(operator="kuberay")), run())
+    assert reference_first.index("begin raycluster -->") < reference_first.index("begin raycluster@kuberay")
