@@ -3,6 +3,7 @@
 #   make demo       the main job: the local Kubernetes, built the first time (about 6 minutes), then the demo
 #   make test       everything CI checks: lint, types, import layers, unit + integration + e2e tests
 #   make bench      speed and memory benchmarks (results appended under benchmarks/results/)
+#   make conformance  KubeRay v1.6.1's own e2e tests against raykube (SUITE=raycluster|rayjob|..., RUN=TestRegex)
 #   make demo-down  stop the demo's sandbox and remove its files
 
 SHELL := /bin/bash
@@ -15,10 +16,13 @@ UV_VERSION := 0.13.9
 UV := $(or $(shell command -v uv 2>/dev/null),$(CURDIR)/.tools/bin/uv)
 export UV_PYTHON := $(PYTHON)
 export UV_PYTHON_DOWNLOADS := never
-RUN := $(UV) run --no-sync
+UVRUN := $(UV) run --no-sync
 BENCH_CLUSTERS ?= 1000
+# make conformance: which suites (comma-separated, `raykube conformance --list`) and an optional -test.run regex.
+SUITE ?= raycluster
+RUN ?=
 
-.PHONY: crds manifests help demo demo-down test lint typecheck imports pytest unit sandbox-build bench lock clean
+.PHONY: crds manifests help demo demo-down test lint typecheck imports pytest unit sandbox-build bench conformance lock clean
 
 help:
 	@sed -n 's/^#   //p' $(MAKEFILE_LIST)
@@ -35,46 +39,51 @@ lock: | $(UV)
 	$(UV) lock
 
 sandbox-build: .venv/.synced
-	$(RUN) raykube sandbox build
+	$(UVRUN) raykube sandbox build
 
 demo: .venv/.synced
-	$(RUN) raykube demo
+	$(UVRUN) raykube demo
 
 demo-down: .venv/.synced
-	$(RUN) raykube sandbox down
+	$(UVRUN) raykube sandbox down
 
 lint: .venv/.synced
-	$(RUN) ruff check src tests benchmarks
-	$(RUN) ruff format --check src tests benchmarks
+	$(UVRUN) ruff check src tests benchmarks
+	$(UVRUN) ruff format --check src tests benchmarks
 
 crds: .venv/.synced
-	$(RUN) raykube crd generate
+	$(UVRUN) raykube crd generate
 
 # The operator's RBAC rule files (from raykube.api.rbac) and the plain manifests rendered from the Helm chart.
 manifests: sandbox-build
-	$(RUN) raykube rbac generate
-	$(RUN) python -c 'from raykube.cli.install import write_manifests; write_manifests()'
+	$(UVRUN) raykube rbac generate
+	$(UVRUN) python -c 'from raykube.cli.install import write_manifests; write_manifests()'
 
 typecheck: .venv/.synced
-	$(RUN) mypy
+	$(UVRUN) mypy
 
 imports: .venv/.synced
-	$(RUN) lint-imports
+	$(UVRUN) lint-imports
 
 unit: .venv/.synced
-	$(RUN) pytest -m unit
+	$(UVRUN) pytest -m unit
 
 pytest: sandbox-build
 	@mkdir -p .reports
-	$(RUN) pytest --junitxml=.reports/junit.xml
+	$(UVRUN) pytest --junitxml=.reports/junit.xml
 
 test: lint typecheck imports pytest
 
 bench: sandbox-build
-	$(RUN) python -m benchmarks.sandbox_startup
-	$(RUN) python -m benchmarks.doctor_all
-	$(RUN) python -m benchmarks.scale --clusters $(BENCH_CLUSTERS)
-	$(RUN) python -m benchmarks.process_cluster
+	$(UVRUN) python -m benchmarks.sandbox_startup
+	$(UVRUN) python -m benchmarks.doctor_all
+	$(UVRUN) python -m benchmarks.scale --clusters $(BENCH_CLUSTERS)
+	$(UVRUN) python -m benchmarks.process_cluster
+
+# Not part of `make test` (it takes about 20 minutes): builds KubeRay's e2e test binaries the first time (6 minutes),
+# runs them on a process sandbox against the raykube operator and updates docs/conformance.md (not with RUN=).
+conformance: sandbox-build
+	$(UVRUN) raykube conformance --suite '$(SUITE)' $(if $(RUN),--run '$(RUN)')
 
 clean:
 	rm -rf .venv .tools .mypy_cache .ruff_cache .pytest_cache .reports .import_linter_cache

@@ -588,6 +588,31 @@ async def test_a_deleted_pods_last_status_says_how_its_containers_ended(pkube: A
     await wait_for(gone, 30, what="the Pod to go once its finalizer is removed")
 
 
+async def test_a_pod_deleted_during_an_init_container_stops(pkube: AsyncClient, ns: str) -> None:
+    """The kubelet kills a running init container when its Pod is deleted; it does not wait for it to end (KubeRay's
+    wait-for-GCS init container loops until the head answers, so a worker deleted before that would never go)."""
+    body = pod("initwait", "sleep 3600", terminationGracePeriodSeconds=1)
+    body["spec"]["initContainers"] = [
+        {"name": "wait", "image": IMAGE, "command": ["bash", "-c", "until false; do sleep 1; done"]}
+    ]
+    await create(pkube, ns, body)
+    await wait_status(
+        pkube,
+        ns,
+        "initwait",
+        lambda s: "running" in container(s, "wait", init=True).get("state", {}),
+        "its init container to run",
+    )
+
+    await pkube.delete(Pod, "initwait", namespace=ns)
+
+    async def gone() -> bool | NotYet:
+        remaining = [p.metadata.name async for p in pkube.list(Pod, namespace=ns) if p.metadata]
+        return True if not remaining else NotYet(f"still there: {remaining}")
+
+    await wait_for(gone, 60, what="the Pod to be deleted")
+
+
 # ------------------------------------------------------------------------------------------------- Jobs
 # What KubeRay gives its submitter container by default.
 JOB_RESOURCES = {"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "500m", "memory": "200Mi"}}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from raykube import __version__
-from raykube.cli import crd, demo, doctor, install, operator, rbac, sandbox
+from raykube.cli import conformance, crd, demo, doctor, install, operator, rbac, sandbox
 
 app = typer.Typer(
     name="raykube",
@@ -21,6 +21,7 @@ app.command(name="install")(install.install)
 app.add_typer(rbac.app, name="rbac")
 app.command(name="demo")(demo.demo)
 app.command(name="doctor")(doctor.doctor)
+app.command(name="conformance")(conformance.conformance)
 
 
 @app.command()

@@ -327,7 +327,14 @@ class BuildResult:
     seconds: float
 
 
-def build_artifact(artifact: Artifact, go: GoToolchain, report: Report, root: Path | None = None) -> BuildResult:
+def build_artifact(
+    artifact: Artifact,
+    go: GoToolchain,
+    report: Report,
+    root: Path | None = None,
+    recipe: Callable[[GoRunner, Path, Path], None] | None = None,
+) -> BuildResult:
+    """Build ``artifact`` with ``recipe`` (default: the sandbox's own recipe for it) unless it is in the cache."""
     if is_built(artifact, root):
         return BuildResult(artifact, built=False, seconds=0.0)
     cache = root or versions.cache_root()
@@ -340,7 +347,7 @@ def build_artifact(artifact: Artifact, go: GoToolchain, report: Report, root: Pa
     log = cache / "logs" / f"build-{artifact.dirname}.log"
     report(f"building {artifact.name} v{artifact.version} (log: {log})")
     started = time.monotonic()
-    _RECIPES[artifact.name](GoRunner(go, log), work, partial)
+    (recipe or _RECIPES[artifact.name])(GoRunner(go, log), work, partial)
     for name in artifact.files:
         if not (partial / name).is_file():
             raise BuildError(f"the {artifact.name} build did not produce {name}", hint=f"see {log}")
@@ -349,7 +356,7 @@ def build_artifact(artifact: Artifact, go: GoToolchain, report: Report, root: Pa
         json.dumps(
             {
                 "version": artifact.version,
-                "recipe": versions.RECIPE_REVISION,
+                "recipe": artifact.recipe,
                 "go": go.version_string,
                 "seconds": round(seconds, 1),
                 "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

@@ -35,10 +35,11 @@ class Artifact:
     name: str
     version: str
     files: tuple[str, ...]
+    recipe: int = RECIPE_REVISION  # the optional artifacts below count their own recipe revisions
 
     @property
     def dirname(self) -> str:
-        return f"{self.name}-v{self.version}-r{RECIPE_REVISION}"
+        return f"{self.name}-v{self.version}-r{self.recipe}"
 
 
 KUBERNETES = Artifact(
@@ -61,6 +62,30 @@ KWOK = Artifact(
 HELM = Artifact("helm", HELM_VERSION, ("helm",))
 
 ARTIFACTS = (KUBERNETES, ETCD, KWOK, HELM)
+
+# Optional artifacts, never built by `raykube sandbox build`: KubeRay's own black-box e2e tests (one `go test -c`
+# binary per package of the ray-operator module's test/ folder) for `raykube conformance`, and KubeRay's operator, to
+# run side by side with raykube. Their recipes live in sandbox/conformance.py and count revisions of their own.
+CONFORMANCE_RECIPE_REVISION = 1
+KUBERAY_E2E_PACKAGES = (
+    "e2e",
+    "e2erayjob",
+    "e2erayservice",
+    "e2eautoscaler",
+    "e2eraycronjob",
+    "e2erayjobsubmitter",
+    "e2eupgrade",
+    "e2eincrementalupgrade",
+    "sampleyaml",
+)
+KUBERAY_E2E = Artifact(
+    "kuberay-e2e",
+    KUBERAY_VERSION,
+    (*(f"{package}.test" for package in KUBERAY_E2E_PACKAGES), "module.json"),
+    recipe=CONFORMANCE_RECIPE_REVISION,
+)
+KUBERAY_OPERATOR = Artifact("kuberay-operator", KUBERAY_VERSION, ("ray-operator",), recipe=CONFORMANCE_RECIPE_REVISION)
+OPTIONAL_ARTIFACTS = (KUBERAY_E2E, KUBERAY_OPERATOR)
 
 
 def cache_root() -> Path:

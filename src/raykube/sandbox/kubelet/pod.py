@@ -89,6 +89,12 @@ class Node:
     host_ip: str = "127.0.0.1"
 
 
+def _consume(task: asyncio.Task[Any]) -> None:
+    """Retrieve a finished background task's outcome, so that asyncio does not report it as never retrieved."""
+    if not task.cancelled():
+        task.exception()
+
+
 class Terminating(Exception):
     """The Pod is being deleted (or the runtime stops): stop what you are doing."""
 
@@ -465,7 +471,7 @@ class PodWorker:
                     await self._wait_change()
                 continue
             while True:
-                code = await self._run_once(c)
+                code = await self._run_once_unless_terminating(c)
                 if code == 0:
                     break
                 if policy == "Never":
@@ -505,6 +511,22 @@ class PodWorker:
                     break
         finally:
             done_waiter.cancel()
+
+    async def _run_once_unless_terminating(self, c: Container) -> int:
+        """Run init container ``c`` once, but raise Terminating as soon as the Pod terminates: the kubelet kills a
+        running init container when its Pod is deleted (here ``_shutdown`` does, as for the main containers, whose run
+        also goes on until then) rather than waiting for it to end by itself, which a loop waiting for a dead head's
+        GCS never does."""
+        run = asyncio.create_task(self._run_once(c), name=f"init container {c.name}")
+        stop = asyncio.create_task(self.terminating.wait())
+        try:
+            await asyncio.wait({run, stop}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop.cancel()
+        if run.done():
+            return run.result()
+        run.add_done_callback(_consume)  # ends once _shutdown has stopped the container
+        raise Terminating
 
     async def _wait_change(self) -> None:
         self.changed.clear()

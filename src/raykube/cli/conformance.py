@@ -1,0 +1,540 @@
+"""``raykube conformance``: KubeRay v1.6.1's own black-box e2e tests, run against raykube (``make conformance``).
+
+KubeRay's e2e packages (``test/e2e``, ``test/e2erayjob``, ...) are Go tests that talk to a cluster through
+KUBECONFIG (API calls, ``kubectl``, exec into Pods) and expect an operator to be running already. This command:
+
+1. builds them, once, from the Go module proxy (``raykube.sandbox.conformance``: one ``go test -c`` binary per
+   package, plus KubeRay's own operator binary for side-by-side runs) into ``~/.cache/raykube/bin/``;
+2. starts a process sandbox named ``conformance`` (real Ray in the Pods; one tainted kwok node for the operator's
+   Deployment), installs raykube's CRDs and its chart as ``raykube install`` does, and runs the raykube operator as a
+   local process authenticated as the chart's ServiceAccount, with the feature gates KubeRay's e2e CI enables
+   (``config/overlays/test-overrides``) and ``--use-kubernetes-proxy`` (the operator runs on the host, where cluster
+   DNS names do not resolve: its calls to Ray's dashboard go through the API server's proxy);
+3. runs each selected suite's binary with ``-test.v`` (in its package's source directory, as ``go test`` does, with
+   the sandbox's kubectl first on PATH and ``KUBERAY_TEST_*`` passed through), reads the results as they come, prints
+   a table and updates the suite's section of ``docs/conformance.md``;
+4. stops the operator and the sandbox (``--keep`` leaves both running). Everything a run wrote, the full test output,
+   the tests' own Pod logs and events (``KUBERAY_TEST_OUTPUT_DIR``) and the sandbox's and operator's logs, is under
+   ``.reports/conformance/``.
+
+The test processes' own traffic goes to the API server on 127.0.0.1 only: ``kubectl exec``/``port-forward`` of the
+tests go through it to the sandbox's kubelet, which enters the Pods' network namespaces.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from raykube.cli.output import err, fail, out, progress, success
+from raykube.sandbox import versions
+from raykube.sandbox.conformance import DEFAULT_SUITE, SUITES, Suite, SuiteRun, table_rows, update_document
+from raykube.sandbox.errors import SandboxError
+from raykube.sandbox.gotest import FAIL, NO_RESULT, PASS, GoTestOutput
+
+if TYPE_CHECKING:
+    from raykube.kube.client import Kube
+    from raykube.sandbox.cluster import Sandbox
+    from raykube.sandbox.conformance import E2EBuild
+
+SANDBOX_NAME = "conformance"
+OPERATOR_NAMESPACE = "kuberay-operator"
+OPERATOR_ACCOUNT = "kuberay-operator"
+OPERATORS = ("raykube", "kuberay")  # what the tests run against: raykube, or KubeRay's own build (the reference)
+# KubeRay's e2e CI deploys its operator with these gates (ray-operator/config/overlays/test-overrides).
+E2E_FEATURE_GATES = (
+    "RayClusterStatusConditions=true,RayJobDeletionPolicy=true,RayMultiHostIndexing=true,RayCronJob=true,"
+    "RayServiceIncrementalUpgrade=true"
+)
+TEST_ENV = (
+    "KUBERAY_TEST_RAY_IMAGE",
+    "KUBERAY_TEST_RAY_VERSION",
+    "KUBERAY_TEST_TIMEOUT_SHORT",
+    "KUBERAY_TEST_TIMEOUT_MEDIUM",
+    "KUBERAY_TEST_TIMEOUT_LONG",
+)
+_SYMBOL = {PASS: "[green]✓[/green]", FAIL: "[red]✗[/red]", NO_RESULT: "[red]✗[/red]"}
+
+
+def repository_root() -> Path:
+    return Path(__file__).resolve().parents[3]
+
+
+@dataclass(frozen=True)
+class Options:
+    operator: str  # one of OPERATORS
+    suites: tuple[Suite, ...]
+    run: str | None
+    timeout: str
+    reports: Path
+    doc: Path | None
+    keep: bool
+    verbose: bool
+    nodes: int
+    node_cpu: str
+    node_memory: str
+
+
+# --------------------------------------------------------------------------------------------------- build
+def build(report: bool = True) -> None:
+    from raykube.cli.sandbox import ensure_built  # noqa: PLC0415 - loads the sandbox only for this command
+    from raykube.sandbox.build import is_built  # noqa: PLC0415
+    from raykube.sandbox.conformance import build_optional  # noqa: PLC0415
+
+    ensure_built()
+    missing = [a for a in versions.OPTIONAL_ARTIFACTS if not is_built(a)]
+    if not missing:
+        if report:
+            progress(
+                f"KubeRay v{versions.KUBERAY_VERSION}'s e2e tests and operator are built "
+                f"({versions.artifact_dir(versions.KUBERAY_E2E)}); nothing to do"
+            )
+        return
+    progress(
+        f"building KubeRay v{versions.KUBERAY_VERSION}'s e2e tests and operator from the Go module proxy "
+        "(about 6 minutes the first time)"
+    )
+    try:
+        results = build_optional(progress)
+    except SandboxError as exc:
+        fail(str(exc))
+    built = ", ".join(r.artifact.name for r in results if r.built)
+    success(f"built {built} into {versions.cache_root() / 'bin'}")
+
+
+# --------------------------------------------------------------------------------------------------- the cluster
+async def start_cluster(options: Options) -> Sandbox:
+    """The process sandbox with raykube's CRDs, its chart and its operator running (reused if already up)."""
+    from raykube.sandbox.cluster import Sandbox  # noqa: PLC0415
+    from raykube.sandbox.components import NodePool, SandboxConfig  # noqa: PLC0415
+    from raykube.sandbox.kubelet.network import preflight  # noqa: PLC0415
+    from raykube.sandbox.ports import Ports  # noqa: PLC0415
+
+    problems = preflight()
+    if problems:
+        fail("KubeRay's e2e tests need real Ray in the Pods (process nodes), which this machine cannot run: "
+             + "; ".join(problems))  # fmt: skip
+    name = sandbox_name(options.operator)
+    sandbox = Sandbox.named(name)
+    config = SandboxConfig(
+        name=name,
+        ports=Ports.free(),
+        nodes=NodePool(count=options.nodes, cpu=options.node_cpu, memory=options.node_memory),
+        runtime="process",
+        kwok_nodes=1,  # where the chart's operator Deployment goes: the operator itself runs as a local process
+    )
+    result = await sandbox.up(config, progress)
+    if result.already_running:
+        progress(f"reusing the running sandbox {name!r} (API server {result.config.server})")
+    else:
+        success(f"sandbox {name!r} is up in {result.seconds:.1f}s ({options.nodes} process nodes)")
+    if options.operator == "kuberay":
+        await start_kuberay(sandbox, result.kubeconfig)
+    else:
+        await start_raykube(sandbox, result.kubeconfig)
+    return sandbox
+
+
+def sandbox_name(operator: str) -> str:
+    """One sandbox per operator: their CRDs differ (raykube's own, or KubeRay's), so a kept one is not mixed up."""
+    return SANDBOX_NAME if operator == "raykube" else f"{SANDBOX_NAME}-{operator}"
+
+
+def operator_process(operator: str) -> str:
+    return f"{operator}-operator"
+
+
+async def start_raykube(sandbox: Sandbox, kubeconfig: Path) -> None:
+    from raykube.cli.install import FIELD_MANAGER, install_operator  # noqa: PLC0415
+    from raykube.kube.client import Kube  # noqa: PLC0415
+    from raykube.sandbox.components import KWOK_TAINT  # noqa: PLC0415
+    from raykube.sandbox.ports import Ports  # noqa: PLC0415
+
+    client = Kube.from_config(kubeconfig, user_agent=FIELD_MANAGER, field_manager=FIELD_MANAGER)
+    placement = {"nodeSelector": {"type": "kwok"}, "tolerations": [{**KWOK_TAINT, "operator": "Equal"}]}
+    try:
+        await install_operator(client, OPERATOR_NAMESPACE, available_within=120, pod_spec=placement)
+        account_kubeconfig = await sandbox.service_account_kubeconfig(
+            OPERATOR_NAMESPACE, OPERATOR_ACCOUNT, sandbox.layout.root / "kubeconfigs" / "conformance-operator.yaml"
+        )
+        argv = [
+            sys.executable,
+            "-m",
+            "raykube.cli.main",
+            "operator",
+            f"--kubeconfig={account_kubeconfig}",
+            f"--leader-election-namespace={OPERATOR_NAMESPACE}",
+            "--health-probe-bind-address=127.0.0.1:0",
+            "--enable-metrics",
+            f"--metrics-addr=127.0.0.1:{Ports.free().etcd}",
+            f"--feature-gates={E2E_FEATURE_GATES}",
+            "--use-kubernetes-proxy",
+        ]
+        record = await sandbox.start_extra(operator_process("raykube"), argv, env=dict(os.environ))
+        await wait_for_leader(sandbox, client, "raykube")
+    finally:
+        await client.close()
+    success(
+        f"raykube's operator runs as system:serviceaccount:{OPERATOR_NAMESPACE}:{OPERATOR_ACCOUNT} "
+        f"(pid {record.pid}; log {sandbox.layout.log(operator_process('raykube'))})"
+    )
+
+
+async def start_kuberay(sandbox: Sandbox, kubeconfig: Path) -> None:
+    """KubeRay's own operator (the binary built with the tests) with KubeRay's CRDs, as the cluster's admin: the
+    reference the same tests are measured against on the same sandbox."""
+    import yaml  # noqa: PLC0415
+
+    from raykube.cli.install import FIELD_MANAGER  # noqa: PLC0415
+    from raykube.kube.client import Kube  # noqa: PLC0415
+    from raykube.kube.errors import ApiError  # noqa: PLC0415
+    from raykube.kube.resources import NAMESPACES  # noqa: PLC0415
+    from raykube.runtime.crds import install_crds  # noqa: PLC0415
+    from raykube.sandbox.ports import Ports  # noqa: PLC0415
+    from raykube.sandbox.reference import kuberay_reference  # noqa: PLC0415
+
+    crds = {
+        str(doc["metadata"]["name"]): doc
+        for path in sorted((kuberay_reference(progress) / "crd").glob("*.yaml"))
+        for doc in yaml.safe_load_all(path.read_text())
+        if doc
+    }
+    client = Kube.from_config(kubeconfig, user_agent=FIELD_MANAGER, field_manager=FIELD_MANAGER)
+    try:
+        await install_crds(client, crds)
+        try:
+            namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": OPERATOR_NAMESPACE}}
+            await client.create(NAMESPACES, namespace)
+        except ApiError as exc:
+            if not exc.already_exists:
+                raise
+        ports = Ports.free()
+        argv = [
+            str(versions.binary(versions.KUBERAY_OPERATOR)),
+            f"--kubeconfig={kubeconfig}",
+            f"--leader-election-namespace={OPERATOR_NAMESPACE}",
+            f"--health-probe-bind-address=127.0.0.1:{ports.etcd}",
+            f"--metrics-addr=127.0.0.1:{ports.etcd_peer}",
+            f"--feature-gates={E2E_FEATURE_GATES}",
+            "--use-kubernetes-proxy",
+        ]
+        record = await sandbox.start_extra(operator_process("kuberay"), argv, env=dict(os.environ))
+        await wait_for_leader(sandbox, client, "kuberay")
+    finally:
+        await client.close()
+    success(
+        f"KubeRay v{versions.KUBERAY_VERSION}'s operator runs as the cluster's admin "
+        f"(pid {record.pid}; log {sandbox.layout.log(operator_process('kuberay'))})"
+    )
+
+
+async def wait_for_leader(sandbox: Sandbox, client: Kube, operator: str) -> None:
+    from raykube.kube.errors import ApiError  # noqa: PLC0415
+    from raykube.kube.resources import LEASES  # noqa: PLC0415
+    from raykube.waiting import NotYet, wait_for  # noqa: PLC0415
+
+    process = operator_process(operator)
+
+    async def leader() -> str | NotYet:
+        if sandbox.running_extra(process) is None:
+            raise SandboxError(f"the {operator} operator exited; see {sandbox.layout.log(process)}")
+        try:
+            lease = await client.get(LEASES, "ray-operator-leader", OPERATOR_NAMESPACE)
+        except ApiError:
+            return NotYet("no leader Lease yet")
+        return str((lease.get("spec") or {}).get("holderIdentity") or "") or NotYet("the Lease has no holder")
+
+    await wait_for(leader, 60, what=f"the {operator} operator to hold the leader Lease")
+
+
+# --------------------------------------------------------------------------------------------------- a suite
+def binary_env(sandbox: Sandbox, output_dir: Path) -> dict[str, str]:
+    from raykube.sandbox.components import Binaries  # noqa: PLC0415
+
+    return {
+        **os.environ,
+        "KUBECONFIG": str(sandbox.layout.kubeconfig),
+        "PATH": f"{Binaries.from_cache().path_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+        "KUBERAY_TEST_OUTPUT_DIR": str(output_dir),
+    }
+
+
+def effective_env(build: E2EBuild) -> dict[str, str]:
+    """``KUBERAY_TEST_*`` as the tests see them: the environment's, else upstream's defaults."""
+    from raykube.sandbox.conformance import upstream_defaults  # noqa: PLC0415
+
+    defaults = upstream_defaults(build.module_dir)
+    values = {
+        "KUBERAY_TEST_RAY_IMAGE": defaults.ray_image,
+        "KUBERAY_TEST_RAY_VERSION": defaults.ray_version,
+        **defaults.timeouts,
+    }
+    return {name: os.environ.get(name, values.get(name, "")) for name in TEST_ENV}
+
+
+def binary_args(suite: Suite, run: str | None, timeout: str) -> list[str]:
+    args = ["-test.v", "-test.count=1", f"-test.timeout={timeout}"]
+    if run:
+        args.append(f"-test.run={run}")
+    if skip := suite.skip_pattern():
+        args.append(f"-test.skip={skip}")
+    return args
+
+
+async def run_suite(sandbox: Sandbox, build: E2EBuild, suite: Suite, options: Options) -> SuiteRun:
+    """Run one suite's test binary to the end; report each result as it comes; return them all."""
+    reports = options.reports / options.operator / suite.name
+    shutil.rmtree(reports, ignore_errors=True)
+    (reports / "output").mkdir(parents=True)
+    log_path = options.reports / options.operator / f"{suite.name}.log"
+    args = binary_args(suite, options.run, options.timeout)
+    progress(
+        f"suite {suite.name} against {options.operator}: {suite.package}.test {' '.join(args)} (output: {log_path})"
+    )
+    parser = GoTestOutput(suite.package)
+    started, started_at = time.monotonic(), datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    proc = await asyncio.create_subprocess_exec(
+        str(build.binary(suite.package)),
+        *args,
+        cwd=build.package_dir(suite.package),
+        env=binary_env(sandbox, reports / "output"),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    if proc.stdout is None:  # cannot be: stdout is a pipe
+        raise RuntimeError("the test binary has no stdout pipe")
+    try:
+        with log_path.open("w") as log:
+            async for raw in proc.stdout:
+                line = raw.decode(errors="replace")
+                log.write(line)
+                log.flush()
+                show(parser, line.rstrip("\n"), verbose=options.verbose)
+        code = await proc.wait()
+    finally:
+        if proc.returncode is None:  # interrupted: end the test binary we started (by its PID), then reap it
+            with contextlib.suppress(ProcessLookupError):
+                proc.terminate()
+            await proc.wait()
+    return SuiteRun(
+        suite=suite,
+        operator=options.operator,
+        run=options.run,
+        tests=parser.finish(),
+        env=effective_env(build),
+        versions=versions_used(options.operator),
+        seconds=time.monotonic() - started,
+        exit_code=code,
+        started_at=started_at,
+    )
+
+
+def show(parser: GoTestOutput, line: str, *, verbose: bool) -> None:
+    if verbose:
+        out.print(escape(line), highlight=False)
+    if line.startswith("=== RUN") and "/" not in line:
+        err.print(f"[dim]▶ {escape(line.split(maxsplit=2)[-1])}[/dim]")
+    finished = parser.feed(line)
+    if finished is not None:
+        mark = _SYMBOL.get(finished.result, "[yellow]-[/yellow]")
+        reason = f": {finished.reason}" if finished.reason else ""
+        err.print(f"{mark} {finished.result} {escape(finished.name)} ({finished.seconds:.1f}s){escape(reason)}")
+
+
+def versions_used(operator: str) -> dict[str, str]:
+    tested = (
+        {"raykube": raykube_revision()}
+        if operator == "raykube"
+        else {"KubeRay's operator": f"v{versions.KUBERAY_VERSION} (built from the Go module proxy; raykube's sandbox "
+              f"{raykube_revision()})"}
+    )  # fmt: skip
+    return {
+        "KubeRay e2e tests": f"v{versions.KUBERAY_VERSION}",
+        **tested,
+        "Kubernetes": f"v{versions.KUBERNETES_VERSION} (raykube sandbox, process nodes)",
+    }
+
+
+def raykube_revision() -> str:
+    from raykube import __version__  # noqa: PLC0415
+
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(repository_root()), "rev-parse", "--short=12", "HEAD"],
+            capture_output=True, text=True, check=True, timeout=30,
+        ).stdout.strip()  # fmt: skip
+        dirty = subprocess.run(
+            # The page this run writes is no local change of the code under test.
+            ["git", "-C", str(repository_root()), "status", "--porcelain", "--untracked-files=no", "--", ".",
+             ":!docs/conformance.md"],
+            capture_output=True, text=True, check=True, timeout=30,
+        ).stdout.strip()  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return __version__
+    return f"{__version__} (commit {head}{' with local changes' if dirty else ''})"
+
+
+# --------------------------------------------------------------------------------------------------- results
+def print_table(runs: Sequence[SuiteRun]) -> None:
+    against = runs[0].operator if runs else "raykube"
+    table = Table(title=f"KubeRay v{versions.KUBERAY_VERSION}'s e2e tests against {against}", show_lines=False)
+    for column in ("package", "test", "subtest", "result", "seconds", "first failure line"):
+        table.add_column(column, overflow="fold", justify="right" if column == "seconds" else "left")
+    for run in runs:
+        for row in table_rows(run.tests):
+            style = {"PASS": "green", "FAIL": "red", "NO RESULT": "red", "SKIP": "yellow"}.get(row[3])
+            table.add_row(*(escape(c) for c in row), style=style)
+    # Not narrower than the table when stdout is a file or CI's log (rich would assume 80 columns).
+    Console(highlight=False, width=max(out.width, 200)).print(table)
+
+
+def write_document(path: Path, runs: Sequence[SuiteRun]) -> None:
+    document = path.read_text() if path.exists() else "# KubeRay's e2e tests against raykube\n"
+    for run in runs:
+        document = update_document(document, run)
+    path.write_text(document)
+    success(f"updated {path}")
+
+
+def failed(runs: Sequence[SuiteRun]) -> bool:
+    return any(run.exit_code != 0 or any(t.result in (FAIL, NO_RESULT) for t in run.tests) for run in runs)
+
+
+async def play(options: Options) -> list[SuiteRun]:
+    from raykube.sandbox.conformance import E2EBuild  # noqa: PLC0415
+
+    build_info = E2EBuild.from_cache()
+    (options.reports / options.operator).mkdir(parents=True, exist_ok=True)
+    sandbox = await start_cluster(options)
+    runs: list[SuiteRun] = []
+    try:
+        for suite in options.suites:
+            runs.append(await run_suite(sandbox, build_info, suite, options))
+    finally:
+        if options.keep:
+            name = sandbox_name(options.operator)
+            progress(f"left the sandbox and the operator running: `raykube sandbox env --name {name}`")
+        else:
+            await sandbox.down(progress, keep_logs=True)  # the logs to the end, shutdown included, then nothing
+        logs = options.reports / options.operator / "sandbox-logs"
+        shutil.rmtree(logs, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            shutil.copytree(sandbox.layout.logs, logs)
+        if not options.keep:
+            shutil.rmtree(sandbox.layout.root, ignore_errors=True)
+    return runs
+
+
+# --------------------------------------------------------------------------------------------------- the command
+def parse_suites(values: Sequence[str]) -> tuple[Suite, ...]:
+    names = [name.strip() for value in values for name in value.split(",") if name.strip()]
+    unknown = [name for name in names if name not in SUITES]
+    if unknown:
+        raise ValueError(f"unknown suite(s) {', '.join(unknown)}; known: {', '.join(SUITES)}")
+    return tuple(SUITES[name] for name in dict.fromkeys(names or [DEFAULT_SUITE]))
+
+
+def list_suites() -> None:
+    from raykube.sandbox.conformance import E2EBuild  # noqa: PLC0415
+
+    try:
+        build_info: E2EBuild | None = E2EBuild.from_cache()
+    except SandboxError:
+        build_info = None
+    for suite in SUITES.values():
+        out.print(f"[bold]{suite.name}[/bold]  {escape(suite.about)}")
+        if build_info is None:
+            continue
+        listed = subprocess.run(
+            [str(build_info.binary(suite.package)), "-test.list", ".*"],
+            cwd=build_info.package_dir(suite.package), capture_output=True, text=True, check=False, timeout=60,
+        ).stdout.split()  # fmt: skip
+        for name in listed:
+            why = suite.not_here.get(name)
+            out.print(f"  {name}" + (f"  [dim](not run here: {escape(why)})[/dim]" if why else ""))
+    if build_info is None:
+        out.print("[dim](build the tests with `raykube conformance --build-only` to list them)[/dim]")
+
+
+def conformance(
+    suite: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--suite",
+            "-s",
+            help=f"Which tests (repeatable or comma-separated): {', '.join(SUITES)}. Default: {DEFAULT_SUITE}.",
+        ),
+    ] = None,
+    run: Annotated[
+        str | None,
+        typer.Option(help="Only tests matching this Go regular expression (-test.run), e.g. TestRayClusterSuspend."),
+    ] = None,
+    timeout: Annotated[str, typer.Option(help="-test.timeout of each suite's binary (a Go duration).")] = "90m",
+    doc: Annotated[
+        Path | None,
+        typer.Option(help="Markdown file whose suite sections to update (default docs/conformance.md without --run)."),
+    ] = None,
+    no_doc: Annotated[bool, typer.Option("--no-doc", help="Do not update any document.")] = False,
+    reports: Annotated[Path, typer.Option(help="Where the run's output and logs go.")] = Path(".reports/conformance"),
+    keep: Annotated[bool, typer.Option(help="Leave the sandbox and the operator running at the end.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Echo the tests' whole output.")] = False,
+    build_only: Annotated[bool, typer.Option(help="Only build KubeRay's e2e tests and operator.")] = False,
+    list_: Annotated[bool, typer.Option("--list", help="List the suites and their tests, then exit.")] = False,
+    operator: Annotated[
+        str,
+        typer.Option(
+            help="The operator the tests run against: raykube, or kuberay (KubeRay's own build, the reference; its "
+            "results go to their own sections of the document)."
+        ),
+    ] = "raykube",
+    nodes: Annotated[int, typer.Option(help="Process nodes of the sandbox.")] = 3,
+    node_cpu: Annotated[str, typer.Option(help="CPU capacity of each process node.")] = "4",
+    node_memory: Annotated[str, typer.Option(help="Memory capacity of each process node.")] = "16Gi",
+) -> None:
+    """Run KubeRay v1.6.1's own e2e tests against raykube on a process sandbox, print the results and update
+    docs/conformance.md."""
+    try:
+        suites = parse_suites(suite or [])
+    except ValueError as exc:
+        fail(str(exc), code=2)
+    if operator not in OPERATORS:
+        fail(f"--operator must be one of {', '.join(OPERATORS)}, got {operator!r}", code=2)
+    if list_:
+        list_suites()
+        return
+    build(report=build_only)
+    if build_only:
+        return
+    if no_doc:
+        document = None
+    elif doc is not None:
+        document = doc
+    else:
+        document = None if run else repository_root() / "docs" / "conformance.md"
+    options = Options(
+        operator, suites, run, timeout, reports.resolve(), document, keep, verbose, nodes, node_cpu, node_memory
+    )
+    try:
+        runs = asyncio.run(play(options))
+    except SandboxError as exc:
+        fail(str(exc))
+    print_table(runs)
+    if options.doc is not None:
+        write_document(options.doc, runs)
+    if failed(runs):
+        raise typer.Exit(1)

@@ -1,0 +1,308 @@
+"""KubeRay's own black-box e2e tests and its operator, built from the Go module proxy for ``raykube conformance``.
+
+Two optional artifacts (``versions.OPTIONAL_ARTIFACTS``), never built by ``raykube sandbox build``:
+
+* ``kuberay-e2e-v<version>-r<recipe>/``: one ``go test -c`` binary per package of the ray-operator module's ``test/``
+  folder (``e2e.test``, ``e2erayjob.test``, ...) and ``module.json``, which records where the module's sources are.
+  They are built from a wrapper module (``raykube.local/kuberay-e2e``) that requires the ray-operator module at the
+  pinned version: ``go get -t <packages>@v<version>`` resolves the tests' own dependencies to exactly the versions
+  upstream's go.mod lists, then ``go test -c -o <dir>/`` compiles them in one command (the first package takes
+  minutes, the others share its build cache). Without ``-trimpath``: ``test/sampleyaml`` finds KubeRay's samples
+  from its own source path (``runtime.Caller``), and ``test/e2erayservice`` reads ``testdata/`` relative to the
+  working directory, so the runner starts each binary in its package's directory of the module cache, as ``go test``
+  would.
+* ``kuberay-operator-v<version>-r<recipe>/ray-operator``: ``go install`` of the ray-operator module at that version
+  (it has no replace directives), to run KubeRay side by side with raykube.
+
+Both are built the sandbox's way (``build.build_artifact``): a ``.partial`` directory renamed when complete, a log
+per artifact under ``<cache>/logs/``, the cache's build lock. Nothing of upstream is copied into the repository.
+
+This module also holds what a conformance run needs that is not the operator: the suites (package, selection, the
+tests that cannot run here and why), upstream's test defaults read from the module, and the Markdown report.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from raykube.sandbox import versions
+from raykube.sandbox.build import BuildResult, GoRunner, Report, build_artifact, exclusive, find_go, is_built
+from raykube.sandbox.errors import BuildError, NotBuiltError
+from raykube.sandbox.gotest import GoTest
+from raykube.sandbox.versions import Artifact
+
+MODULE_FILE = "module.json"
+WRAPPER_MODULE = "raykube.local/kuberay-e2e"
+
+
+def module_ref() -> str:
+    return f"{versions.KUBERAY_MODULE}@v{versions.KUBERAY_VERSION}"
+
+
+def package_path(package: str) -> str:
+    """``e2e`` to ``github.com/ray-project/kuberay/ray-operator/test/e2e``."""
+    return f"{versions.KUBERAY_MODULE}/test/{package}"
+
+
+def wrapper_go_mod(go_line: str) -> str:
+    return f"module {WRAPPER_MODULE}\n\n{go_line}\n"
+
+
+def upstream_go_line(go_mod: str) -> str:
+    """The ``go`` line of upstream's go.mod (``go 1.25.0``), so the tests build with the language version they
+    declare."""
+    match = re.search(r"^go \S+$", go_mod, flags=re.MULTILINE)
+    return match[0] if match else "go 1.25.0"
+
+
+# --------------------------------------------------------------------------------------------------- recipes
+def _download(go: GoRunner, work: Path) -> dict[str, str]:
+    info = json.loads(go.run("mod", "download", "-json", module_ref(), cwd=work))
+    if not isinstance(info, dict) or info.get("Error") or not info.get("Dir"):
+        raise BuildError(f"`go mod download -json {module_ref()}` gave no module: {info}")
+    return {str(k): str(v) for k, v in info.items() if isinstance(v, str)}
+
+
+def _build_e2e(go: GoRunner, work: Path, out: Path) -> None:
+    (work / "go.sum").unlink(missing_ok=True)
+    (work / "go.mod").write_text(wrapper_go_mod("go 1.25.0"))
+    info = _download(go, work)
+    (work / "go.mod").write_text(wrapper_go_mod(upstream_go_line(Path(info["GoMod"]).read_text())))
+    packages = [package_path(p) for p in versions.KUBERAY_E2E_PACKAGES]
+    go.run("get", "-t", *(f"{p}@v{versions.KUBERAY_VERSION}" for p in packages), cwd=work)
+    # No -trimpath: see the module docstring. -s -w only drop the symbol table and DWARF (runtime.Caller still works).
+    go.run("test", "-c", "-ldflags=-s -w", "-o", f"{out}/", *packages, cwd=work)
+    record = {
+        "module": module_ref(),
+        "dir": info["Dir"],
+        "packages": {p: f"test/{p}" for p in versions.KUBERAY_E2E_PACKAGES},
+    }
+    (out / MODULE_FILE).write_text(json.dumps(record, indent=2) + "\n")
+
+
+def _build_operator(go: GoRunner, work: Path, out: Path) -> None:
+    go.run("install", "-trimpath", "-ldflags=-s -w", module_ref(), cwd=work, env={"GOBIN": str(out)})
+
+
+_RECIPES = {versions.KUBERAY_E2E.name: _build_e2e, versions.KUBERAY_OPERATOR.name: _build_operator}
+
+
+def build_optional(
+    report: Report, artifacts: Sequence[Artifact] = versions.OPTIONAL_ARTIFACTS, root: Path | None = None
+) -> list[BuildResult]:
+    """Build whichever of ``artifacts`` (KubeRay's e2e tests, its operator) is missing, one after the other."""
+    if all(is_built(a, root) for a in artifacts):
+        return [BuildResult(a, built=False, seconds=0.0) for a in artifacts]
+    with exclusive((root or versions.cache_root()) / "build.lock", report):
+        go = find_go(purpose=f"raykube builds KubeRay's e2e tests and operator ({module_ref()}) from Go sources")
+        return [build_artifact(a, go, report, root, recipe=_RECIPES[a.name]) for a in artifacts]
+
+
+# --------------------------------------------------------------------------------------------------- the module
+@dataclass(frozen=True)
+class E2EBuild:
+    """The built test binaries and the module sources they were built from."""
+
+    directory: Path
+    module_dir: Path
+
+    @classmethod
+    def from_cache(cls, root: Path | None = None) -> E2EBuild:
+        directory = versions.artifact_dir(versions.KUBERAY_E2E, root)
+        if not is_built(versions.KUBERAY_E2E, root):
+            raise NotBuiltError(
+                f"KubeRay's e2e test binaries are not built ({directory} missing)",
+                hint="`raykube conformance --build-only` builds them (about 6 minutes the first time)",
+            )
+        record = json.loads((directory / MODULE_FILE).read_text())
+        module_dir = Path(record["dir"])
+        if not module_dir.is_dir():
+            raise NotBuiltError(
+                f"the sources of {record['module']} are gone from Go's module cache ({module_dir})",
+                hint=f"run `go mod download {record['module']}` (the tests read files next to their sources)",
+            )
+        return cls(directory, module_dir)
+
+    def binary(self, package: str) -> Path:
+        return self.directory / f"{package}.test"
+
+    def package_dir(self, package: str) -> Path:
+        return self.module_dir / "test" / package
+
+
+@dataclass(frozen=True)
+class UpstreamDefaults:
+    """What the tests use when their environment variables are unset (``test/support``)."""
+
+    ray_image: str
+    ray_version: str
+    timeouts: Mapping[str, str]  # KUBERAY_TEST_TIMEOUT_SHORT etc. -> "1m"
+
+
+def upstream_defaults(module_dir: Path) -> UpstreamDefaults:
+    """Read upstream's defaults from ``test/support/defaults.go`` and ``support.go``, so the report names the values
+    the tests really used."""
+    support = module_dir / "test" / "support"
+    defaults = (support / "defaults.go").read_text()
+    constants = dict(re.findall(r"^\s*(\w+)\s*=\s*\"([^\"]*)\"", defaults, flags=re.MULTILINE))
+    timeouts = {
+        f"KUBERAY_TEST_TIMEOUT_{size.upper()}": f"{amount}{unit[0].lower()}"
+        for size, amount, unit in re.findall(
+            r"TestTimeout(Short|Medium|Long)\s*=\s*(\d+)\s*\*\s*time\.(Minute|Second|Hour)",
+            (support / "support.go").read_text(),
+        )
+    }
+    return UpstreamDefaults(constants.get("RayImage", "?"), constants.get("RayVersion", "?"), timeouts)
+
+
+# --------------------------------------------------------------------------------------------------- suites
+GCS_FT_REDIS = (
+    "deploys Redis as a Pod of the image `redis:7.4` (support.DeployRedis) for GCS fault tolerance; the process "
+    "runtime pulls no images and runs only `rayproject/ray` images (from a local venv), so the Redis Pod would wait "
+    "with ErrImageNeverPull. It needs a Redis image from Docker Hub, i.e. the internet."
+)
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A selection of KubeRay's e2e tests: one package, all its tests but those that cannot run here."""
+
+    name: str
+    package: str
+    about: str
+    not_here: Mapping[str, str] = field(default_factory=dict)  # top-level test -> why it cannot run here
+
+    def skip_pattern(self) -> str | None:
+        """The ``-test.skip`` regular expression for the tests that cannot run here."""
+        if not self.not_here:
+            return None
+        return "^(" + "|".join(re.escape(name) for name in sorted(self.not_here)) + ")$"
+
+
+SUITES: dict[str, Suite] = {
+    suite.name: suite
+    for suite in (
+        Suite(
+            "raycluster",
+            "e2e",
+            "test/e2e: the RayCluster tests that need neither GPUs nor the internet (the default)",
+            {
+                "TestRayClusterGCSFaultTolerance": GCS_FT_REDIS,
+                "TestGcsFaultToleranceOptions": GCS_FT_REDIS,
+                "TestGcsFaultToleranceAnnotations": GCS_FT_REDIS,
+            },
+        ),
+        Suite("e2e", "e2e", "test/e2e: every test, the GCS fault tolerance ones too (they need a Redis image)"),
+        Suite("rayjob", "e2erayjob", "test/e2erayjob: RayJob (raykube has no RayJob controller yet)"),
+        Suite("rayservice", "e2erayservice", "test/e2erayservice: RayService (no RayService controller yet)"),
+        Suite("autoscaler", "e2eautoscaler", "test/e2eautoscaler: RayCluster with the Ray autoscaler sidecar"),
+        Suite("sampleyaml", "sampleyaml", "test/sampleyaml: KubeRay's config/samples applied with kubectl"),
+        Suite("raycronjob", "e2eraycronjob", "test/e2eraycronjob: RayCronJob"),
+        Suite("rayjobsubmitter", "e2erayjobsubmitter", "test/e2erayjobsubmitter: the light-weight job submitter"),
+        Suite("upgrade", "e2eupgrade", "test/e2eupgrade: upgrading KubeRay's operator under a RayService"),
+        Suite(
+            "incrementalupgrade",
+            "e2eincrementalupgrade",
+            "test/e2eincrementalupgrade: RayService incremental upgrades (Gateway API)",
+        ),
+    )
+}
+DEFAULT_SUITE = "raycluster"
+
+
+# --------------------------------------------------------------------------------------------------- report
+@dataclass(frozen=True)
+class SuiteRun:
+    """One suite's run: what was selected, the environment, and every test's result."""
+
+    suite: Suite
+    operator: str  # what the tests ran against: "raykube", or "kuberay" (KubeRay's own operator, the reference)
+    run: str | None  # the -test.run filter, if any
+    tests: Sequence[GoTest]
+    env: Mapping[str, str]  # KUBERAY_TEST_* as the tests saw them (defaults filled in)
+    versions: Mapping[str, str]  # what ran: "KubeRay e2e tests" -> "v1.6.1", "raykube" -> a commit, ...
+    seconds: float
+    exit_code: int
+    started_at: str  # ISO date and time, UTC
+
+
+def table_rows(tests: Sequence[GoTest]) -> list[tuple[str, str, str, str, str, str]]:
+    """Package, test, subtest, result, seconds, reason: one row per test and subtest, in the order they started."""
+    return [
+        (
+            t.package,
+            t.test,
+            t.subtest,
+            t.result,
+            "" if t.seconds is None else f"{t.seconds:.1f}",
+            t.reason,
+        )
+        for t in tests
+    ]
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_section(run: SuiteRun) -> str:
+    """The Markdown of one suite's run: when, with what, the table, and the tests that cannot run here."""
+    counts: dict[str, int] = {}
+    for test in run.tests:
+        if not test.subtest:
+            counts[test.result] = counts.get(test.result, 0) + 1
+    summary = ", ".join(f"{n} {result.lower()}" for result, n in sorted(counts.items())) or "no test ran"
+    against = "raykube" if run.operator == "raykube" else f"KubeRay's own operator ({run.operator})"
+    lines = [
+        f"### Suite `{run.suite.name}` against {against}",
+        "",
+        f"{run.suite.about}.",
+        "",
+        f"Run {run.started_at}: {summary} (top-level tests), {run.seconds / 60:.1f} min, exit code {run.exit_code}.",
+        "",
+        "Versions: " + ", ".join(f"{k} {v}" for k, v in run.versions.items()) + ".",
+        "",
+        f"Selection: package `test/{run.suite.package}`"
+        + (f", `-test.run '{run.run}'`" if run.run else "")
+        + (f", `-test.skip '{run.suite.skip_pattern()}'`" if run.suite.skip_pattern() else "")
+        + ". Environment: "
+        + ", ".join(f"`{k}={v}`" for k, v in sorted(run.env.items()))
+        + ".",
+        "",
+        "| package | test | subtest | result | seconds | first failure line |",
+        "|---|---|---|---|---:|---|",
+    ]
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in table_rows(run.tests)]
+    if run.suite.not_here:
+        lines += ["", "Not run here:", ""]
+        by_reason: dict[str, list[str]] = {}
+        for name, why in run.suite.not_here.items():
+            by_reason.setdefault(why, []).append(f"`{name}`")
+        lines += [f"- {', '.join(sorted(names))}: {why}" for why, names in by_reason.items()]
+    return "\n".join(lines) + "\n"
+
+
+_BEGIN = "<!-- conformance:begin {name} -->"
+_END = "<!-- conformance:end {name} -->"
+
+
+def section_key(run: SuiteRun) -> str:
+    return run.suite.name if run.operator == "raykube" else f"{run.suite.name}@{run.operator}"
+
+
+def update_document(document: str, run: SuiteRun) -> str:
+    """``document`` with the section of ``run``'s suite and operator replaced (or appended): each keeps its last
+    results, so running one suite (or the reference operator) does not erase another's."""
+    begin, end = _BEGIN.format(name=section_key(run)), _END.format(name=section_key(run))
+    section = f"{begin}\n{markdown_section(run)}{end}"
+    pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), flags=re.DOTALL)
+    if pattern.search(document):
+        return pattern.sub(lambda _: section, document)
+    reference = re.search(r"^<!-- conformance:begin \S+@", document, flags=re.MULTILINE)
+    if run.operator == "raykube" and reference:  # raykube's results before the reference operator's
+        return document[: reference.start()] + section + "\n\n" + document[reference.start() :]
+    return document.rstrip("\n") + "\n\n" + section + "\n"

@@ -1,0 +1,45 @@
+from __future__ import annotations
+
+import pytest
+
+from raykube.api.config import parse_feature_gates
+from raykube.cli.conformance import E2E_FEATURE_GATES, binary_args, failed, parse_suites, sandbox_name
+from raykube.sandbox.conformance import SUITES, SuiteRun
+from raykube.sandbox.gotest import parse
+
+
+def test_suites_default_dedupe_and_refuse_unknown_names() -> None:
+    assert parse_suites([]) == (SUITES["raycluster"],)
+    assert parse_suites(["rayjob,raycluster", "rayjob"]) == (SUITES["rayjob"], SUITES["raycluster"])
+    with pytest.raises(ValueError, match="unknown suite"):
+        parse_suites(["raycluster,nope"])
+
+
+def test_binary_args_select_and_skip() -> None:
+    args = binary_args(SUITES["raycluster"], "TestRayClusterSuspend", "90m")
+    assert args[:3] == ["-test.v", "-test.count=1", "-test.timeout=90m"]
+    assert "-test.run=TestRayClusterSuspend" in args
+    assert any(a.startswith("-test.skip=^(TestGcsFaultToleranceAnnotations|") for a in args)
+    assert binary_args(SUITES["rayjob"], None, "30m") == ["-test.v", "-test.count=1", "-test.timeout=30m"]
+
+
+def test_the_operator_accepts_kuberay_e2e_feature_gates() -> None:
+    gates = parse_feature_gates(E2E_FEATURE_GATES)
+    assert gates["RayMultiHostIndexing"] is True
+    assert len(gates) == 5
+
+
+def test_one_sandbox_per_operator() -> None:
+    assert sandbox_name("raykube") == "conformance"
+    assert sandbox_name("kuberay") == "conformance-kuberay"
+
+
+def test_failed_when_a_test_failed_or_the_binary_did() -> None:
+    def run(output: str, code: int) -> SuiteRun:
+        return SuiteRun(SUITES["raycluster"], "raykube", None, parse("e2e", output), {}, {}, 1.0, code, "now")
+
+    passed = "=== RUN   TestA\n--- PASS: TestA (1.00s)\n"
+    assert not failed([run(passed, 0)])
+    assert failed([run(passed, 1)])  # e.g. a panic after the last test, or a build problem
+    assert failed([run("=== RUN   TestA\n--- FAIL: TestA (1.00s)\n", 1)])
+    assert failed([run("=== RUN   TestA\npanic: test timed out after 1m0s\n", 2)])
