@@ -305,11 +305,17 @@ CASES = [
         requeue=REQUEUE_QUIET,
     ),
     Case(
-        "a terminating worker is not counted: a replacement is created at once",
+        "a worker being deleted still counts (KubeRay v1.6.1): no replacement until it is gone",
         _terminating_worker,
-        [("create", "pods", f"{NAME}-workers-worker-*")],
-        [c.EVENT_CREATED_WORKER_POD],
-        requeue=REQUEUE_QUIET,  # status unchanged: the new Pod's own events bring the cluster back
+        [],
+        [],
+        requeue=REQUEUE_QUIET,  # the Pod's deletion event brings the cluster back
+    ),
+    Case(
+        "scale down 2 -> 1 while one worker is already being deleted deletes nothing more",
+        lambda world: (_terminating_worker(world), _replicas(1)(world)),
+        [STATUS],  # the desired count changed; no Pod is deleted
+        [],
     ),
     Case(
         "a suspended worker group loses its Pods in one collection delete",

@@ -14,8 +14,9 @@ caused it, so a missed or duplicated event costs nothing but a pass. The pass fo
    each worker group in spec order:
    unhealthy Pods, ``scaleStrategy.workersToDelete`` (deleted every pass, never cleared: the autoscaler owns the
    list), then create or delete to reach ``clamp(replicas, min, max) * numOfHosts``. Surplus Pods are deleted only
-   when in-tree autoscaling is off. Pods with a deletionTimestamp are not counted. Scale expectations keep a lagging
-   cache from causing duplicates.
+   when in-tree autoscaling is off. Pods being deleted still count, as KubeRay v1.6.1 lists them: a replacement
+   comes once the old Pod is gone (so a replica index is never held twice). Scale expectations keep a lagging cache
+   from causing duplicates.
 5. Status, computed from the cache by ``raykube.builders.status`` and written through the ``/status`` subresource as a
    merge patch, only when something KubeRay compares changed.
 
@@ -428,7 +429,7 @@ class RayClusterReconciler:
             return
 
         if group.num_of_hosts > 1 and self.options.gate(c.GATE_RAY_MULTI_HOST_INDEXING):
-            await self._reconcile_multi_host(ctx, index, live)
+            await self._reconcile_multi_host(ctx, index, group_pods)
             return
 
         unhealthy = [p for p in live if pods.should_delete_pod(p)]
@@ -440,12 +441,15 @@ class RayClusterReconciler:
             raise ReconcileError(f"delete {len(unhealthy)} unhealthy worker Pods")
 
         deleted = await self._delete_requested(ctx, group, live)
-        running = sorted((p for p in live if objects.name(p) not in deleted), key=objects.name)
+        # Pods on their way out count, as in KubeRay: their replacements come when they are gone.
+        running = sorted((p for p in group_pods if objects.name(p) not in deleted), key=objects.name)
         diff = groups.desired_worker_replicas(group) - len(running)
         if diff > 0:
             await self._scale_up(ctx, index, running, diff)
         elif diff < 0 and (self.options.random_pod_delete or not ctx.autoscaling):
-            for pod in running[:-diff]:
+            leaving = sum(1 for p in running if objects.terminating(p))  # already going: no second delete
+            surplus = [p for p in running if not objects.terminating(p)][: max(0, -diff - leaving)]
+            for pod in surplus:
                 if await self._delete_pod(ctx, pod, group.group_name):
                     note = f"Deleted Pod {namespace}/{objects.name(pod)}"
                     self.recorder.event(ctx.obj, NORMAL, c.EVENT_DELETED_WORKER_POD, "Delete", note)
@@ -477,7 +481,7 @@ class RayClusterReconciler:
             self.recorder.event(ctx.obj, NORMAL, c.EVENT_DELETED_WORKER_POD, "Delete", note)
         return deleted
 
-    async def _reconcile_multi_host(self, ctx: ClusterContext, index: int, live: Sequence[Obj]) -> None:
+    async def _reconcile_multi_host(self, ctx: ClusterContext, index: int, group_pods: Sequence[Obj]) -> None:
         """A group of multi-host replicas (TPU slices): Pods are created and deleted a whole replica at a time.
 
         As KubeRay's ``reconcileMultiHostWorkerGroup``: an incomplete replica, one with an unhealthy host, or one
@@ -490,7 +494,7 @@ class RayClusterReconciler:
         group = ctx.group(index)
         hosts = group.num_of_hosts
         replicas: dict[str, list[Obj]] = {}
-        for pod in live:
+        for pod in group_pods:  # Pods being deleted included, as KubeRay lists them
             replicas.setdefault(objects.labels(pod).get(c.RAY_WORKER_REPLICA_NAME_LABEL, ""), []).append(pod)
         doomed_names = set((group.scale_strategy.workers_to_delete if group.scale_strategy else None) or [])
         broken = {
