@@ -23,16 +23,28 @@ CASES: list[Case] = [
     (
         "raycronjob-name-too-long",
         "RayCronJob",
-        {"metadata.name": "c" * 37},
+        {"metadata.name": "c" * 42},
         CRON_ON,
-        [("metadata.name", "RayCronJob name should be no more than 36 characters")],
+        [("metadata.name", "RayCronJob name should be no more than 41 characters")],
     ),
     (
-        "raycronjob-schedule-with-time-zone",
+        "raycronjob-schedule-prefix-and-time-zone",
         "RayCronJob",
-        {"spec.schedule": "CRON_TZ=UTC 0 * * * *"},
+        {"spec.schedule": "CRON_TZ=UTC 0 * * * *", "spec.timeZone": "UTC"},
         CRON_ON,
-        [("spec.schedule", "cannot use TZ or CRON_TZ in schedule, use timeZone field instead")],
+        [("spec.schedule", "cannot use TZ or CRON_TZ in schedule together with timeZone")],
+    ),
+    (
+        "raycronjob-schedule-bad-location",
+        "RayCronJob",
+        {"spec.schedule": "TZ=Mars/Olympus_Mons 0 * * * *"},
+        CRON_ON,
+        [
+            (
+                "spec.schedule",
+                "invalid cron schedule: provided bad location Mars/Olympus_Mons: unknown time zone Mars/Olympus_Mons",
+            )
+        ],
     ),
     (
         "raycronjob-minute-out-of-range",

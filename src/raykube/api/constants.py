@@ -34,8 +34,9 @@ MAX_RAYCLUSTER_NAME_LENGTH: Final = 53
 MAX_RAYJOB_NAME_LENGTH: Final = 47
 # KubeRay utils/constant.go MaxRayServiceNameLength: the RayCluster limit minus the "-<5 random>" suffix.
 MAX_RAYSERVICE_NAME_LENGTH: Final = 47
-# KubeRay utils/constant.go MaxRayCronJobNameLength: keeps the child RayJob name "<cron>-<minutes>" valid.
-MAX_RAYCRONJOB_NAME_LENGTH: Final = 36
+# raykube's own bound (KubeRay v1.6.1 has none): each RayJob is named "<cron>-<rand5>" (raycronjob_controller.go
+# constructRayJob), which must stay within MAX_RAYJOB_NAME_LENGTH.
+MAX_RAYCRONJOB_NAME_LENGTH: Final = MAX_RAYJOB_NAME_LENGTH - 6
 
 # Kubernetes apimachinery util/validation: the longest DNS-1035 label.
 DNS1035_LABEL_MAX_LENGTH: Final = 63
@@ -605,6 +606,18 @@ EVENT_FAILED_TO_UPDATE_SERVICE: Final = "FailedToUpdateService"
 # KubeRay rayjob_controller.go / rayservice_controller.go: the reporting controllers of RayJob and RayService events.
 RAYJOB_CONTROLLER_NAME: Final = "rayjob-controller"
 RAYSERVICE_CONTROLLER_NAME: Final = "rayservice-controller"
+
+# --- The RayCronJob controller (KubeRay v1.6.1 raycronjob_controller.go, utils/constant.go; alpha, gated) --------
+
+# KubeRay raycronjob_controller.go GetEventRecorderFor: the reporting controller of RayCronJob events.
+RAYCRONJOB_CONTROLLER_NAME: Final = "raycronjob-controller"
+# KubeRay utils/constant.go RayCronJobNameLabelKey: on each RayJob a RayCronJob creates (and so on its RayCluster).
+RAY_CRONJOB_NAME_LABEL: Final = "ray.io/cronjob-name"
+# KubeRay utils/constant.go RayCronJobTimestampAnnotationKey: the tick a RayJob was created for (UTC, RFC 3339).
+RAY_CRONJOB_SCHEDULED_TIMESTAMP_ANNOTATION: Final = "ray.io/cronjob-scheduled-timestamp"
+# KubeRay utils/constant.go K8sEventType: what the RayCronJob controller reports.
+EVENT_INVALID_RAYCRONJOB_SPEC: Final = "InvalidRayCronJobSpec"
+EVENT_SUSPENDED_RAYCRONJOB: Final = "SuspendedRayCronJob"
 
 # --- RayJob submission (KubeRay v1.6.1 rayjob_controller.go, common/job.go, utils/constant.go) ------------------
 

@@ -28,7 +28,8 @@ __all__ = [  # Rule and allows are re-exported: the rules here are made of them
     "role",
 ]
 
-# What the RayCluster and RayJob controllers call (raykube.controllers.raycluster, .rayjob, .rayjob_cleanup;
+# What the RayCluster, RayJob and RayCronJob controllers call (raykube.controllers.raycluster, .rayjob, .rayjob_cleanup,
+# .raycronjob;
 # raykube.runtime.manager, raykube.kube.events, raykube.runtime.dashboard).
 OPERATOR_RULES: tuple[Rule, ...] = (
     # patch and pods/resize are never called by the operator itself: Kubernetes lets it create the autoscaler's
@@ -50,12 +51,16 @@ OPERATOR_RULES: tuple[Rule, ...] = (
     # create/delete/update: a RayJob's cluster (created, deleted between attempts, worker groups suspended).
     Rule(c.API_GROUP, ("rayclusters",), ("create", "delete", "get", "list", "patch", "update", "watch")),
     Rule(c.API_GROUP, ("rayclusters/status",), ("patch",)),
-    # patch: the RayJob finalizer; delete: DeleteSelf and DELETE_RAYJOB_CR_AFTER_JOB_FINISHES.
-    Rule(c.API_GROUP, ("rayjobs",), ("delete", "get", "list", "patch", "watch")),
+    # patch: the RayJob finalizer; delete: DeleteSelf and DELETE_RAYJOB_CR_AFTER_JOB_FINISHES; create: a RayCronJob's.
+    Rule(c.API_GROUP, ("rayjobs",), ("create", "delete", "get", "list", "patch", "watch")),
     Rule(c.API_GROUP, ("rayjobs/status",), ("update",)),
+    # The RayCronJob controller runs only with its feature gate; its rules are granted always, as KubeRay's role.yaml
+    # grants them (so turning the gate on needs no RBAC change).
+    Rule(c.API_GROUP, ("raycronjobs",), ("get", "list", "watch")),
+    Rule(c.API_GROUP, ("raycronjobs/status",), ("update",)),
     # Setting blockOwnerDeletion on children needs update on the owner's finalizers where the
     # OwnerReferencesPermissionEnforcement admission plugin runs (OpenShift, for one).
-    Rule(c.API_GROUP, ("rayclusters/finalizers", "rayjobs/finalizers"), ("update",)),
+    Rule(c.API_GROUP, ("rayclusters/finalizers", "rayjobs/finalizers", "raycronjobs/finalizers"), ("update",)),
 )
 
 # What the --batch-scheduler plugins add (raykube.builders.batch): their objects are created, watched (KubeRay ``Owns``)

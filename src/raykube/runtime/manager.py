@@ -30,10 +30,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from raykube.api import constants as c
 from raykube.api.resources import RAYCLUSTERS, RAYJOBS
 from raykube.builders.options import BuildOptions
 from raykube.controllers.base import Deps, Key, Reconciler, Registration, Watch
 from raykube.controllers.raycluster import registration as raycluster_registration
+from raykube.controllers.raycronjob import registration as raycronjob_registration
 from raykube.controllers.rayjob import registration as rayjob_registration
 from raykube.kube.client import Kube
 from raykube.kube.errors import ApiError
@@ -75,8 +77,12 @@ class Controller:
 
 
 def default_registrations(options: BuildOptions) -> list[Registration]:
-    """The controllers the operator runs (KubeRay's RayCronJob, behind its gate, and RayService come later)."""
-    return [raycluster_registration(options), rayjob_registration(options)]
+    """The controllers the operator runs: RayCluster, RayJob and, with ``--feature-gates=RayCronJob=true`` (KubeRay
+    v1.6.1 starts it only then), RayCronJob. RayService comes later."""
+    registrations = [raycluster_registration(options), rayjob_registration(options)]
+    if options.gate(c.GATE_RAY_CRON_JOB):
+        registrations.append(raycronjob_registration(options))
+    return registrations
 
 
 def _merge_watches(registrations: Sequence[Registration]) -> dict[Resource, Watch]:

@@ -2,40 +2,37 @@
 
 Mirrors ``ValidateRayCronJobSpec`` of KubeRay v1.6.1 ``ray-operator/controllers/ray/utils/validation.go`` (a
 ``schedule`` robfig/cron's ``ParseStandard`` accepts, and a ``jobTemplate`` that passes ``ValidateRayJobSpec``, its
-messages prefixed "invalid RayJob template: "), plus the rules of the RayCronJob CRD and those KubeRay v1.7.0 added
-to ``ValidateRayCronJobSpec`` (marked v1.7.0). Tags as in :mod:`raykube.api.validation`.
+messages prefixed "invalid RayJob template: "), plus the rules of the RayCronJob CRD and two of raykube's own. Tags as
+in :mod:`raykube.api.validation`.
 
 * the kind needs the RayCronJob gate (own: KubeRay's controller is simply not started without it).
-* the name is at most 36 characters (v1.7.0, so the child RayJob ``<cron>-<minutes>`` stays valid) and a DNS-1035
-  label (own message: KubeRay does not check, but the child RayJob's name must be one); with ``generateName`` the
-  length counts the 5 characters the API server appends (own).
-* ``schedule`` (required, CRD) does not contain ``TZ`` (v1.7.0) and is a standard 5-field cron expression or
-  descriptor, with robfig/cron's error texts.
-* ``timeZone`` is non-empty and a known IANA zone (v1.7.0). This is the one lookup outside the input in the
-  validators: the zone is found in the system time-zone database through :mod:`zoneinfo`, as KubeRay looks it up in
-  the copy embedded in its binary.
+* the name is at most 41 characters and a DNS-1035 label (own: KubeRay v1.6.1 does not check, but names each RayJob
+  ``<cron>-<rand5>``, which must be a valid RayJob name of at most 47); with ``generateName`` the length counts the
+  5 characters the API server appends.
+* ``schedule`` (required, CRD) is a standard 5-field cron expression or descriptor, optionally prefixed with
+  ``TZ=<zone>`` or ``CRON_TZ=<zone>`` (:mod:`raykube.api.cron`, robfig/cron's error texts).
+* ``timeZone`` (a field KubeRay v1.7 added; raykube's CRD accepts it, v1.6.1's drops it) is non-empty and a known
+  IANA zone, and not combined with a ``TZ=`` prefix. This is the one lookup outside the input in the validators: the
+  zone is found in the system time-zone database through :mod:`zoneinfo`, as KubeRay looks it up in the copy embedded
+  in its binary.
 * ``jobTemplate`` (required, CRD) is a valid RayJob spec (:mod:`.rayjob`).
 """
+
 
 from __future__ import annotations
 
 import functools
-import re
-import zoneinfo
 from collections.abc import Mapping
 from typing import Final
 
 from raykube.api import constants as c
+from raykube.api import cron
 from raykube.api.validation.common import (
     _REQUIRED,
     FieldError,
     _check_name,
     _Errors,
     _gates,
-    _go_atoi,
-    _go_list,
-    _go_parse_duration,
-    _Invalid,
     _read_metadata,
     _root,
     _View,
@@ -47,97 +44,11 @@ __all__ = ["validate_raycronjob", "validate_raycronjob_metadata", "validate_rayc
 _RAYCRONJOB_TEMPLATE_INVALID: Final = "invalid RayJob template: "
 
 
-# --------------------------------------------------------------------------------------------------------------------
-# robfig/cron schedules and Go time zones
-# --------------------------------------------------------------------------------------------------------------------
-
-_MONTH_NAMES: Final = {m: i + 1 for i, m in enumerate(["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug"])} | {
-    m: i + 9 for i, m in enumerate(["sep", "oct", "nov", "dec"])
-}
-_DOW_NAMES: Final = {d: i for i, d in enumerate(["sun", "mon", "tue", "wed", "thu", "fri", "sat"])}
-# minute, hour, day of month, month, day of week (robfig/cron v3 bounds)
-_CRON_FIELDS: Final[tuple[tuple[int, int, Mapping[str, int]], ...]] = (
-    (0, 59, {}),
-    (0, 23, {}),
-    (1, 31, {}),
-    (1, 12, _MONTH_NAMES),
-    (0, 6, _DOW_NAMES),
-)
-# Go's unicode.IsSpace, which strings.Fields splits on: Python's \s less the separators U+001C..U+001F.
-_GO_SPACE_RE: Final = re.compile(r"(?:(?![\x1c-\x1f])\s)+")
-_CRON_DESCRIPTORS: Final = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
-
-
-def _cron_number(text: str, names: Mapping[str, int]) -> int:
-    if text.lower() in names:
-        return names[text.lower()]
-    try:
-        number = _go_atoi(text)
-    except _Invalid as error:
-        raise _Invalid(f"failed to parse int from {text}: {error}") from None
-    if number < 0:
-        raise _Invalid(f"negative number ({number}) not allowed: {text}")
-    return number
-
-
-def _check_cron_range(expr: str, low: int, high: int, names: Mapping[str, int]) -> None:
-    """One comma-separated part of a cron field (``a``, ``a-b``, ``*``, each with an optional ``/step``)."""
-    range_and_step = expr.split("/")
-    low_and_high = range_and_step[0].split("-")
-    if low_and_high[0] in ("*", "?"):
-        start, end = low, high
-    else:
-        start = _cron_number(low_and_high[0], names)
-        if len(low_and_high) > 2:
-            raise _Invalid(f"too many hyphens: {expr}")
-        end = _cron_number(low_and_high[1], names) if len(low_and_high) == 2 else start
-    if len(range_and_step) > 2:
-        raise _Invalid(f"too many slashes: {expr}")
-    step = _cron_number(range_and_step[1], {}) if len(range_and_step) == 2 else 1
-    if len(range_and_step) == 2 and len(low_and_high) == 1:
-        end = high
-    problems = (
-        (start < low, f"beginning of range ({start}) below minimum ({low}): {expr}"),
-        (end > high, f"end of range ({end}) above maximum ({high}): {expr}"),
-        (start > end, f"beginning of range ({start}) beyond end of range ({end}): {expr}"),
-        (step == 0, f"step of range should be a positive number: {expr}"),
-    )
-    for failed, message in problems:
-        if failed:
-            raise _Invalid(message)
-
-
-def _check_cron_descriptor(schedule: str) -> None:
-    every = "@every "
-    if schedule.startswith(every):
-        try:
-            _go_parse_duration(schedule[len(every) :])
-        except _Invalid as error:
-            raise _Invalid(f"failed to parse duration {schedule}: {error}") from None
-    elif schedule not in _CRON_DESCRIPTORS:
-        raise _Invalid(f"unrecognized descriptor: {schedule}")
-
-
-def _check_cron(schedule: str) -> None:
-    """Parse ``schedule`` as robfig/cron's ``ParseStandard`` does; raises :class:`_Invalid` with its error text."""
-    if not schedule:
-        raise _Invalid("empty spec string")
-    if schedule.startswith("@"):
-        _check_cron_descriptor(schedule)
-        return
-    fields = [field for field in _GO_SPACE_RE.split(schedule) if field]
-    if len(fields) != len(_CRON_FIELDS):
-        raise _Invalid(f"expected exactly {len(_CRON_FIELDS)} fields, found {len(fields)}: {_go_list(fields)}")
-    for text, (low, high, names) in zip(fields, _CRON_FIELDS, strict=True):
-        for expr in (part for part in text.split(",") if part):
-            _check_cron_range(expr, low, high, names)
-
-
 def _cron_error(schedule: str) -> str:
     """Why robfig/cron's ``ParseStandard`` rejects ``schedule`` (its own error text), or ``""``."""
     try:
-        _check_cron(schedule)
-    except _Invalid as error:
+        cron.parse(schedule)
+    except cron.CronError as error:
         return str(error)
     return ""
 
@@ -145,14 +56,10 @@ def _cron_error(schedule: str) -> str:
 @functools.lru_cache(maxsize=256)
 def _time_zone_error(name: str) -> str:
     """Why Go's ``time.LoadLocation`` rejects ``name``, or ``""``."""
-    if name in ("UTC", "Local"):
-        return ""
-    if ".." in name or name.startswith(("/", "\\")):
-        return "time: invalid location name"
     try:
-        zoneinfo.ZoneInfo(name)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
-        return f"unknown time zone {name}"
+        cron.load_location(name)
+    except cron.CronError as error:
+        return str(error)
     return ""
 
 
@@ -176,8 +83,8 @@ def _check_raycronjob_spec(errs: _Errors, spec_value: object, *, gates: Mapping[
     if spec.present and not spec.has("schedule"):
         errs.schema(spec.at("schedule"), _REQUIRED)
     elif schedule is not None:
-        if "TZ" in schedule:
-            errs.kuberay(spec.at("schedule"), "cannot use TZ or CRON_TZ in schedule, use timeZone field instead")
+        if spec.opt_text("timeZone") is not None and schedule.startswith(("TZ=", "CRON_TZ=")):
+            errs.kuberay(spec.at("schedule"), "cannot use TZ or CRON_TZ in schedule together with timeZone")
         else:
             reason = _cron_error(schedule)
             if reason:
