@@ -21,7 +21,7 @@ from lightkube import AsyncClient
 from lightkube.generic_resource import create_global_resource
 
 from raykube.api.rbac import LEADER_ELECTION_RULES, operator_rules
-from raykube.api.resources import RAYCLUSTERS
+from raykube.api.resources import RAYCLUSTERS, RAYJOBS
 from raykube.builders.options import BuildOptions
 from raykube.kube.client import Kube
 from raykube.kube.errors import ApiError
@@ -289,6 +289,36 @@ async def test_volcano_head_only_sample(runtime_kube: Kube, namespace: str, volc
 
 # --------------------------------------------------------------------------------------------------------------------
 # YuniKorn
+
+
+async def test_volcano_rayjob_sample_gets_its_own_podgroup_before_its_cluster(
+    runtime_kube: Kube, namespace: str, volcano_operator: Manager
+) -> None:
+    """KubeRay's ``ray-job.volcano-scheduler-queue.yaml``: one PodGroup ``ray-<rayjob>-pg`` owned by the RayJob
+    (the queue from its label, the submitter's requests in minResources, minMember the cluster's 3 Pods), and the
+    cluster's Pods in that group; the cluster gets no PodGroup of its own."""
+    (doc,) = [
+        d for d in yaml.safe_load_all((SAMPLES / "ray-job.volcano-scheduler-queue.yaml").read_text())
+        if d and d["kind"] == "RayJob"
+    ]  # fmt: skip
+    job = await runtime_kube.create(RAYJOBS, doc, namespace)
+    name = job["metadata"]["name"]
+    podgroup = await wait_podgroup(runtime_kube, namespace, f"ray-{name}-pg", minMember=3)
+    assert podgroup["metadata"]["ownerReferences"][0]["kind"] == "RayJob"
+    assert podgroup["spec"]["queue"] == "kuberay-test-queue"
+    assert podgroup["spec"]["minResources"]["cpu"] == "3500m"  # head 1 + 2 workers x 1 + the submitter's 500m
+
+    async def cluster_name() -> str | NotYet:
+        current = await runtime_kube.get(RAYJOBS, name, namespace)
+        return (current.get("status") or {}).get("rayClusterName") or NotYet("no cluster named yet")
+
+    cluster = await wait_for(cluster_name, 60, what="the RayJob's cluster")
+    pods = await wait_pods(runtime_kube, namespace, cluster, 2)
+    for pod in pods:
+        assert pod["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == f"ray-{name}-pg"
+        assert pod["spec"]["schedulerName"] == "volcano"
+    listed = await runtime_kube.list(PODGROUPS, namespace)
+    assert [p["metadata"]["name"] for p in listed.items] == [f"ray-{name}-pg"]
 
 
 async def test_yunikorn_sample_pods_carry_the_gang(

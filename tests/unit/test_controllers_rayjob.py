@@ -20,6 +20,7 @@ from raykube.api import constants as c
 from raykube.api.dashboard import DashboardError, JobInfo
 from raykube.api.resources import RAYCLUSTERS, RAYJOBS, RayCluster
 from raykube.builders import services
+from raykube.builders.batch import Volcano as BatchVolcano
 from raykube.builders.options import BuildOptions
 from raykube.controllers.base import Deps, Result
 from raykube.controllers.rayjob import REQUEUE, RayJobError, RayJobReconciler
@@ -487,3 +488,61 @@ async def test_deleting_a_running_rayjob_stops_the_ray_job_then_drops_the_finali
     assert await world.reconcile() == Result(REQUEUE)
     assert world.dashboards.dashboard.stopped == [JOB_ID]
     assert world.fake.stored(RAYJOBS, NS, NAME) is None  # the finalizer held it until now
+
+
+# ---------------------------------------------------------------------------------------------------- Volcano
+
+VOLCANO = BatchVolcano.podgroup
+
+
+def volcano_world(job: dict[str, Any]) -> World:
+    options = BuildOptions(batch_scheduler=c.BATCH_SCHEDULER_VOLCANO)
+    return World(FakeKube([job], resources=(*RESOURCES, VOLCANO)), options=options)
+
+
+async def test_volcano_makes_the_rayjobs_podgroup_before_its_cluster_with_the_submitter_in_its_resources() -> None:
+    job = rayjob()
+    job["metadata"]["labels"] = {c.VOLCANO_QUEUE_NAME_LABEL: "q1"}
+    world = volcano_world(job)
+    await world.until("Initializing")
+    await world.reconcile()
+    creates = [w.resource for w in world.fake.writes_of("create")]
+    assert creates[:2] == ["podgroups", "rayclusters"]
+    podgroup = world.fake.stored(VOLCANO, NS, f"ray-{NAME}-pg")
+    assert podgroup is not None
+    assert podgroup["metadata"]["ownerReferences"][0]["kind"] == "RayJob"
+    # head 1 CPU/2Gi + one worker 1 CPU/2Gi (limits: nothing requested) + the default submitter's 500m/200Mi requests;
+    # minMember counts the cluster's Pods only (the submitter waits for the cluster).
+    assert podgroup["spec"] == {"minMember": 2, "minResources": {"cpu": "2500m", "memory": "4296Mi"}, "queue": "q1"}
+    cluster = world.cluster
+    assert cluster is not None
+    assert objects.annotations(cluster)[c.VOLCANO_GROUP_NAME_ANNOTATION] == f"ray-{NAME}-pg"
+
+
+async def test_volcano_refuses_a_rayjob_on_an_existing_cluster_as_kuberay_does() -> None:
+    world = volcano_world(rayjob(clusterSelector={"ray.io/cluster": "shared"}, rayClusterSpec=None))
+    await world.reconcile()
+    with pytest.raises(RayJobError, match="gang scheduling does not support RayJob team/pi referencing an existing"):
+        await world.reconcile()
+
+
+async def test_volcano_podgroup_is_emptied_once_the_finished_rayjobs_cluster_is_gone() -> None:
+    world = volcano_world(rayjob(shutdownAfterJobFinishes=True))
+    await world.until("Initializing")
+    await world.reconcile()
+    world.cluster_ready()
+    await world.until("Running")
+    world.job_info("SUCCEEDED")
+    world.submitter_finished()
+    await world.reconcile()
+    assert world.state == "Complete"
+    await world.reconcile()  # ttl 0: the cluster is deleted, the PodGroup resized to nothing
+    assert world.cluster is None
+    podgroup = world.fake.stored(VOLCANO, NS, f"ray-{NAME}-pg")
+    assert podgroup is not None
+    assert podgroup["spec"]["minMember"] == 0
+    assert podgroup["spec"]["minResources"] == {}
+    assert c.EVENT_BATCH_SCHEDULER_CLEANED_UP in world.reasons()
+    events = len(world.reasons())
+    await world.reconcile()  # nothing left to change: no write, no event
+    assert len(world.reasons()) == events

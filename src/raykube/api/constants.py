@@ -602,6 +602,8 @@ EVENT_FAILED_TO_UPDATE_RAYCLUSTER: Final = "FailedToUpdateRayCluster"
 EVENT_RAYCLUSTER_NOT_FOUND: Final = "RayClusterNotFound"
 EVENT_UPDATED_SERVICE: Final = "UpdatedService"
 EVENT_FAILED_TO_UPDATE_SERVICE: Final = "FailedToUpdateService"
+EVENT_BATCH_SCHEDULER_CLEANED_UP: Final = "BatchSchedulerCleanedUp"
+EVENT_FAILED_TO_CLEANUP_BATCH_SCHEDULER: Final = "FailedToCleanupBatchScheduler"
 
 # KubeRay rayjob_controller.go / rayservice_controller.go: the reporting controllers of RayJob and RayService events.
 RAYJOB_CONTROLLER_NAME: Final = "rayjob-controller"

@@ -98,6 +98,15 @@ class BatchScheduler(Protocol):
         """The objects to create before the cluster's Pods (none when the scheduler needs none)."""
         ...
 
+    def rayjob_objects(self, rayjob: RayJob) -> list[dict[str, Any]]:
+        """The objects to create for a RayJob before its cluster (KubeRay ``DoBatchSchedulingOnSubmission``)."""
+        ...
+
+    def rayjob_completion_objects(self, rayjob: RayJob, cluster: RayCluster | None) -> list[dict[str, Any]]:
+        """The same objects once the RayJob has ended, sized for what is left of its cluster (``None``: gone)
+        (KubeRay ``CleanupOnCompletion``)."""
+        ...
+
     def updated(self, live: Mapping[str, Any], desired: Mapping[str, Any]) -> dict[str, Any] | None:
         """``live`` brought in step with ``desired`` (to PUT back), or None when nothing KubeRay syncs differs."""
         ...
@@ -208,6 +217,10 @@ class Volcano:
         spec = cluster.spec
         if spec is None:
             raise BatchSchedulingError("the RayCluster has no spec")
+        return Volcano.gang_of(spec)
+
+    @staticmethod
+    def gang_of(spec: RayClusterSpec) -> tuple[int, dict[str, Quantity]]:
         if spec.enable_in_tree_autoscaling is True:
             return groups.int32(groups.total_min_workers(spec) + 1), groups.min_resources(spec)
         return groups.int32(groups.total_desired_workers(spec) + 1), groups.desired_resources(spec)
@@ -227,11 +240,58 @@ class Volcano:
         return [self.podgroup_object(cluster)]
 
     def podgroup_object(self, cluster: RayCluster) -> dict[str, Any]:
-        """The PodGroup as KubeRay creates it (``createPodGroup``)."""
-        labels = _labels(cluster)
-        name = self.podgroup_name(cluster)
-        namespace = str(cluster.metadata.get("namespace") or "")
+        """The PodGroup as KubeRay creates it for a RayCluster (``createPodGroup``)."""
         min_member, min_resources = self.gang(cluster)
+        return self._podgroup(cluster, c.KIND_RAYCLUSTER, min_member, min_resources)
+
+    def rayjob_objects(self, rayjob: RayJob) -> list[dict[str, Any]]:
+        """KubeRay ``handleRayJob``: one PodGroup ``ray-<rayjob>-pg`` for the RayJob's cluster, owned by the RayJob.
+        ``minMember`` counts the cluster's Pods only (the submitter waits for the cluster, so a gang that waited
+        for the submitter would never start); ``minResources`` adds the submitter's (K8sJobMode: its Pod template,
+        SidecarMode: the default submitter container; HTTPMode and InteractiveMode have none)."""
+        spec = rayjob.spec
+        if spec is None or spec.ray_cluster_spec is None:
+            raise BatchSchedulingError(
+                f"gang scheduling does not support RayJob {rayjob.metadata.get('namespace', '')}/"
+                f"{rayjob.metadata.get('name', '')} referencing an existing RayCluster"
+            )
+        min_member, resources = self.gang_of(spec.ray_cluster_spec)
+        mode = spec.submission_mode or c.SUBMISSION_MODE_K8S_JOB
+        extra: dict[str, Quantity] = {}
+        try:
+            if mode == c.SUBMISSION_MODE_K8S_JOB:
+                extra = groups.pod_resources(submitter.submitter_pod_template(spec, spec.ray_cluster_spec))
+            elif mode == c.SUBMISSION_MODE_SIDECAR:
+                container = submitter.default_submitter_container(spec.ray_cluster_spec)
+                extra = groups.pod_resources({"spec": {"containers": [container]}})
+        except submitter.SubmitterError as exc:
+            raise BatchSchedulingError(str(exc)) from exc
+        total = dict(resources)
+        for name, quantity in extra.items():
+            total[name] = total[name] + quantity if name in total else quantity
+        return [self._podgroup(rayjob, c.KIND_RAYJOB, min_member, total)]
+
+    def rayjob_completion_objects(self, rayjob: RayJob, cluster: RayCluster | None) -> list[dict[str, Any]]:
+        """KubeRay ``CleanupOnCompletion``: the RayJob's PodGroup resized to what its cluster still holds (workers
+        a ``DeleteWorkers`` rule suspended no longer count; a deleted or terminating cluster counts nothing), so
+        Volcano releases the reservation. Nothing for a ``clusterSelector`` RayJob or before a cluster is named."""
+        spec = rayjob.spec
+        status = rayjob.status
+        if spec is None or spec.cluster_selector or status is None or not status.ray_cluster_name:
+            return []
+        min_member, resources = 0, dict[str, Quantity]()
+        if cluster is not None and cluster.spec is not None and not cluster.metadata.get("deletionTimestamp"):
+            min_member, resources = self.gang_of(cluster.spec)
+        return [self._podgroup(rayjob, c.KIND_RAYJOB, min_member, resources)]
+
+    def _podgroup(
+        self, owner: Parent, owner_kind: str, min_member: int, min_resources: Mapping[str, Quantity]
+    ) -> dict[str, Any]:
+        """``createPodGroup``: named for the owner, its annotations copied, queue, priority class and network
+        topology from its labels, a controller reference to it, phase Pending."""
+        labels = _labels(owner)
+        name = self.podgroup_name(owner)
+        namespace = str(owner.metadata.get("namespace") or "")
         spec: dict[str, Any] = {"minMember": min_member, "minResources": _resource_map(min_resources)}
         if c.VOLCANO_NETWORK_TOPOLOGY_MODE_LABEL in labels:
             mode = labels[c.VOLCANO_NETWORK_TOPOLOGY_MODE_LABEL]
@@ -250,12 +310,12 @@ class Volcano:
             spec["queue"] = labels[c.VOLCANO_QUEUE_NAME_LABEL]
         if labels.get(c.RAY_PRIORITY_CLASS_NAME_LABEL):
             spec["priorityClassName"] = labels[c.RAY_PRIORITY_CLASS_NAME_LABEL]
-        owner = names.owner_reference(
-            c.KIND_RAYCLUSTER, str(cluster.metadata.get("name") or ""), str(cluster.metadata.get("uid") or "")
+        owner_ref = names.owner_reference(
+            owner_kind, str(owner.metadata.get("name") or ""), str(owner.metadata.get("uid") or "")
         )
-        metadata: dict[str, Any] = {"name": name, "namespace": namespace, "ownerReferences": [owner]}
-        if _annotations(cluster):
-            metadata["annotations"] = dict(_annotations(cluster))
+        metadata: dict[str, Any] = {"name": name, "namespace": namespace, "ownerReferences": [owner_ref]}
+        if _annotations(owner):
+            metadata["annotations"] = dict(_annotations(owner))
         return {
             "apiVersion": self.podgroup.api_version,
             "kind": self.podgroup.kind,
@@ -336,6 +396,12 @@ class YuniKorn:
 
     def objects(self, cluster: RayCluster) -> list[dict[str, Any]]:
         return []  # YuniKorn forms the gang from the Pods' annotations; nothing to create
+
+    def rayjob_objects(self, rayjob: RayJob) -> list[dict[str, Any]]:
+        return []
+
+    def rayjob_completion_objects(self, rayjob: RayJob, cluster: RayCluster | None) -> list[dict[str, Any]]:
+        return []
 
     def updated(self, live: Mapping[str, Any], desired: Mapping[str, Any]) -> dict[str, Any] | None:
         return None

@@ -45,7 +45,7 @@ from raykube.api.dashboard import JOB_FAILED, DashboardError, JobInfo, is_job_te
 from raykube.api.rayjob import RayJobSpec
 from raykube.api.resources import RAYCLUSTERS, RAYJOBS, RayCluster, RayJob
 from raykube.api.validation import FieldError, validate_rayjob
-from raykube.builders import names
+from raykube.builders import batch, names
 from raykube.builders import rayjob as rj
 from raykube.builders.status import status_needs_update
 from raykube.controllers.base import Context, Deps, Registration, Result
@@ -242,6 +242,7 @@ class RayJobReconciler:
             return None
         if self._deadline_passed(ctx) or self._pre_running_deadline_passed(ctx):
             return None
+        await self._batch_on_submission(ctx)
         cluster = await self._get_or_create_cluster(ctx)
         if cluster is None:
             return Result(REQUEUE)  # created, or in the API server but not yet in the cache
@@ -350,7 +351,68 @@ class RayJobReconciler:
         return None
 
     async def _finished(self, ctx: JobContext) -> Result:
-        return await self.cleanup.after_finish(ctx)
+        result = await self.cleanup.after_finish(ctx)
+        await self._batch_on_completion(ctx)
+        return result
+
+    # -------------------------------------------------------------------------------------------------- batch scheduler
+    async def _batch_on_submission(self, ctx: JobContext) -> None:
+        """KubeRay ``DoBatchSchedulingOnSubmission`` (Volcano: the RayJob's PodGroup, before its cluster). A RayJob
+        on an existing cluster cannot be gang scheduled: the pass fails, as in KubeRay."""
+        plugin = batch.get(self.options.batch_scheduler)
+        if plugin is None:
+            return
+        try:
+            desired = plugin.rayjob_objects(ctx.job)
+        except batch.BatchSchedulingError as exc:
+            raise RayJobError(str(exc)) from exc
+        await self._sync_batch_objects(plugin, ctx.namespace, desired)
+
+    async def _batch_on_completion(self, ctx: JobContext) -> None:
+        """KubeRay ``batchSchedulerOnCompletion`` (every pass of a finished RayJob): the PodGroup resized to what is
+        left of the cluster, so the scheduler frees the rest; an event when it changed, a Warning when it failed."""
+        plugin = batch.get(self.options.batch_scheduler)
+        if plugin is None:
+            return
+        where = f"{ctx.namespace}/{ctx.name}"
+        try:
+            live = self.cache.get(RAYCLUSTERS, ctx.namespace, ctx.cluster_name) if ctx.cluster_name else None
+            cluster = RayCluster.model_validate(live) if live is not None else None
+            changed = await self._sync_batch_objects(
+                plugin, ctx.namespace, plugin.rayjob_completion_objects(ctx.job, cluster)
+            )
+        except (ApiError, batch.BatchSchedulingError, ValueError) as exc:
+            note = f"Failed to cleanup batch scheduler resources for RayJob {where}: {exc}"
+            self.recorder.event(ctx.obj, WARNING, c.EVENT_FAILED_TO_CLEANUP_BATCH_SCHEDULER, "Cleanup", note)
+            return
+        if changed:
+            note = f"Cleaned up batch scheduler resources for RayJob {where}"
+            self.recorder.event(ctx.obj, NORMAL, c.EVENT_BATCH_SCHEDULER_CLEANED_UP, "Cleanup", note)
+
+    async def _sync_batch_objects(
+        self, plugin: batch.BatchScheduler, namespace: str, desired: list[dict[str, Any]]
+    ) -> bool:
+        """KubeRay ``syncPodGroup``: create what is missing (AlreadyExists is fine: the cache is behind), bring
+        ``minMember``/``minResources`` in step. True when anything was written."""
+        kinds = {(kind.api_version, kind.kind): kind for kind in plugin.kinds}
+        changed = False
+        for body in desired:
+            res = kinds[(body["apiVersion"], body["kind"])]
+            live = self.cache.get(res, namespace, objects.name(body))
+            if live is None:
+                try:
+                    await self.api.create(res, body, namespace)
+                except ApiError as exc:
+                    if exc.reason != "AlreadyExists":
+                        raise
+                    continue
+                changed = True
+                continue
+            update = plugin.updated(live, body)
+            if update is not None:
+                await self.api.replace(res, objects.name(body), update, namespace)
+                changed = True
+        return changed
 
     # -------------------------------------------------------------------------------------------------- checks
     def _started(self, ctx: JobContext) -> dt.datetime | None:
