@@ -193,7 +193,7 @@ async def test_the_seed_cluster_becomes_ready_with_its_service_endpoints(
         wanted = {"CreatedService", "CreatedHeadPod", "CreatedWorkerPod"}
         return reasons if wanted <= reasons else NotYet(f"events {sorted(reasons)}")
 
-    await wait_for(events, 30, what="KubeRay's events about the cluster (events.k8s.io/v1)")
+    await wait_for(events, 30, what="KubeRay's events about the cluster")
 
 
 async def test_scaling_follows_replicas_up_and_down(

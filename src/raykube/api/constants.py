@@ -534,7 +534,7 @@ NVIDIA_MIG_RESOURCE_PATTERN: Final = r"nvidia\.com/mig-\d+g\.\d+gb$"
 # --- Events the RayCluster controller records (KubeRay utils/constant.go K8sEventType; raycluster_controller.go) --
 # Appended for `raykube doctor`, which reads these events and may not import raykube.controllers.
 
-# KubeRay raycluster_controller.go: the reporting controller of RayCluster events (events.k8s.io/v1).
+# KubeRay raycluster_controller.go: the reporting controller (source.component) of RayCluster events (core/v1).
 RAYCLUSTER_CONTROLLER_NAME: Final = "raycluster-controller"
 # KubeRay utils/constant.go K8sEventType: a spec/metadata/status that fails utils/validation.go.
 EVENT_INVALID_RAYCLUSTER_SPEC: Final = "InvalidRayClusterSpec"
@@ -571,7 +571,7 @@ EVENT_FAILED_TO_CREATE_REDIS_CLEANUP_JOB: Final = "FailedToCreateRedisCleanupJob
 EVENT_UPDATED_INGRESS: Final = "UpdatedIngress"
 EVENT_FAILED_TO_UPDATE_INGRESS: Final = "FailedToUpdateIngress"
 EVENT_FORCE_DELETED_STUCK_CLUSTER: Final = "ForceDeletedStuckCluster"
-# Kubernetes events.k8s.io/v1 Event.type.
+# Kubernetes Event.type (core/v1 and events.k8s.io/v1).
 EVENT_TYPE_NORMAL: Final = "Normal"
 EVENT_TYPE_WARNING: Final = "Warning"
 # --- The RayJob controller (KubeRay v1.6.1 rayjob_controller.go, utils/constant.go) ------------------------------

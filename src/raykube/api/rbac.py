@@ -46,7 +46,8 @@ OPERATOR_RULES: tuple[Rule, ...] = (
     Rule("batch", ("jobs",), ("create", "delete", "get", "list", "watch")),
     Rule("networking.k8s.io", ("ingresses",), ("create", "get", "list", "update", "watch")),
     Rule("rbac.authorization.k8s.io", ("roles", "rolebindings"), ("create", "get", "list", "watch")),
-    Rule("events.k8s.io", ("events",), ("create", "patch")),
+    # core/v1 Events, as KubeRay writes them (create; patch: a repeat's count and lastTimestamp).
+    Rule("", ("events",), ("create", "patch")),
     # patch: the GCS FT finalizer, and the autoscaler's Role grants get/patch on RayClusters (see above).
     # create/delete/update: a RayJob's cluster (created, deleted between attempts, worker groups suspended).
     Rule(c.API_GROUP, ("rayclusters",), ("create", "delete", "get", "list", "patch", "update", "watch")),
@@ -81,7 +82,7 @@ def operator_rules(batch_scheduler: str = "") -> tuple[Rule, ...]:
 # What leader election calls, in the leader-election namespace only (raykube.runtime.leader).
 LEADER_ELECTION_RULES: tuple[Rule, ...] = (
     Rule("coordination.k8s.io", ("leases",), ("create", "get", "update")),
-    Rule("events.k8s.io", ("events",), ("create", "patch")),
+    Rule("", ("events",), ("create", "patch")),
 )
 
 

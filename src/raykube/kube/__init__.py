@@ -11,7 +11,7 @@ rbac.py       Rule: an RBAC PolicyRule, and whether a set of rules allows a requ
 client.py     Kube: dict-native async client (lightkube's config + httpx2, msgspec JSON, QPS/burst token bucket,
               every request observed)
 informer.py   Informer (list + watch, bookmarks, 410 relist, idle rewatch, label indexes) and ObjectCache
-events.py     EventRecorder: events.k8s.io/v1 (controllers) or core/v1 (the kubelet), series, spam filter
+events.py     EventRecorder: core/v1 (the controllers, as KubeRay; the kubelet) or events.k8s.io/v1, series, spam filter
 objects.py    metadata helpers (name, namespace, labels, owner references, deletion) over plain dicts
 times.py      Kubernetes time stamps: Time, MicroTime, parsing
 fake.py       FakeKube: an in-memory API server for reconcile table tests (the Api and Cache protocols)

@@ -1,9 +1,11 @@
 """Kubernetes Events, as client-go's recorders write them: one recorder for the operator and the process kubelet.
 
-* ``events.k8s.io/v1`` (``EVENTS_API``, what controller-runtime's recorder and KubeRay write): ``regarding``,
-  ``note``, ``reportingController``/``reportingInstance``, ``eventTime``, repeats as a ``series``.
-* ``v1`` (``CORE_EVENTS_API``, what a kubelet writes): ``involvedObject`` (with ``fieldPath``, e.g. the container),
-  ``message``, ``source.component``/``source.host``, ``first``/``lastTimestamp``, repeats as a growing ``count``.
+* ``v1`` (``CORE_EVENTS_API``, what a kubelet and KubeRay write: controller-runtime's ``GetEventRecorderFor`` is
+  client-go's ``record`` package): ``involvedObject`` (with ``fieldPath``, e.g. the container), ``message``,
+  ``source.component``/``source.host`` (also as ``reportingComponent``/``reportingInstance``),
+  ``first``/``lastTimestamp``, repeats as a growing ``count``. raykube's controllers and its kubelet write these.
+* ``events.k8s.io/v1`` (``EVENTS_API``, client-go's newer ``events`` package): ``regarding``, ``note``,
+  ``reportingController``/``reportingInstance``, ``eventTime``, repeats as a ``series``.
 
 Either way:
 

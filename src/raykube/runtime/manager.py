@@ -39,7 +39,7 @@ from raykube.controllers.raycronjob import registration as raycronjob_registrati
 from raykube.controllers.rayjob import registration as rayjob_registration
 from raykube.kube.client import Kube
 from raykube.kube.errors import ApiError
-from raykube.kube.events import EventRecorder
+from raykube.kube.events import CORE_EVENTS_API, EventRecorder
 from raykube.kube.informer import Informer, ObjectCache
 from raykube.kube.resources import Resource
 from raykube.runtime.dashboard import HttpDashboards
@@ -135,7 +135,9 @@ class Manager:
         self.dashboards = HttpDashboards(kube, use_kubernetes_proxy=use_kubernetes_proxy)
         self.controllers: list[Controller] = []
         for reg in regs:
-            recorder = EventRecorder(kube.sibling(), reg.recorder)  # its own rate limiter, as client-go's
+            # core/v1 Events, as KubeRay's (controller-runtime's GetEventRecorderFor: client-go's record package, with
+            # source.component and reportingComponent the recorder's name); its own rate limiter, as client-go's.
+            recorder = EventRecorder(kube.sibling(), reg.recorder, api=CORE_EVENTS_API)
             deps = Deps(kube, self.cache, recorder, self.options, dashboards=self.dashboards, job_metrics=self.metrics)
             self.controllers.append(Controller(reg, WorkQueue(reg.name), recorder, reg.new_reconciler(deps)))
 
