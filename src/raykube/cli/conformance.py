@@ -296,8 +296,11 @@ def binary_args(suite: Suite, run: str | None, timeout: str) -> list[str]:
     return args
 
 
-async def run_suite(sandbox: Sandbox, build: E2EBuild, suite: Suite, options: Options) -> SuiteRun:
-    """Run one suite's test binary to the end; report each result as it comes; return them all."""
+async def run_suite(
+    sandbox: Sandbox, build: E2EBuild, suite: Suite, options: Options, tested: dict[str, str]
+) -> SuiteRun:
+    """Run one suite's test binary to the end; report each result as it comes; return them all. ``tested`` names the
+    versions under test, as they were when the operator started (the checkout may move during a long run)."""
     reports = options.reports / options.operator / suite.name
     shutil.rmtree(reports, ignore_errors=True)
     (reports / "output").mkdir(parents=True)
@@ -337,7 +340,7 @@ async def run_suite(sandbox: Sandbox, build: E2EBuild, suite: Suite, options: Op
         run=options.run,
         tests=parser.finish(),
         env=effective_env(build),
-        versions=versions_used(options.operator),
+        versions=tested,
         seconds=time.monotonic() - started,
         exit_code=code,
         started_at=started_at,
@@ -420,11 +423,12 @@ async def play(options: Options) -> list[SuiteRun]:
 
     build_info = E2EBuild.from_cache()
     (options.reports / options.operator).mkdir(parents=True, exist_ok=True)
+    tested = versions_used(options.operator)  # the code the operator is about to load
     sandbox = await start_cluster(options)
     runs: list[SuiteRun] = []
     try:
         for suite in options.suites:
-            runs.append(await run_suite(sandbox, build_info, suite, options))
+            runs.append(await run_suite(sandbox, build_info, suite, options, tested))
     finally:
         if options.keep:
             name = sandbox_name(options.operator)

@@ -197,11 +197,11 @@ SUITES: dict[str, Suite] = {
             },
         ),
         Suite("e2e", "e2e", "test/e2e: every test, the GCS fault tolerance ones too (they need a Redis image)"),
-        Suite("rayjob", "e2erayjob", "test/e2erayjob: RayJob (raykube has no RayJob controller yet)"),
+        Suite("rayjob", "e2erayjob", "test/e2erayjob: RayJob"),
         Suite("rayservice", "e2erayservice", "test/e2erayservice: RayService (no RayService controller yet)"),
         Suite("autoscaler", "e2eautoscaler", "test/e2eautoscaler: RayCluster with the Ray autoscaler sidecar"),
         Suite("sampleyaml", "sampleyaml", "test/sampleyaml: KubeRay's config/samples applied with kubectl"),
-        Suite("raycronjob", "e2eraycronjob", "test/e2eraycronjob: RayCronJob"),
+        Suite("raycronjob", "e2eraycronjob", "test/e2eraycronjob: RayCronJob (alpha, gate on)"),
         Suite("rayjobsubmitter", "e2erayjobsubmitter", "test/e2erayjobsubmitter: the light-weight job submitter"),
         Suite("upgrade", "e2eupgrade", "test/e2eupgrade: upgrading KubeRay's operator under a RayService"),
         Suite(
