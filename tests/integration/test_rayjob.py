@@ -7,12 +7,14 @@ server (``--use-kubernetes-proxy``), as KubeRay must when it runs outside a clus
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
 from lightkube import AsyncClient
 from lightkube.codecs import from_dict
 from lightkube.generic_resource import create_namespaced_resource
+from lightkube.resources.core_v1 import Pod
 
 from raykube.runtime.manager import Manager
 from raykube.waiting import NotYet, wait_for
@@ -62,6 +64,27 @@ async def wait_job(
     return found
 
 
+# Ray's own client, run by the head Pod's Ray venv inside the Pod (its network namespace: the dashboard on loopback).
+RAY_JOBS = """
+import json, ray
+from ray.job_submission import JobSubmissionClient
+jobs = JobSubmissionClient("http://127.0.0.1:8265").list_jobs()
+listed = [{"submission_id": j.submission_id, "status": j.status.value, "entrypoint": j.entrypoint} for j in jobs]
+print(json.dumps({"ray": ray.__version__, "jobs": listed}))
+"""
+
+
+async def ray_jobs(proc: ProcessSandbox, kube: AsyncClient, ns: str, cluster: str) -> dict[str, Any]:
+    """``JobSubmissionClient.list_jobs()`` as the head Pod of ``cluster`` answers it (``kubectl exec``), with the
+    version of the Ray that ran the client."""
+    labels: dict[str, Any] = {"ray.io/cluster": cluster, "ray.io/node-type": "head"}
+    [head] = [p.metadata.name async for p in kube.list(Pod, namespace=ns, labels=labels) if p.metadata]
+    run = await asyncio.to_thread(proc.kubectl, "exec", "-n", ns, str(head), "--", "python", "-c", RAY_JOBS)
+    assert run.returncode == 0, run.stdout[-1000:] + run.stderr[-2000:]
+    seen: dict[str, Any] = json.loads(run.stdout.strip().splitlines()[-1])
+    return seen
+
+
 async def test_a_rayjob_runs_to_succeeded_and_prints_kuberays_columns(
     proc: ProcessSandbox, pkube: AsyncClient, ns: str, proc_operator: Manager
 ) -> None:
@@ -84,6 +107,10 @@ async def test_a_rayjob_runs_to_succeeded_and_prints_kuberays_columns(
     path = f"/api/v1/namespaces/{ns}/services/hello-head-svc:dashboard/proxy/api/jobs/{status['jobId']}"
     raw = proc.kubectl("get", "--raw", path)
     assert json.loads(raw.stdout)["status"] == "SUCCEEDED", raw.stderr
+    # And as Ray's JobSubmissionClient lists it, in the head Pod: the one job, under the RayJob's id and status.
+    seen = await ray_jobs(proc, pkube, ns, status["rayClusterName"])
+    assert [(j["submission_id"], j["status"]) for j in seen["jobs"]] == [(status["jobId"], status["jobStatus"])]
+    assert seen["ray"] == IMAGE.rpartition(":")[2]  # the image's Ray: the process runtime's venv for it
 
 
 async def test_a_failing_entrypoint_is_retried_on_new_clusters_then_app_failed(
