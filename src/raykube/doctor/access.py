@@ -4,8 +4,8 @@ The data is derived at import time from the operator's own rules, :data:`raykube
 RayCluster controller calls, in every watched namespace) and :data:`raykube.api.rbac.LEADER_ELECTION_RULES` (in the
 leader-election namespace only). Those rules are the single source the Helm chart's ClusterRole is generated from,
 and KubeRay's own ClusterRole (``ray-operator/config/rbac/role.yaml`` and ``leader_election_role.yaml`` at v1.6.1)
-is a superset of them (both write core/v1 Events): a denied check is a real gap for raykube, and for KubeRay too. The doctor never reads the
-chart's files: an installed package has none.
+is a superset of them (both write core/v1 Events): a denied check is a real gap for raykube, and for KubeRay too.
+The doctor never reads the chart's files: an installed package has none.
 
 An operator that watches every namespace lists and watches at the cluster scope, so for it the ``list`` and
 ``watch`` checks are also made without a namespace.

@@ -18,7 +18,6 @@ in :mod:`raykube.api.validation`.
 * ``jobTemplate`` (required, CRD) is a valid RayJob spec (:mod:`.rayjob`).
 """
 
-
 from __future__ import annotations
 
 import functools
