@@ -14,7 +14,7 @@ from typing import Any
 from lightkube import AsyncClient
 from lightkube.codecs import from_dict
 from lightkube.generic_resource import create_namespaced_resource
-from lightkube.resources.core_v1 import Pod
+from lightkube.resources.core_v1 import Event, Pod
 
 from raykube.runtime.manager import Manager
 from raykube.waiting import NotYet, wait_for
@@ -116,10 +116,11 @@ async def test_a_rayjob_runs_to_succeeded_and_prints_kuberays_columns(
 async def test_a_failing_entrypoint_is_retried_on_new_clusters_then_app_failed(
     proc: ProcessSandbox, pkube: AsyncClient, ns: str, proc_operator: Manager
 ) -> None:
-    body = rayjob("fails", "python -c 'import sys; sys.exit(3)'", backoffLimit=1, shutdownAfterJobFinishes=True)
+    """backoffLimit 2: three attempts, each on a new cluster made once the previous one is deleted; ``failed: 3``."""
+    body = rayjob("fails", "python -c 'import sys; sys.exit(3)'", backoffLimit=2, shutdownAfterJobFinishes=True)
     await pkube.create(from_dict(body), namespace=ns)  # type: ignore[call-overload]
-    status = await wait_job(pkube, ns, "fails", ("Failed",), "to fail twice", seconds=2 * DONE)
-    assert (status["jobStatus"], status["reason"], status["failed"]) == ("FAILED", "AppFailed", 2)
+    status = await wait_job(pkube, ns, "fails", ("Failed",), "to fail three times", seconds=3 * DONE)
+    assert (status["jobStatus"], status["reason"], status["failed"]) == ("FAILED", "AppFailed", 3)
     assert "exit code 3" in status["message"]
 
     async def clusters_gone() -> bool | NotYet:
@@ -127,6 +128,22 @@ async def test_a_failing_entrypoint_is_retried_on_new_clusters_then_app_failed(
         return True if not left else NotYet(f"RayClusters left: {left}")
 
     await wait_for(clusters_gone, 120, what="shutdownAfterJobFinishes to delete the last cluster")
+
+    # One cluster after another: the RayJob's events name three clusters, each deleted before the next is created.
+    events = sorted(
+        (e for e in [ev async for ev in pkube.list(Event, namespace=ns)] if e.involvedObject.name == "fails"),
+        key=lambda e: (e.firstTimestamp or e.eventTime, e.metadata.name if e.metadata else ""),
+    )
+    created = [
+        ((e.message or "").rpartition("/")[2], e.firstTimestamp) for e in events if e.reason == "CreatedRayCluster"
+    ]
+    deleted = [
+        ((e.message or "").rpartition("/")[2], e.firstTimestamp) for e in events if e.reason == "DeletedRayCluster"
+    ]
+    assert len({name for name, _ in created}) == 3, [(e.reason, e.message) for e in events]
+    assert [name for name, _ in deleted[:2]] == [name for name, _ in created[:2]], (created, deleted)
+    for (_, gone), (_, made) in zip(deleted[:2], created[1:], strict=True):
+        assert gone is not None and made is not None and gone <= made, (created, deleted)
 
 
 async def test_http_mode_submits_through_the_dashboard(
