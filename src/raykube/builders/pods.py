@@ -55,7 +55,6 @@ from __future__ import annotations
 import base64
 import copy
 import hashlib
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -70,7 +69,7 @@ from raykube.api.raycluster import (
     WorkerGroupSpec,
 )
 from raykube.api.resources import RayCluster
-from raykube.builders import batch, names
+from raykube.builders import batch, gojson, gostructs, names
 from raykube.builders.command import (
     container_command,
     generate_ray_start_command,
@@ -134,25 +133,33 @@ def is_autoscaling_enabled(spec: RayClusterSpec) -> bool:
     return spec.enable_in_tree_autoscaling is True
 
 
-def cluster_spec_hash(spec: RayClusterSpec) -> str:
-    """The ``ray.io/upgrade-strategy-recreate-hash`` value (KubeRay ``GenerateHashWithoutReplicasAndWorkersToDelete``).
+def cluster_spec_hash(spec: RayClusterSpec, *, defaulted: bool = True) -> str:
+    """KubeRay v1.6.1's ``utils.GenerateHashWithoutReplicasAndWorkersToDelete`` of ``spec``, byte for byte.
 
-    SHA-1 of the spec's JSON without what autoscalers and queueing controllers change: each group's replicas,
-    min/max replicas and ``workersToDelete``, every template's tolerations and scheduling gates, and
-    ``upgradeStrategy``; encoded as base32 "hex" (``0-9A-V``, 32 characters). Go's field order cannot be reproduced,
-    so only the hash's own consistency matters: nulls and empty maps/lists are dropped, keys sorted.
+    The ``ray.io/upgrade-strategy-recreate-hash`` annotation of head Pods: KubeRay compares it with this value and,
+    under ``upgradeStrategy.type: Recreate``, deletes every Pod when they differ, so raykube must compute exactly
+    KubeRay's value to take over its Pods. KubeRay deep-copies the spec, clears what autoscalers and queueing
+    controllers change (the head's and every group's template ``tolerations`` and ``schedulingGates``; each group's
+    ``replicas``, ``minReplicas``, ``maxReplicas`` and ``scaleStrategy.workersToDelete``; ``upgradeStrategy``),
+    takes the SHA-1 of Go's ``json.Marshal`` of its structs, and writes it in base32 "hex" (``0-9A-V``, 32
+    characters). The Go encoding is :func:`raykube.builders.gojson.marshal` (struct field order, ``omitempty``,
+    unknown fields dropped, quantities canonical, ...), proven against KubeRay's own function by
+    tests/integration/test_kuberay_hash.py.
+
+    ``defaulted`` (the default) hashes as the RayCluster controller does, after its ``setDefaults`` turned a missing
+    ``rayStartParams`` into ``{}`` (written ``{}`` rather than ``null``, the field having no omitempty); False hashes
+    the spec as read, as the RayService controller does for ``ray.io/hash-without-replicas-and-workers-to-delete``.
     """
     data = spec.to_wire()
-    _clear_scheduling(data.get("headGroupSpec"))
-    for group in data.get("workerGroupSpecs") or []:
-        for key in ("replicas", "minReplicas", "maxReplicas"):
-            group.pop(key, None)
-        strategy = group.get("scaleStrategy")
-        if isinstance(strategy, dict):
-            strategy.pop("workersToDelete", None)
-        _clear_scheduling(group)
+    head = _cleared(data.get("headGroupSpec"))
+    if defaulted and not isinstance(head.get("rayStartParams"), dict):
+        head["rayStartParams"] = {}
+    data["headGroupSpec"] = head
+    groups = data.get("workerGroupSpecs")
+    if isinstance(groups, list):
+        data["workerGroupSpecs"] = [_cleared_group(group, defaulted=defaulted) for group in groups]
     data.pop("upgradeStrategy", None)
-    encoded = json.dumps(_prune(data), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    encoded = gojson.marshal(gostructs.ROOT, data)
     digest = hashlib.sha1(encoded.encode(), usedforsecurity=False).digest()
     return base64.b32hexencode(digest).decode()
 
@@ -755,21 +762,28 @@ def _build_pod(
 # --------------------------------------------------------------------------------------------------------------------
 
 
-def _clear_scheduling(group: Any) -> None:
-    """Drop a group template's tolerations and scheduling gates (Kueue and friends inject them after creation)."""
+def _cleared(group: Any) -> dict[str, Any]:
+    """A copy of a head or worker group with its template's tolerations and scheduling gates cleared (KubeRay sets
+    them to nil: Kueue and friends inject them after creation). Not a dict: ``{}``, the zero struct Go decodes."""
     if not isinstance(group, dict):
-        return
-    spec = (group.get("template") or {}).get("spec")
-    if isinstance(spec, dict):
-        spec.pop("tolerations", None)
-        spec.pop("schedulingGates", None)
+        return {}
+    copied: dict[str, Any] = dict(group)
+    template = copied.get("template")
+    if isinstance(template, dict) and isinstance(template.get("spec"), dict):
+        pod_spec = {k: v for k, v in template["spec"].items() if k not in ("tolerations", "schedulingGates")}
+        copied["template"] = {**template, "spec": pod_spec}
+    return copied
 
 
-def _prune(value: Any) -> Any:
-    """Drop nulls and empty maps and lists, recursively (Go's omitempty makes absent and empty the same)."""
-    if isinstance(value, dict):
-        pruned = {key: _prune(item) for key, item in value.items()}
-        return {key: item for key, item in pruned.items() if item not in (None, {}, [])}
-    if isinstance(value, list):
-        return [_prune(item) for item in value]
-    return value
+def _cleared_group(group: Any, *, defaulted: bool) -> dict[str, Any]:
+    """A worker group as KubeRay hashes it: no replica counts, no ``workersToDelete``, template cleared; with
+    ``defaulted``, a missing ``rayStartParams`` made ``{}``."""
+    cleared = _cleared(group)
+    for key in ("replicas", "minReplicas", "maxReplicas"):
+        cleared.pop(key, None)
+    strategy = cleared.get("scaleStrategy")
+    if isinstance(strategy, dict):
+        cleared["scaleStrategy"] = {k: v for k, v in strategy.items() if k != "workersToDelete"}
+    if defaulted and not isinstance(cleared.get("rayStartParams"), dict):
+        cleared["rayStartParams"] = {}
+    return cleared

@@ -14,13 +14,17 @@ in ``status.desiredCPU`` and friends, so that raykube's status shows the same st
   largest power-of-1024 suffix that divides the value exactly (``6Gi``), falling back to DecimalSI for values under
   1024 in magnitude or with a fractional part; DecimalSI and DecimalExponent strip trailing zeros and use an exponent
   that is a multiple of three (``1500m``, ``840G``, ``1e3``).
+* **Marshaling** (:func:`marshaled`) is what ``Quantity.MarshalJSON`` writes for a parsed text: the canonical form,
+  or the text itself where ``ParseQuantity`` cached it (``"1.500"``, ``"1E3"``, ``"2Gi"``), which is what KubeRay's
+  hashes of a spec see (:mod:`raykube.builders.gojson`).
 
 Values are :class:`fractions.Fraction`, so sums are exact whatever their size.
 
 Where we knowingly differ from Go: a DecimalSI value of 10^21 or more has no SI suffix in Go (its canonical form then
-loses the exponent); we write it with ``E`` and a longer mantissa, which is at least the right number. No KubeRay
-status can reach such a value from int32 replica counts and realistic Pod sizes. And we refuse exponents beyond ±1000
-(``1e999999999``), which Go accepts, rather than compute a number with a billion digits.
+loses the exponent); we write it with ``E`` and a longer mantissa, which is at least the right number, unless asked
+for Go's bytes (``format_quantity(..., exact=True)``, :func:`marshaled`). No KubeRay status can reach such a value
+from int32 replica counts and realistic Pod sizes. And we refuse exponents beyond ±1000 (``1e999999999``), which Go
+accepts, rather than compute a number with a billion digits.
 """
 
 from __future__ import annotations
@@ -119,8 +123,9 @@ def parse_quantity(text: str | int | float) -> Quantity:
     return Quantity(-magnitude if value < 0 else magnitude, fmt)
 
 
-def format_quantity(quantity: Quantity) -> str:
-    """``Quantity.String()``: the canonical form, as the API server and kubectl show it."""
+def format_quantity(quantity: Quantity, *, exact: bool = False) -> str:
+    """``Quantity.String()``: the canonical form, as the API server and kubectl show it. ``exact`` writes a DecimalSI
+    value of 10^21 or more as Go does, without its exponent (``1000E`` is ``"1"``), instead of with ``E``."""
     value = quantity.value
     if value == 0:
         return "0"
@@ -139,6 +144,8 @@ def format_quantity(quantity: Quantity) -> str:
     if fmt == DECIMAL_EXPONENT:
         return f"{sign}{mantissa}" + (f"e{exponent}" if exponent else "")
     if exponent > _MAX_DECIMAL_SI_EXPONENT:
+        if exact:  # Go finds no suffix for the exponent and writes the mantissa alone
+            return f"{sign}{mantissa}"
         mantissa *= 10 ** (exponent - _MAX_DECIMAL_SI_EXPONENT)
         exponent = _MAX_DECIMAL_SI_EXPONENT
     return f"{sign}{mantissa}{_DECIMAL_SUFFIX_BY_EXPONENT[exponent]}"
@@ -192,3 +199,47 @@ def _decimal_mantissa(magnitude: Fraction) -> tuple[int, int]:
         exponent += 1
     shift = exponent % 3  # Python's modulo floors, so this always moves the exponent down
     return mantissa * 10**shift, exponent - shift
+
+
+# ParseQuantity's scanner (parseQuantityString): sign, leading zeros, integer digits, "." and fraction digits, suffix.
+_GO_SCAN = re.compile(r"(?P<sign>[+-]?)0*(?P<num>\d*)(?:\.(?P<denom>\d*))?(?P<suffix>.*)\Z", re.DOTALL)
+_MAX_INT64_FACTORS = 18  # resource.maxInt64Factors: decimal digits an int64 always holds
+_NANO_SCALE = -9
+
+
+def marshaled(text: str | int | float) -> str:
+    """The string ``Quantity.MarshalJSON`` writes for a Quantity read from ``text`` (``UnmarshalJSON``:
+    ``ParseQuantity`` of the text without its quotes and surrounding space).
+
+    Usually the canonical form, exactly as Go writes it (:func:`format_quantity` with ``exact``), but
+    ``ParseQuantity`` keeps the text itself when its int64 fast path takes the number for canonical, and
+    ``MarshalJSON`` then writes that text. The test is looser than the canonical form, so some texts survive as
+    written: ``"1.500"`` (canonical ``"1500m"``), ``"1E3"``, ``"+1"``, ``"01"``, ``"1.G"``; binary ones when the
+    mantissa is not a multiple of 8 (``"2Gi"``, ``"+2Gi"``; ``"1024Mi"`` becomes ``"1Gi"``). Numbers are read as
+    their decimal text. Raises :class:`QuantityError` where the parse fails."""
+    raw = _number_text(text) if isinstance(text, int | float) and not isinstance(text, bool) else text
+    quantity = parse_quantity(raw)  # raises where Go's parse fails (and on what Go has no text for)
+    scan = _GO_SCAN.match(raw) if isinstance(raw, str) else None
+    if raw == "0" or (scan is not None and _kept_as_written(scan)):
+        return str(raw)
+    return format_quantity(quantity, exact=True)
+
+
+def _kept_as_written(scan: re.Match[str]) -> bool:
+    """ParseQuantity's "if the number is in canonical form, reuse the string" (its int64 fast path)."""
+    num, denom, suffix = scan["num"] or "0", scan["denom"] or "", scan["suffix"]
+    if suffix in _BINARY_SUFFIXES:  # only whole mantissas in range, and never a multiple of 8
+        exponent = _BINARY_SUFFIXES[suffix]
+        precision = 15 - len(num) - exponent * 3 // 10 - 1
+        return not denom and precision >= 0 and int(num) << exponent <= _MAX_INT64 and int(num) & 0x07 != 0
+    if suffix in _DECIMAL_SUFFIXES:
+        exponent = _DECIMAL_SUFFIXES[suffix]
+    elif (exp := _EXPONENT.match(suffix)) is not None:
+        exponent = int(exp["exponent"])
+    else:  # pragma: no cover - parse_quantity refuses any other suffix
+        return False
+    shifted = num + denom
+    scale = exponent - len(denom)
+    if len(shifted) > _MAX_INT64_FACTORS or scale < _NANO_SCALE:
+        return False
+    return scale % 3 == 0 and not shifted.endswith("000") and shifted[0] != "0"

@@ -1,0 +1,407 @@
+"""Go's ``encoding/json`` round trip of a RayClusterSpec: the bytes KubeRay gets from ``json.Marshal`` of what it read.
+
+KubeRay hashes Go structs (``utils.GenerateJsonHash``), so a hash of the same spec needs the same bytes:
+:func:`marshal` takes the JSON as the API server serves it (dicts, lists, str, int, float, bool, None) and writes
+what Go writes after decoding that JSON into its structs and encoding them again. The structs are
+:mod:`raykube.builders.gostructs`, generated from the compiled Go types (``tools/kuberay/gostructs``).
+
+Decoding, as apimachinery's JSON serializer does it (``sigs.k8s.io/json``, case-sensitive):
+
+* keys that are no field of the Go struct are dropped (a field name in another case too);
+* ``null`` and an absent key give the same Go value: nil for pointers, slices, maps and interfaces, the zero value
+  otherwise (``null`` into a string, number, bool or struct changes nothing);
+* ``[]`` and ``{}`` give an empty but non-nil slice or map, which encodes as ``[]``/``{}``, not ``null``;
+* a value of the wrong JSON type is left at its zero value, as Go's decoder leaves it (Go then reports an error, and
+  the object would not reach KubeRay at all; here the hash stays computable).
+
+Encoding, as ``json.Marshal`` does it: fields in declaration order with their JSON names, embedded structs inlined
+(the table already lists them in place); ``omitempty`` drops false, 0, ``""``, nil pointers and interfaces and empty
+slices and maps, never a struct; ``omitzero`` drops the zero value (for types with an ``IsZero`` method, what it
+says); nil slices and maps are ``null``; map keys sorted; strings escaped as Go escapes them (``<``, ``>``, ``&``,
+U+2028, U+2029), floats in Go's format (:mod:`raykube.builders.golang`).
+
+Types with their own JSON methods:
+
+* ``resource.Quantity``: the string ``Quantity.MarshalJSON`` writes, :func:`raykube.builders.quantity.marshaled`:
+  mostly the canonical form (``"1000m"`` is ``"1"``, ``"0.5"`` is ``"500m"``), but the text as written where
+  ``ParseQuantity`` keeps it (``"1.500"``, ``"1E3"``, ``"+1"``); ``"0"`` when absent or null. A number is read in the
+  format the API server writes it (Go's), a text Kubernetes would refuse is kept as written.
+* ``intstr.IntOrString``: a JSON string stays a string, a number an int32; ``0`` when absent or null.
+* ``metav1.Time``: RFC 3339 in UTC, whole seconds (``"2024-01-02T03:04:05Z"``); ``null`` when zero.
+* ``metav1.FieldsV1``: its raw JSON, compacted, keys in their own order.
+
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from functools import cache, partial
+from typing import Any, Final
+
+from raykube.builders import gostructs
+from raykube.builders.golang import GoError, float32_from_json, json_marshal, json_number, json_string, trim_space
+from raykube.builders.quantity import QuantityError, marshaled, parse_quantity
+
+__all__ = ["marshal"]
+
+# Bounds of Go's integer kinds: a number outside them does not decode (the field stays 0).
+_INT_BOUNDS: Final[dict[str, tuple[int, int]]] = {
+    **{f"int{bits}": (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) for bits in (8, 16, 32, 64)},
+    **{f"uint{bits}": (0, (1 << bits) - 1) for bits in (8, 16, 32, 64)},
+    "int": (-(1 << 63), (1 << 63) - 1),
+    "uint": (0, (1 << 64) - 1),
+    "uintptr": (0, (1 << 64) - 1),
+}
+_INT64 = _INT_BOUNDS["int64"]
+# time.RFC3339 as time.Parse reads it: fractional seconds allowed, "Z" or a numeric offset.
+_RFC3339 = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:Z|([+-])(\d{2}):(\d{2}))\Z",
+)
+_GO_ZERO_TIME = datetime(1, 1, 1, tzinfo=UTC)
+
+
+def marshal(type_name: str, value: Any) -> str:
+    """``json.Marshal`` of the Go value of type ``type_name`` (a :mod:`~raykube.builders.gostructs` type expression,
+    ``gostructs.ROOT`` for the RayClusterSpec) that decoding the JSON value ``value`` gives."""
+    out: list[str] = []
+    _node(type_name).encode(value, out)
+    return "".join(out)
+
+
+class _Node:
+    """One Go type: how it encodes a JSON value decoded into it, and whether that value is empty or zero."""
+
+    def encode(self, value: Any, out: list[str]) -> None:
+        raise NotImplementedError
+
+    def empty(self, value: Any) -> bool:
+        """omitempty: false, 0, "", nil pointer or interface, empty slice or map. Structs never are."""
+        return False
+
+    def zero(self, value: Any) -> bool:
+        """omitzero: the Go zero value (for a type with an IsZero method, what it says)."""
+        return self.empty(value)
+
+
+class _Bool(_Node):
+    def encode(self, value: Any, out: list[str]) -> None:
+        out.append("true" if value is True else "false")
+
+    def empty(self, value: Any) -> bool:
+        return value is not True
+
+
+class _String(_Node):
+    def encode(self, value: Any, out: list[str]) -> None:
+        out.append(json_string(value) if isinstance(value, str) else '""')
+
+    def empty(self, value: Any) -> bool:
+        return not isinstance(value, str) or not value
+
+
+def _integer(value: Any, bounds: tuple[int, int]) -> int:
+    """The Go integer a JSON value decodes to: only an integer literal in range; anything else leaves 0."""
+    if isinstance(value, int) and not isinstance(value, bool) and bounds[0] <= value <= bounds[1]:
+        return value
+    return 0
+
+
+class _Int(_Node):
+    def __init__(self, kind: str) -> None:
+        self.bounds = _INT_BOUNDS[kind]
+
+    def encode(self, value: Any, out: list[str]) -> None:
+        out.append(str(_integer(value, self.bounds)))
+
+    def empty(self, value: Any) -> bool:
+        return _integer(value, self.bounds) == 0
+
+
+class _Float(_Node):
+    def __init__(self, bits: int) -> None:
+        self.bits = bits
+
+    def _value(self, value: Any) -> float:
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            return 0.0
+        if self.bits == 32:
+            try:
+                return float32_from_json(value)
+            except GoError:  # beyond float32: Go leaves the field alone
+                return 0.0
+        return float(value)
+
+    def encode(self, value: Any, out: list[str]) -> None:
+        out.append(json_number(self._value(value), self.bits))
+
+    def empty(self, value: Any) -> bool:
+        return self._value(value) == 0
+
+
+class _Bytes(_Node):
+    """``[]byte``: base64 (standard alphabet, padded) in JSON."""
+
+    @staticmethod
+    def _value(value: Any) -> bytes | None:
+        if not isinstance(value, str):
+            return None
+        try:
+            return base64.b64decode(value.replace("\r", "").replace("\n", ""), validate=True)
+        except (binascii.Error, ValueError):
+            return None
+
+    def encode(self, value: Any, out: list[str]) -> None:
+        data = self._value(value)
+        out.append("null" if data is None else json_string(base64.b64encode(data).decode()))
+
+    def empty(self, value: Any) -> bool:
+        return not self._value(value)
+
+
+def _preserve_ints(value: Any) -> Any:
+    """What ``sigs.k8s.io/json`` puts in an ``interface{}``: integers as int64 when they fit, else float64."""
+    if isinstance(value, dict):
+        return {key: _preserve_ints(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_preserve_ints(item) for item in value]
+    if isinstance(value, int) and not isinstance(value, bool) and not _INT64[0] <= value <= _INT64[1]:
+        return float(value)
+    return value
+
+
+class _Any(_Node):
+    def encode(self, value: Any, out: list[str]) -> None:
+        out.append(json_marshal(_preserve_ints(value)))
+
+    def empty(self, value: Any) -> bool:
+        return value is None
+
+
+class _Pointer(_Node):
+    def __init__(self, elem: _Node) -> None:
+        self.elem = elem
+
+    def encode(self, value: Any, out: list[str]) -> None:
+        if value is None:
+            out.append("null")
+        else:
+            self.elem.encode(value, out)
+
+    def empty(self, value: Any) -> bool:
+        return value is None
+
+
+class _Slice(_Node):
+    def __init__(self, elem: _Node) -> None:
+        self.elem = elem
+
+    def encode(self, value: Any, out: list[str]) -> None:
+        if not isinstance(value, list):
+            out.append("null")
+            return
+        out.append("[")
+        for index, item in enumerate(value):
+            if index:
+                out.append(",")
+            self.elem.encode(item, out)
+        out.append("]")
+
+    def empty(self, value: Any) -> bool:
+        return not isinstance(value, list) or not value
+
+    def zero(self, value: Any) -> bool:
+        return not isinstance(value, list)
+
+
+class _Map(_Node):
+    def __init__(self, elem: _Node) -> None:
+        self.elem = elem
+
+    def encode(self, value: Any, out: list[str]) -> None:
+        if not isinstance(value, dict):
+            out.append("null")
+            return
+        out.append("{")
+        for index, key in enumerate(sorted(value)):
+            if index:
+                out.append(",")
+            out.append(json_string(key))
+            out.append(":")
+            self.elem.encode(value[key], out)
+        out.append("}")
+
+    def empty(self, value: Any) -> bool:
+        return not isinstance(value, dict) or not value
+
+    def zero(self, value: Any) -> bool:
+        return not isinstance(value, dict)
+
+
+class _Struct(_Node):
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.fields: list[tuple[str, str, _Node, int]] = []  # filled in by _node (structs may be recursive)
+
+    def encode(self, value: Any, out: list[str]) -> None:
+        data = value if isinstance(value, dict) else {}
+        out.append("{")
+        first = True
+        for name, prefix, node, flags in self.fields:
+            item = data.get(name)
+            if flags & gostructs.OMITEMPTY and node.empty(item):
+                continue
+            if flags & gostructs.OMITZERO and node.zero(item):
+                continue
+            out.append(prefix if first else "," + prefix)
+            first = False
+            node.encode(item, out)
+        out.append("}")
+
+    def zero(self, value: Any) -> bool:
+        data = value if isinstance(value, dict) else {}
+        return all(node.zero(data.get(name)) for name, _, node, _ in self.fields)
+
+
+class _Quantity(_Node):
+    """``resource.Quantity``: the string ``MarshalJSON`` writes (:func:`~raykube.builders.quantity.marshaled`); the
+    zero Quantity is ``"0"``."""
+
+    @staticmethod
+    def _text(value: Any) -> str | None:
+        """The text ``UnmarshalJSON`` parses: a string without surrounding space, a number as the API server writes
+        it (Go's float format); None for null, absent, or a value Go refuses (the field keeps its zero value)."""
+        if isinstance(value, str):
+            return trim_space(value)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return str(value)
+        if isinstance(value, float):
+            return json_number(value)
+        return None
+
+    def encode(self, value: Any, out: list[str]) -> None:
+        text = self._text(value)
+        if text is None:
+            out.append('"0"')
+            return
+        try:
+            out.append(json_string(marshaled(text)))
+        except QuantityError:
+            out.append(json_string(text))  # Go refuses it; kept as written so that a change still shows
+
+    def zero(self, value: Any) -> bool:
+        text = self._text(value)
+        try:
+            return text is None or parse_quantity(text).is_zero
+        except QuantityError:
+            return False
+
+
+class _IntOrString(_Node):
+    """``intstr.IntOrString``: a JSON string stays a string, anything else is an int32 (``0`` when absent)."""
+
+    def encode(self, value: Any, out: list[str]) -> None:
+        if isinstance(value, str):
+            out.append(json_string(value))
+        else:
+            out.append(str(_integer(value, _INT_BOUNDS["int32"])))
+
+    def zero(self, value: Any) -> bool:
+        return not isinstance(value, str) and _integer(value, _INT_BOUNDS["int32"]) == 0
+
+
+def _parse_time(value: Any) -> tuple[datetime, bool] | None:
+    """``time.Parse(time.RFC3339, value)`` in UTC, and whether it has a fraction of a second (which the encoding
+    drops); None for null, absent, or a text Go refuses (or a year Python cannot hold)."""
+    if not isinstance(value, str):
+        return None
+    match = _RFC3339.match(value)
+    if match is None:
+        return None
+    year, month, day, hour, minute, second, fraction, sign, off_hours, off_minutes = match.groups()
+    try:
+        moment = datetime(int(year), int(month), int(day), int(hour), int(minute), int(second), tzinfo=UTC)
+        if sign:
+            offset = timedelta(hours=int(off_hours), minutes=int(off_minutes))
+            moment -= offset if sign == "+" else -offset
+    except (ValueError, OverflowError):
+        return None
+    return moment, bool(fraction and int(fraction))
+
+
+class _Time(_Node):
+    """``metav1.Time``: RFC 3339 in UTC with whole seconds; ``null`` when zero (Go's zero instant)."""
+
+    def encode(self, value: Any, out: list[str]) -> None:
+        parsed = _parse_time(value)
+        if parsed is None:
+            out.append(json_string(value) if isinstance(value, str) else "null")  # a bad text is kept as written
+        elif parsed == (_GO_ZERO_TIME, False):
+            out.append("null")
+        else:
+            moment = parsed[0]
+            out.append(json_string(f"{moment.year:04d}-{moment:%m-%dT%H:%M:%S}Z"))
+
+    def zero(self, value: Any) -> bool:
+        return not isinstance(value, str) or _parse_time(value) == (_GO_ZERO_TIME, False)
+
+
+class _RawJSON(_Node):
+    """``metav1.FieldsV1``: the raw JSON it was given, compacted (its keys keep their order)."""
+
+    def encode(self, value: Any, out: list[str]) -> None:
+        out.append(json_marshal(value, sort_keys=False))
+
+
+_CUSTOM: Final[dict[str, Callable[[], _Node]]] = {
+    "resource.Quantity": _Quantity,
+    "intstr.IntOrString": _IntOrString,
+    "metav1.Time": _Time,
+    "metav1.FieldsV1": _RawJSON,
+}
+_BASIC: Final[dict[str, Callable[[], _Node]]] = {
+    "bool": _Bool,
+    "string": _String,
+    "bytes": _Bytes,
+    "any": _Any,
+    "float32": partial(_Float, 32),
+    "float64": partial(_Float, 64),
+    **{kind: partial(_Int, kind) for kind in _INT_BOUNDS},
+}
+
+
+@cache
+def _node(expr: str) -> _Node:
+    """The node of a type expression, built once (a struct's node is cached before its fields, for recursion)."""
+    if expr.startswith("*"):
+        return _Pointer(_node(expr[1:]))
+    if expr.startswith("[]"):
+        return _Slice(_node(expr[2:]))
+    if expr.startswith("map[string]"):
+        return _Map(_node(expr[len("map[string]") :]))
+    if expr in _BASIC:
+        return _BASIC[expr]()
+    if expr in gostructs.CUSTOM:
+        if expr not in _CUSTOM:
+            raise GoError(f"the Go type {expr} has its own JSON methods and no handler here")
+        return _CUSTOM[expr]()
+    if expr in gostructs.STRUCTS:
+        return _struct(expr)
+    raise GoError(f"unknown Go type expression {expr!r}")
+
+
+_STRUCT_NODES: dict[str, _Struct] = {}
+
+
+def _struct(name: str) -> _Struct:
+    node = _STRUCT_NODES.get(name)
+    if node is None:
+        node = _STRUCT_NODES[name] = _Struct(name)
+        node.fields = [
+            (field, json_string(field) + ":", _node(expr), flags) for field, expr, flags in gostructs.STRUCTS[name]
+        ]
+    return node
