@@ -70,7 +70,7 @@ unit: .venv/.synced
 
 pytest: sandbox-build
 	@mkdir -p .reports
-	$(UVRUN) pytest --junitxml=.reports/junit.xml
+	$(UVRUN) pytest -m 'not long' --junitxml=.reports/junit.xml
 
 test: lint typecheck imports pytest
 
@@ -82,9 +82,11 @@ bench: sandbox-build
 	$(UVRUN) python -m benchmarks.rayjob
 
 # Not part of `make test` (it takes about 20 minutes): builds KubeRay's e2e test binaries the first time (6 minutes),
-# runs them on a process sandbox against the raykube operator and updates docs/conformance.md (not with RUN=).
+# runs them on a process sandbox against the raykube operator and updates docs/conformance.md (not with RUN=); then,
+# unless SUITE or RUN picks something, raykube's own long tests (pytest -m long: KubeRay samples that run for minutes).
 conformance: sandbox-build
 	$(UVRUN) raykube conformance --suite '$(SUITE)' $(if $(RUN),--run '$(RUN)')
+	$(if $(filter file,$(origin SUITE)),$(if $(RUN),,$(UVRUN) pytest -m long))
 
 clean:
 	rm -rf .venv .tools .mypy_cache .ruff_cache .pytest_cache .reports .import_linter_cache

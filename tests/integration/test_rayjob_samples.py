@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 import yaml
 from lightkube import AsyncClient
+from lightkube.resources.core_v1 import Pod
 
 from raykube.builders.quantity import parse_quantity
 from raykube.runtime.manager import Manager
@@ -108,16 +109,6 @@ NOT_RUNNABLE: dict[str, list[tuple[str, Callable[[Docs], bool]]]] = {
         ("its script reads images from S3 and a model from Hugging Face", reads_the_internet),
     ],
     "ray-job.custom-head-svc.yaml": [PYPI],
-    "ray-job.interactive-mode.yaml": [
-        ("InteractiveMode with no entrypoint: a person submits a job by hand and sets spec.jobId", interactive),
-    ],
-    "ray-job.kueue-toy-sample.yaml": [
-        (
-            "the entrypoint loops 600 s on purpose (a long job for Kueue's admission guide), beyond this module's "
-            "time budget; it needs nothing the sandbox lacks",
-            long_loop,
-        ),
-    ],
     "ray-job.light-weight-submitter.yaml": [
         (
             "its submitter image quay.io/kuberay/submitter is not a Ray image, which the process runtime cannot run",
@@ -155,11 +146,21 @@ RUNNABLE: dict[str, str] = {
 PROVIDED_CLUSTERS = {"ray-cluster-kuberay": "ray-cluster.sample.yaml"}
 
 
+# Samples that run here, each in a test of its own below: InteractiveMode (the test does the person's part) and the
+# Kueue toy sample, whose Ray job loops for 600 s on purpose (marked long: `make conformance` runs it, not `make test`).
+RUNNABLE_ELSEWHERE: dict[str, Callable[[Docs], bool]] = {
+    "ray-job.interactive-mode.yaml": interactive,
+    "ray-job.kueue-toy-sample.yaml": long_loop,
+}
+
+
 def test_every_v161_rayjob_sample_runs_or_is_listed_with_a_reason() -> None:
     names = sorted(p.name for p in SAMPLES.glob("ray-job.*.yaml"))
     assert len(names) >= 17, f"expected KubeRay v1.6.1's RayJob samples under {SAMPLES}, found {names}"
+    for name, check in RUNNABLE_ELSEWHERE.items():
+        assert check(documents(SAMPLES / name)), f"{name} changed: see its test"
     assert not set(RUNNABLE) & set(NOT_RUNNABLE)
-    assert sorted([*RUNNABLE, *NOT_RUNNABLE]) == names
+    assert sorted([*RUNNABLE, *NOT_RUNNABLE, *RUNNABLE_ELSEWHERE]) == names
     wrong = [
         f"{name}: {reason}"
         for name, reasons in NOT_RUNNABLE.items()
@@ -304,3 +305,60 @@ async def test_the_sample_reaches_succeeded(
     assert [(j["submission_id"], j["status"]) for j in seen["jobs"]] == [(status["jobId"], status["jobStatus"])]
     head_image = containers([*before, *docs])[0]["image"]  # the cluster's head container comes first
     assert seen["ray"] == head_image.rpartition(":")[2], (seen, head_image)
+
+
+# ------------------------------------------------------------------------------------------- the other two
+SUBMIT = """
+import sys
+from ray.job_submission import JobSubmissionClient
+print(JobSubmissionClient("http://127.0.0.1:8265").submit_job(entrypoint="python -c 'print(6 * 7)'",
+                                                               submission_id=sys.argv[1]))
+"""
+
+
+async def test_the_interactive_mode_sample_waits_for_the_job_a_person_submits(
+    proc: ProcessSandbox, pkube: AsyncClient, ns: str, proc_operator: Manager, tmp_path: Path
+) -> None:
+    """``ray-job.interactive-mode.yaml``: the cluster comes up and the RayJob waits (``Waiting``); the person's part,
+    done here: submit a job to the cluster (Ray's JobSubmissionClient in the head Pod), then set ``spec.jobId``; the
+    RayJob follows that job to ``SUCCEEDED``."""
+    sample = "ray-job.interactive-mode.yaml"
+    docs = fit_small_nodes(documents(SAMPLES / sample))
+    await apply(proc, ns, docs, tmp_path / sample)
+    name = rayjob_of(docs)["metadata"]["name"]
+    waiting = await wait_job(pkube, ns, name, ("Waiting",), "to wait for a job id")
+    assert waiting.get("jobId", "") == ""
+
+    labels = {"ray.io/cluster": waiting["rayClusterName"], "ray.io/node-type": "head"}
+    [head] = [p.metadata.name async for p in pkube.list(Pod, namespace=ns, labels=labels) if p.metadata]
+    job_id = f"{name}-by-hand"
+    run = await asyncio.to_thread(proc.kubectl, "exec", "-n", ns, str(head), "--", "python", "-c", SUBMIT, job_id)
+    assert run.returncode == 0 and job_id in run.stdout, run.stdout[-1000:] + run.stderr[-2000:]
+    patch = json.dumps({"spec": {"jobId": job_id}})
+    run = await asyncio.to_thread(proc.kubectl, "patch", "rayjob", "-n", ns, name, "--type=merge", "-p", patch)
+    assert run.returncode == 0, run.stderr
+
+    status = await wait_job(pkube, ns, name, ("Complete", "Failed"), "to follow the job to its end")
+    assert (status["jobDeploymentStatus"], status["jobStatus"], status["jobId"]) == ("Complete", "SUCCEEDED", job_id)
+    seen = await ray_jobs(proc, pkube, ns, status["rayClusterName"])
+    assert [(j["submission_id"], j["status"]) for j in seen["jobs"]] == [(job_id, "SUCCEEDED")]
+
+
+@pytest.mark.long
+async def test_the_kueue_toy_sample_runs_its_ten_minute_job_to_succeeded(
+    proc: ProcessSandbox, pkube: AsyncClient, ns: str, proc_operator: Manager, tmp_path: Path
+) -> None:
+    """``ray-job.kueue-toy-sample.yaml`` (``generateName``; a Ray job printing the cluster's resources once a second
+    for 600 s) reaches ``SUCCEEDED``. Without Kueue installed it is an ordinary RayJob."""
+    sample = "ray-job.kueue-toy-sample.yaml"
+    docs = fit_small_nodes(documents(SAMPLES / sample))
+    [rayjob] = [d for d in docs if d["kind"] == "RayJob"]
+    file = tmp_path / sample
+    await asyncio.to_thread(file.write_text, yaml.safe_dump(rayjob, sort_keys=False))
+    created = await asyncio.to_thread(proc.kubectl, "create", "-n", ns, "-f", str(file), "-o", "name")
+    assert created.returncode == 0, created.stderr
+    name = created.stdout.strip().rpartition("/")[2]
+    status = await wait_job(pkube, ns, name, ("Complete", "Failed"), "to finish its 600 s job", seconds=1200)
+    assert (status["jobDeploymentStatus"], status["jobStatus"]) == ("Complete", "SUCCEEDED"), status
+    logs = await asyncio.to_thread(proc.kubectl, "logs", "-n", ns, f"job/{name}")
+    assert "iter: 599" in logs.stdout, logs.stdout[-2000:]
