@@ -743,3 +743,71 @@ YUNIKORN_POD_QUEUE_LABEL: Final = "queue"
 # KubeRay yunikorn plugin / yunikorn-k8shim: the task groups of a gang (JSON) and the Pod's own task group.
 YUNIKORN_TASK_GROUPS_ANNOTATION: Final = "yunikorn.apache.org/task-groups"
 YUNIKORN_TASK_GROUP_NAME_ANNOTATION: Final = "yunikorn.apache.org/task-group-name"
+
+# --- The RayService controller (KubeRay v1.6.1 rayservice_controller.go, apis/ray/v1/rayservice_types.go,
+# utils/constant.go, utils/dashboardclient/dashboard_httpclient.go) ---------------------------------------------
+
+# KubeRay rayservice_controller.go ServiceDefaultRequeueDuration: every normal exit of a pass comes back after this.
+RAYSERVICE_REQUEUE_SECONDS: Final = 2
+# KubeRay rayservice_controller.go RayClusterDeletionDelayDuration: spec.rayClusterDeletionDelaySeconds when unset.
+RAYSERVICE_DEFAULT_CLUSTER_DELETION_DELAY_SECONDS: Final = 60
+# KubeRay rayservice_controller.go ENABLE_ZERO_DOWNTIME: "false" (any case) turns off new clusters when
+# spec.upgradeStrategy.type is unset.
+ENABLE_ZERO_DOWNTIME_ENV: Final = "ENABLE_ZERO_DOWNTIME"
+# KubeRay utils/constant.go ServeConfigLRUSize: RayServices kept in the controller's serve-config cache.
+SERVE_CONFIG_LRU_SIZE: Final = 1000
+# KubeRay utils/constant.go DefaultServeAppName: the name an application without one ("") is reported under.
+DEFAULT_SERVE_APP_NAME: Final = "default"
+# KubeRay dashboard_httpclient.go DeployPathV2 / ServeDetailsPath + APITypeParam: the Serve REST API of Ray's dashboard
+# (PUT the config; GET the declarative applications' details).
+SERVE_APPLICATIONS_PATH: Final = "/api/serve/applications/"
+SERVE_DETAILS_API_TYPE: Final = "declarative"
+# KubeRay apis/ray/v1 rayservice_types.go ServiceStatus: status.serviceStatus when Ready is True ("" otherwise).
+RAYSERVICE_STATUS_RUNNING: Final = "Running"
+# KubeRay apis/ray/v1 rayservice_types.go RayServiceConditionType.
+CONDITION_RAYSERVICE_READY: Final = "Ready"
+CONDITION_UPGRADE_IN_PROGRESS: Final = "UpgradeInProgress"
+CONDITION_ROLLBACK_IN_PROGRESS: Final = "RollbackInProgress"
+# KubeRay apis/ray/v1 rayservice_types.go RayServiceConditionReason.
+REASON_RAYSERVICE_INITIALIZING: Final = "Initializing"
+REASON_RAYSERVICE_INITIALIZING_TIMEOUT: Final = "InitializingTimeout"
+REASON_ZERO_SERVE_ENDPOINTS: Final = "ZeroServeEndpoints"
+REASON_NON_ZERO_SERVE_ENDPOINTS: Final = "NonZeroServeEndpoints"
+REASON_BOTH_ACTIVE_PENDING_CLUSTERS_EXIST: Final = "BothActivePendingClustersExist"
+REASON_NO_PENDING_CLUSTER: Final = "NoPendingCluster"
+REASON_NO_ACTIVE_CLUSTER: Final = "NoActiveCluster"
+REASON_RAYSERVICE_VALIDATION_FAILED: Final = "ValidationFailed"
+REASON_TARGET_CLUSTER_CHANGED: Final = "TargetClusterChanged"
+# KubeRay apis/ray/v1 rayservice_types.go ApplicationStatusEnum (Ray Serve's ApplicationStatus).
+SERVE_APP_NOT_STARTED: Final = "NOT_STARTED"
+SERVE_APP_DEPLOYING: Final = "DEPLOYING"
+SERVE_APP_RUNNING: Final = "RUNNING"
+SERVE_APP_DEPLOY_FAILED: Final = "DEPLOY_FAILED"
+SERVE_APP_DELETING: Final = "DELETING"
+SERVE_APP_UNHEALTHY: Final = "UNHEALTHY"
+# KubeRay apis/ray/v1 rayservice_types.go DeploymentStatusEnum (Ray Serve's DeploymentStatus).
+SERVE_DEPLOYMENT_UPDATING: Final = "UPDATING"
+SERVE_DEPLOYMENT_HEALTHY: Final = "HEALTHY"
+SERVE_DEPLOYMENT_UNHEALTHY: Final = "UNHEALTHY"
+# KubeRay utils/constant.go GatewayListenerPortName / DefaultGatewayListenerPort: the incremental upgrade's Gateway.
+GATEWAY_LISTENER_NAME: Final = "http"
+GATEWAY_LISTENER_PORT: Final = 80
+# KubeRay utils/constant.go K8sEventType: what the RayService controller reports besides the RayCluster and Service
+# reasons above (CreatedRayCluster, UpdatedService, ...).
+EVENT_INVALID_RAYSERVICE_SPEC: Final = "InvalidRayServiceSpec"
+EVENT_INVALID_RAYSERVICE_METADATA: Final = "InvalidRayServiceMetadata"
+EVENT_RAYSERVICE_INITIALIZING_TIMEOUT: Final = "RayServiceInitializingTimeout"
+EVENT_UPDATED_HEAD_POD_SERVE_LABEL: Final = "UpdatedHeadPodServeLabel"
+EVENT_FAILED_TO_UPDATE_HEAD_POD_SERVE_LABEL: Final = "FailedToUpdateHeadPodServeLabel"
+EVENT_UPDATED_SERVE_APPLICATIONS: Final = "UpdatedServeApplications"
+EVENT_FAILED_TO_UPDATE_SERVE_APPLICATIONS: Final = "FailedToUpdateServeApplications"
+EVENT_UPDATED_SERVE_TARGET_CAPACITY: Final = "UpdatedServeTargetCapacity"
+EVENT_FAILED_TO_UPDATE_TARGET_CAPACITY: Final = "FailedToUpdateTargetCapacity"
+EVENT_CREATED_GATEWAY: Final = "CreatedGateway"
+EVENT_UPDATED_GATEWAY: Final = "UpdatedGateway"
+EVENT_FAILED_TO_CREATE_GATEWAY: Final = "FailedToCreateGateway"
+EVENT_FAILED_TO_UPDATE_GATEWAY: Final = "FailedToUpdateGateway"
+EVENT_CREATED_HTTPROUTE: Final = "CreatedHTTPRoute"
+EVENT_UPDATED_HTTPROUTE: Final = "UpdatedHTTPRoute"
+EVENT_FAILED_TO_CREATE_HTTPROUTE: Final = "FailedToCreateHTTPRoute"
+EVENT_FAILED_TO_UPDATE_HTTPROUTE: Final = "FailedToUpdateHTTPRoute"

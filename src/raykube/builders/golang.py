@@ -11,6 +11,8 @@ KubeRay writes some values into what it generates with Go's standard library, an
   :func:`round_float32` Go's float64 → float32 conversion.
 * :func:`json_marshal` is ``encoding/json.Marshal`` of plain data: no spaces, ``<``, ``>``, ``&``, U+2028 and U+2029
   escaped, Go's number formats (:class:`Float32` marks a value Go holds as float32).
+* :func:`duration_string` is ``time.Duration.String`` (``1h2m3.5s``, ``1.5ms``, ``0s``), which KubeRay prints into
+  messages (the RayService initializing timeout).
 * :func:`yaml_to_json` is ``sigs.k8s.io/yaml.YAMLToJSON`` v1.6.0: YAML read with go-yaml v2's rules for plain scalars
   (its ``resolve``: ``y``/``n``/``on``/``off`` are booleans, ``0o17``/``0x1F``/``0b1`` integers, ``1e3`` and ``08``
   floats, timestamps stay strings, no sexagesimal numbers), non-string keys turned into strings as that library does,
@@ -45,6 +47,7 @@ import yaml
 __all__ = [
     "Float32",
     "GoError",
+    "duration_string",
     "float32_from_json",
     "format_float",
     "json_marshal",
@@ -561,3 +564,39 @@ def yaml_to_value(text: str) -> Any:
 def yaml_to_json(text: str) -> str:
     """``sigs.k8s.io/yaml.YAMLToJSON``: the first document as compact JSON, keys sorted, Go's number formats."""
     return json_marshal(yaml_to_value(text))
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# time.Duration.String
+# --------------------------------------------------------------------------------------------------------------------
+
+_SECOND_NS = 1_000_000_000
+
+
+def _decimal(value: int, places: int) -> str:
+    """``value / 10**places`` written with the fraction's trailing zeros removed (``1500, 3`` → ``1.5``)."""
+    whole, fraction = divmod(value, 10**places)
+    return f"{whole}.{fraction:0{places}d}".rstrip("0") if fraction else str(whole)
+
+
+def duration_string(nanoseconds: int) -> str:
+    """Go's ``time.Duration(nanoseconds).String()``: ``0s``; below a second one unit (``ns``, ``µs``, ``ms``) with a
+    fraction; from a second on ``<h>h<m>m<s.fraction>s`` without leading zero units (``1m0s``, ``1h0m0s``)."""
+    if nanoseconds == 0:
+        return "0s"
+    sign = "-" if nanoseconds < 0 else ""
+    magnitude = abs(nanoseconds)
+    if magnitude < 1_000:
+        return f"{sign}{magnitude}ns"
+    if magnitude < 1_000_000:
+        return f"{sign}{_decimal(magnitude, 3)}\u00b5s"
+    if magnitude < _SECOND_NS:
+        return f"{sign}{_decimal(magnitude, 6)}ms"
+    seconds, fraction = divmod(magnitude, _SECOND_NS)
+    text = _decimal((seconds % 60) * _SECOND_NS + fraction, 9) + "s"
+    minutes = seconds // 60
+    if minutes:
+        text = f"{minutes % 60}m{text}"
+        if minutes >= 60:
+            text = f"{minutes // 60}h{text}"
+    return sign + text
