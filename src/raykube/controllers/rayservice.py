@@ -156,7 +156,10 @@ class RayServiceReconciler:
         if model.spec is None:  # validation requires a spec
             raise RayServiceError("the RayService has no spec")
         ctx = ServiceContext(obj, model, model.spec, namespace, name, original, copy.deepcopy(original))
+        return await self._reconcile_valid(ctx)
 
+    async def _reconcile_valid(self, ctx: ServiceContext) -> Result:
+        original = ctx.original
         self._clean_up_serve_config_cache(ctx)
         to_clean = await self._clean_up_clusters(ctx)
         if rs.is_initializing_timeout(original):  # terminal: only the clean-up above
@@ -204,7 +207,7 @@ class RayServiceReconciler:
         if rs.status_needs_update(
             original, ctx.status, incremental_gate=self.options.gate(c.GATE_RAYSERVICE_INCREMENTAL_UPGRADE)
         ):
-            await self._write(obj, ctx.status)
+            await self._write(ctx.obj, ctx.status)
         return Result(REQUEUE)
 
     async def _invalid(self, obj: Obj, status: dict[str, Any], error: FieldError) -> Result:
