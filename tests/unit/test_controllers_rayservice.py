@@ -23,6 +23,9 @@ from raykube.builders import services
 from raykube.builders.options import BuildOptions
 from raykube.builders.rayservice import goal_cluster_hash
 from raykube.controllers.base import Deps, Result
+from raykube.controllers.raycluster import POD_SELECTOR
+from raykube.controllers.raycluster import registration as raycluster_registration
+from raykube.controllers.rayjob import registration as rayjob_registration
 from raykube.controllers.rayservice import (
     REQUEUE,
     RayServiceError,
@@ -33,6 +36,7 @@ from raykube.controllers.rayservice import (
 from raykube.kube import objects, times
 from raykube.kube.fake import FakeKube
 from raykube.kube.resources import ENDPOINT_SLICES, PODS, SECRETS, SERVICES
+from raykube.runtime.manager import _merge_watches
 
 NS, NAME = "team", "svc"
 START = dt.datetime(2026, 12, 3, 12, 0, 0, tzinfo=dt.UTC)
@@ -310,6 +314,15 @@ def test_registration_is_kuberays_for_owns_and_predicate() -> None:
         assert generation_labels_or_annotations_changed(base, {**base, "metadata": {**base["metadata"], **change}})
     assert reg.key_for_primary("MODIFIED", base, status_only) is None
     assert reg.key_for_primary("ADDED", None, base) == (NS, NAME)
+
+
+def test_its_watches_share_the_operators_informers() -> None:
+    """The head Pods are read through the RayCluster controller's Pod informer (same selector); EndpointSlices get
+    their own, indexed by Service name."""
+    merged = _merge_watches([raycluster_registration(BuildOptions()), rayjob_registration(), registration()])
+    assert merged[PODS].label_selector == POD_SELECTOR
+    assert merged[ENDPOINT_SLICES].index_labels == ("kubernetes.io/service-name",)
+    assert RAYSERVICES in merged
 
 
 # ---------------------------------------------------------------------------------------------------- walk-through
@@ -688,3 +701,26 @@ async def test_zero_applications_on_a_known_cluster_are_submitted_again() -> Non
     world.dashboards.of(world.active).applications = {}  # the head restarted without GCS FT
     await world.reconcile()
     assert len(world.dashboards.of(world.active).puts) == 2
+
+
+async def test_a_second_change_during_an_upgrade_replaces_the_pending_cluster() -> None:
+    world = await serving_world()
+    first, second = f"{NAME}-fghij", f"{NAME}-klmno"
+
+    def image(tag: str) -> Any:
+        return lambda cfg: cfg["workerGroupSpecs"][0]["template"]["spec"]["containers"][0].update(image=tag)
+
+    world.edit_cluster_config(image("rayproject/ray:2.52.0-py311"))
+    await world.reconcile()
+    await world.failing("found 0 head")
+    world.edit_cluster_config(image("rayproject/ray:2.52.0-py312"))
+    world.cluster_up(first)
+    await world.reconcile()
+    assert world.pending == second  # the first pending cluster is dangling now
+    world.clear()
+    await world.failing("found 0 head")  # its timer starts, and the new one is created (without a head yet)
+    assert world.writes() == [f"create rayclusters {NS}/{second}"]
+    world.now += dt.timedelta(seconds=61)
+    world.clear()
+    await world.failing("found 0 head")  # the new pending cluster has no head yet; the old one went first
+    assert world.writes() == [f"delete rayclusters {NS}/{first}"]

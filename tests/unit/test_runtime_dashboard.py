@@ -234,3 +234,9 @@ async def test_the_serve_proxy_through_the_api_server_is_the_pods_proxy() -> Non
     dashboards = HttpDashboards(_kube(api, (Rule("", ("pods/proxy",), ("get",)),)), use_kubernetes_proxy=True)
     assert await dashboards.proxy_healthy(POD, 8000)
     assert paths == ["/api/v1/namespaces/team/pods/demo-head-x:8000/proxy/-/healthz"]
+
+
+async def test_a_head_pod_without_an_ip_is_not_healthy() -> None:
+    dashboards = HttpDashboards(_kube(lambda r: httpx2.Response(200)))
+    _direct(dashboards, lambda request: httpx2.Response(200))
+    assert not await dashboards.proxy_healthy({"metadata": {"name": "h", "namespace": "team"}, "status": {}}, 8000)

@@ -233,10 +233,12 @@ class RayServiceReconciler:
 
     def _clean_up_serve_config_cache(self, ctx: ServiceContext) -> None:
         """KubeRay ``cleanUpServeConfigCache``: forget what was sent to clusters that are neither active nor pending
-        (a lookup, not a use: the LRU order does not change, as ``lru.Cache.Get`` would change it; harmless)."""
-        configs = self.serve_configs.get(self._cache_key(ctx))
+        (the lookup counts as a use of the RayService's entry, as ``lru.Cache.Get`` does)."""
+        key = self._cache_key(ctx)
+        configs = self.serve_configs.get(key)
         if configs is None:
             return
+        self.serve_configs.move_to_end(key)
         keep = (ctx.side(ACTIVE), ctx.side(PENDING))
         for cluster in [name for name in configs if name not in keep]:
             del configs[cluster]

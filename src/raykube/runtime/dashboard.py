@@ -219,6 +219,8 @@ class HttpDashboards:
                 )
             else:
                 ip = str((pod.get("status") or {}).get("podIP") or "")
+                if not ip:  # KubeRay asks http://:<port>/-/healthz, which fails
+                    return False
                 response = await self._direct_http().get(f"http://{ip}:{port}{c.RAY_SERVE_HEALTHZ_PATH}")
         except (httpx2.HTTPError, ApiError) as exc:
             log.debug("the Serve proxy of %s is not healthy: %s", objects.name(pod), exc)
