@@ -150,3 +150,93 @@ async def test_through_the_api_server_proxy_with_the_status_head_service() -> No
     fallback = await dashboards.for_cluster(CLUSTER, "ignored:8265")
     await fallback.get_job_info("job-2")
     assert paths[-1][1] == "/api/v1/namespaces/team/services/demo-head-svc:dashboard/proxy/api/jobs/job-2"
+
+
+# ---------------------------------------------------------------------------------------------------- Serve
+
+
+async def test_serve_put_and_get_are_kuberays_requests_and_errors() -> None:
+    seen: list[tuple[str, str, bytes, str]] = []
+
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        seen.append((request.method, str(request.url), request.content, request.headers.get("content-type", "")))
+        if request.method == "PUT":
+            return httpx2.Response(200)
+        return httpx2.Response(200, text='{"applications":{}}')
+
+    dashboards = HttpDashboards(_kube(answer))
+    _direct(dashboards, answer)
+    dashboard = await dashboards.for_cluster(CLUSTER, "demo-head-svc.team.svc.cluster.local:8265")
+    await dashboard.update_deployments(b'{"applications":[]}')
+    assert await dashboard.get_serve_details() == b'{"applications":{}}'
+    base = "http://demo-head-svc.team.svc.cluster.local:8265/api/serve/applications/"
+    assert seen == [
+        ("PUT", base, b'{"applications":[]}', "application/json"),
+        ("GET", f"{base}?api_type=declarative", b"", ""),
+    ]
+
+    _direct(dashboards, lambda request: httpx2.Response(500, text="boom"))
+    failing = await dashboards.for_cluster(CLUSTER, "h:8265")
+    with pytest.raises(DashboardError, match=r"^UpdateDeployments fail: 500 Internal Server Error boom$"):
+        await failing.update_deployments(b"{}")
+    with pytest.raises(DashboardError, match=r"^GetServeDetails fail: 500 Internal Server Error boom$"):
+        await failing.get_serve_details()
+
+
+async def test_serve_put_through_the_api_server_proxy_is_an_update() -> None:
+    paths: list[tuple[str, str]] = []
+
+    def api(request: httpx2.Request) -> httpx2.Response:
+        paths.append((request.method, request.url.path))
+        return httpx2.Response(200)
+
+    rules = (Rule("", ("services/proxy",), ("get", "create", "update")),)
+    dashboards = HttpDashboards(_kube(api, rules), use_kubernetes_proxy=True)
+    dashboard = await dashboards.for_cluster(CLUSTER, "ignored:8265")
+    await dashboard.update_deployments(b"{}")
+    assert paths == [("PUT", "/api/v1/namespaces/team/services/demo-head-svc:dashboard/proxy/api/serve/applications/")]
+
+
+POD: dict[str, Any] = {"metadata": {"name": "demo-head-x", "namespace": "team"}, "status": {"podIP": "10.244.0.9"}}
+
+
+async def test_the_serve_proxy_is_healthy_on_exactly_200() -> None:
+    seen: list[str] = []
+
+    def answer(code: int) -> Handler:
+        def handler(request: httpx2.Request) -> httpx2.Response:
+            seen.append(str(request.url))
+            return httpx2.Response(code, text="success")
+
+        return handler
+
+    dashboards = HttpDashboards(_kube(answer(500)))
+    _direct(dashboards, answer(200))
+    assert await dashboards.proxy_healthy(POD, 8000)
+    assert seen == ["http://10.244.0.9:8000/-/healthz"]
+    _direct(dashboards, answer(204))
+    assert not await dashboards.proxy_healthy(POD, 8000)
+
+    def unreachable(request: httpx2.Request) -> httpx2.Response:
+        raise httpx2.ConnectError("refused")
+
+    _direct(dashboards, unreachable)
+    assert not await dashboards.proxy_healthy(POD, 8000)
+
+
+async def test_the_serve_proxy_through_the_api_server_is_the_pods_proxy() -> None:
+    paths: list[str] = []
+
+    def api(request: httpx2.Request) -> httpx2.Response:
+        paths.append(request.url.path)
+        return httpx2.Response(200)
+
+    dashboards = HttpDashboards(_kube(api, (Rule("", ("pods/proxy",), ("get",)),)), use_kubernetes_proxy=True)
+    assert await dashboards.proxy_healthy(POD, 8000)
+    assert paths == ["/api/v1/namespaces/team/pods/demo-head-x:8000/proxy/-/healthz"]
+
+
+async def test_a_head_pod_without_an_ip_is_not_healthy() -> None:
+    dashboards = HttpDashboards(_kube(lambda r: httpx2.Response(200)))
+    _direct(dashboards, lambda request: httpx2.Response(200))
+    assert not await dashboards.proxy_healthy({"metadata": {"name": "h", "namespace": "team"}, "status": {}}, 8000)

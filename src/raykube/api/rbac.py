@@ -28,18 +28,22 @@ __all__ = [  # Rule and allows are re-exported: the rules here are made of them
     "role",
 ]
 
-# What the RayCluster, RayJob and RayCronJob controllers call (raykube.controllers.raycluster, .rayjob, .rayjob_cleanup,
-# .raycronjob;
-# raykube.runtime.manager, raykube.kube.events, raykube.runtime.dashboard).
+# What the RayCluster, RayJob, RayCronJob and RayService controllers call (raykube.controllers.raycluster, .rayjob,
+# .rayjob_cleanup, .raycronjob, .rayservice; raykube.runtime.manager, raykube.kube.events, raykube.runtime.dashboard).
 OPERATOR_RULES: tuple[Rule, ...] = (
-    # patch and pods/resize are never called by the operator itself: Kubernetes lets it create the autoscaler's
-    # Role (which grants them) only if it holds them (RBAC escalation prevention).
+    # patch: a RayService head Pod's ray.io/serve label. pods/resize is never called by the operator itself:
+    # Kubernetes lets it create the autoscaler's Role (which grants it, and patch) only if it holds them (RBAC
+    # escalation prevention).
     Rule("", ("pods",), ("create", "delete", "deletecollection", "get", "list", "patch", "watch")),
     Rule("", ("pods/resize",), ("patch",)),
     # update: a RayJob's head Service follows the cluster of its latest attempt.
     Rule("", ("services",), ("create", "get", "list", "update", "watch")),
-    # --use-kubernetes-proxy: the Ray dashboard through the API server (GET job info, POST submit and stop).
-    Rule("", ("services/proxy",), ("create", "get")),
+    # --use-kubernetes-proxy: the Ray dashboard through the API server (GET job info and Serve applications, POST
+    # submit and stop, PUT the Serve config), and a RayService head Pod's Serve proxy health (GET /-/healthz).
+    Rule("", ("services/proxy",), ("create", "get", "update")),
+    Rule("", ("pods/proxy",), ("get",)),
+    # A RayService's serve endpoints (numServeEndpoints), read from an informer.
+    Rule("discovery.k8s.io", ("endpointslices",), ("list", "watch")),
     Rule("", ("serviceaccounts",), ("create", "get", "list", "watch")),
     Rule("", ("secrets",), ("create", "get", "list", "watch")),
     # delete: a RayJob's submitter Job between attempts and on suspend.
@@ -59,9 +63,16 @@ OPERATOR_RULES: tuple[Rule, ...] = (
     # grants them (so turning the gate on needs no RBAC change).
     Rule(c.API_GROUP, ("raycronjobs",), ("get", "list", "watch")),
     Rule(c.API_GROUP, ("raycronjobs/status",), ("update",)),
+    # The RayService controller is not registered yet; its rules are granted already (as KubeRay's role.yaml does).
+    Rule(c.API_GROUP, ("rayservices",), ("list", "watch")),
+    Rule(c.API_GROUP, ("rayservices/status",), ("update",)),
     # Setting blockOwnerDeletion on children needs update on the owner's finalizers where the
     # OwnerReferencesPermissionEnforcement admission plugin runs (OpenShift, for one).
-    Rule(c.API_GROUP, ("rayclusters/finalizers", "rayjobs/finalizers", "raycronjobs/finalizers"), ("update",)),
+    Rule(
+        c.API_GROUP,
+        ("rayclusters/finalizers", "rayjobs/finalizers", "raycronjobs/finalizers", "rayservices/finalizers"),
+        ("update",),
+    ),
 )
 
 # What the --batch-scheduler plugins add (raykube.builders.batch): their objects are created, watched (KubeRay ``Owns``)

@@ -28,6 +28,9 @@ class BuildOptions:
     delete_rayjob_after_finish: bool = False  # DELETE_RAYJOB_CR_AFTER_JOB_FINISHES == "true" (any case)
     # RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS (an integer; anything else gives the default)
     rayjob_transition_grace_seconds: int = c.DEFAULT_RAYJOB_TRANSITION_GRACE_SECONDS
+    # ENABLE_ZERO_DOWNTIME as set (None: unset): "false" in any case turns off a RayService's new clusters when its
+    # spec.upgradeStrategy.type is unset.
+    enable_zero_downtime: str | None = None
     # --batch-scheduler: the plugin (raykube.builders.batch.PLUGINS) that decorates Pods and makes PodGroups; "" none.
     batch_scheduler: str = ""
     features: Mapping[str, bool] = field(default_factory=lambda: dict(c.FEATURE_GATE_DEFAULTS))
@@ -61,6 +64,7 @@ class BuildOptions:
             random_pod_delete=flag(c.ENABLE_RANDOM_POD_DELETE_ENV, default=False),
             gcs_ft_redis_cleanup=flag(c.ENABLE_GCS_FT_REDIS_CLEANUP_ENV, default=True),
             delete_rayjob_after_finish=flag(c.DELETE_RAYJOB_CR_AFTER_JOB_FINISHES_ENV, default=False),
+            enable_zero_downtime=env.get(c.ENABLE_ZERO_DOWNTIME_ENV),
             rayjob_transition_grace_seconds=_go_atoi(
                 env.get(c.RAYJOB_TRANSITION_GRACE_PERIOD_ENV), c.DEFAULT_RAYJOB_TRANSITION_GRACE_SECONDS
             ),

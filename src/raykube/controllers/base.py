@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Protocol, TypeVar
 
 from raykube.builders.options import BuildOptions
-from raykube.controllers.ports import Api, Cache, Dashboards, JobMetrics, Recorder
+from raykube.controllers.ports import Api, Cache, Dashboards, JobMetrics, Recorder, ServeProxies
 from raykube.kube import objects
 from raykube.kube.resources import Resource
 
@@ -61,6 +61,7 @@ class Deps:
     clock: Callable[[], dt.datetime] = now_utc
     dashboards: Dashboards | None = None  # Ray dashboards (the RayJob and RayService controllers)
     job_metrics: JobMetrics | None = None  # kuberay_job_execution_duration_seconds (with --enable-metrics)
+    serve_proxies: ServeProxies | None = None  # head Pods' Ray Serve proxy health (the RayService controller)
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,9 @@ class Registration:
     recorder: str  # the reporting controller of its events (KubeRay: "raycluster-controller")
     primary: Watch | None = None
     owned: tuple[Watch, ...] = ()
+    # Read from the cache but never routed (controller-runtime's client reads through an informer it starts on first
+    # use; here it is declared): the RayService controller's head Pods and EndpointSlices.
+    reads: tuple[Watch, ...] = ()
     primary_changed: Callable[[Obj | None, Obj | None], bool] = generation_or_metadata_changed
     build: Callable[[Deps], Reconciler] | None = None
 
@@ -115,6 +119,12 @@ class Registration:
     ) -> Registration:
         return replace(self, owned=(*self.owned, Watch(res, label_selector, index_labels, missing_hint)))
 
+    def reads_(
+        self, res: Resource, *, label_selector: str | None = None, index_labels: tuple[str, ...] = ()
+    ) -> Registration:
+        """A resource the reconciler reads from the cache without reacting to its events."""
+        return replace(self, reads=(*self.reads, Watch(res, label_selector, index_labels)))
+
     def with_predicate(self, changed: Callable[[Obj | None, Obj | None], bool]) -> Registration:
         return replace(self, primary_changed=changed)
 
@@ -131,7 +141,7 @@ class Registration:
 
     @property
     def watches(self) -> tuple[Watch, ...]:
-        return (*((self.primary,) if self.primary else ()), *self.owned)
+        return (*((self.primary,) if self.primary else ()), *self.owned, *self.reads)
 
     def new_reconciler(self, deps: Deps) -> Reconciler:
         if self.build is None:

@@ -105,12 +105,25 @@ class Dashboard(Protocol):
 
     async def stop_job(self, job_id: str) -> None: ...
 
+    async def update_deployments(self, config_json: bytes) -> None:
+        """``PUT /api/serve/applications/`` (the RayService controller's Serve config)."""
+
+    async def get_serve_details(self) -> bytes:
+        """The body of ``GET /api/serve/applications/?api_type=declarative``."""
+
 
 class Dashboards(Protocol):
     """Makes the dashboard client of a RayCluster (direct, or through the API server's service proxy with
     ``--use-kubernetes-proxy``), with the cluster's auth token when it has one."""
 
     async def for_cluster(self, cluster: Mapping[str, Any], dashboard_url: str) -> Dashboard: ...
+
+
+class ServeProxies(Protocol):
+    """The health of a head Pod's Ray Serve proxy (KubeRay ``RayHttpProxyClient.CheckProxyActorHealth``): ``GET
+    /-/healthz`` on the Pod's serve port answered 200, directly or through the API server's pods proxy."""
+
+    async def proxy_healthy(self, pod: Mapping[str, Any], port: int) -> bool: ...
 
 
 class JobMetrics(Protocol):

@@ -1,4 +1,4 @@
-"""The Ray dashboard client KubeRay's RayJob (and, later, RayService) controller talks to: jobs over HTTP.
+"""The Ray dashboard client KubeRay's RayJob and RayService controllers talk to: jobs and Serve over HTTP.
 
 As KubeRay v1.6.1 (``ray-operator/controllers/ray/utils/dashboardclient/dashboard_httpclient.go``, built per
 reconcile by ``utils.GetRayDashboardClientFunc``):
@@ -12,6 +12,14 @@ reconcile by ``utils.GetRayDashboardClientFunc``):
 * **Auth**: with ``authOptions.mode: token`` every client reads the token from the cluster's Secret (the user's
   ``secretName`` or the generated one, key ``auth_token``) and sends ``x-ray-authorization: Bearer <token>``. The
   token never reaches a log, an event or an error message.
+
+Serve (the RayService controller): ``PUT /api/serve/applications/`` with the config as JSON
+(``UpdateDeployments``) and ``GET /api/serve/applications/?api_type=declarative`` (``GetServeDetails``, the body
+returned as it came: ``raykube.builders.rayservice.serve_application_statuses`` reads it as Go's decoder does). The
+head Pod's Serve proxy health (``httpproxy_httpclient.go`` ``CheckProxyActorHealth``): ``GET
+http://<podIP>:<serve port>/-/healthz`` with a 2 s timeout, or with ``--use-kubernetes-proxy``
+``/api/v1/namespaces/<ns>/pods/<pod>:<port>/proxy/-/healthz`` (RBAC ``pods/proxy`` get); healthy is exactly HTTP 200,
+and no auth header is sent.
 
 Errors are :class:`~raykube.api.dashboard.DashboardError` with KubeRay's texts; a job the cluster does not know is
 ``not_found``.
@@ -39,7 +47,7 @@ from raykube.builders import names
 from raykube.kube import objects
 from raykube.kube.client import Kube
 from raykube.kube.errors import ApiError
-from raykube.kube.resources import SECRETS, SERVICES
+from raykube.kube.resources import PODS, SECRETS, SERVICES
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +73,7 @@ class _Direct(_Transport):
         self.headers = dict(headers)
 
     async def send(self, method: str, path: str, body: Any = None) -> tuple[int, str, bytes]:
-        content = None if body is None else json.dumps(body).encode()
+        content = None if body is None else body if isinstance(body, bytes) else json.dumps(body).encode()
         headers = {**self.headers, **({"Content-Type": "application/json"} if body is not None else {})}
         try:
             response = await self.http.request(method, self.base + path, content=content, headers=headers)
@@ -81,7 +89,7 @@ class _Proxy(_Transport):
         self.headers = dict(headers)
 
     async def send(self, method: str, path: str, body: Any = None) -> tuple[int, str, bytes]:
-        verb = "get" if method == "GET" else "create"
+        verb = {"GET": "get", "PUT": "update"}.get(method, "create")
         try:
             response = await self.kube.send(
                 verb, method, SERVICES, self.prefix + path, body=body, subresource="proxy", headers=self.headers
@@ -136,6 +144,22 @@ class HttpDashboard:
         if not is_job_terminal(info.status):
             raise DashboardError(f"failed to stop job: {info}")
 
+    # ------------------------------------------------------------------------------------------------ Serve
+    async def update_deployments(self, config_json: bytes) -> None:
+        """``UpdateDeployments``: PUT the Serve config (JSON bytes); any status outside 2xx is an error."""
+        code, status, content = await self.transport.send("PUT", c.SERVE_APPLICATIONS_PATH, config_json)
+        if not 200 <= code < 300:
+            raise DashboardError(f"UpdateDeployments fail: {status} {_body_text(content)}", status=code)
+
+    async def get_serve_details(self) -> bytes:
+        """``GetServeDetails``: the body of ``GET /api/serve/applications/?api_type=declarative``; a status outside
+        2xx is an error (the body is decoded by the caller)."""
+        path = f"{c.SERVE_APPLICATIONS_PATH}?api_type={c.SERVE_DETAILS_API_TYPE}"
+        code, status, content = await self.transport.send("GET", path)
+        if not 200 <= code < 300:
+            raise DashboardError(f"GetServeDetails fail: {status} {_body_text(content)}", status=code)
+        return content
+
 
 class HttpDashboards:
     """Builds the dashboard client of a RayCluster (the ``Dashboards`` protocol)."""
@@ -183,3 +207,22 @@ class HttpDashboards:
             return HttpDashboard(_Proxy(self.kube, objects.namespace(cluster), service, headers))
         base = dashboard_url if dashboard_url.startswith(("http://", "https://")) else f"http://{dashboard_url}"
         return HttpDashboard(_Direct(self._direct_http(), base.rstrip("/"), headers))
+
+    async def proxy_healthy(self, pod: Mapping[str, Any], port: int) -> bool:
+        """KubeRay ``CheckProxyActorHealth`` on a head Pod: its Serve proxy's ``/-/healthz`` answers 200 (direct to
+        the Pod IP with a 2 s timeout, or through the API server's pods proxy). Any error is "not healthy"."""
+        try:
+            if self.use_kubernetes_proxy:
+                path = PODS.path(objects.namespace(pod), f"{objects.name(pod)}:{port}", "proxy")
+                response = await self.kube.send(
+                    "get", "GET", PODS, path + c.RAY_SERVE_HEALTHZ_PATH, subresource="proxy"
+                )
+            else:
+                ip = str((pod.get("status") or {}).get("podIP") or "")
+                if not ip:  # KubeRay asks http://:<port>/-/healthz, which fails
+                    return False
+                response = await self._direct_http().get(f"http://{ip}:{port}{c.RAY_SERVE_HEALTHZ_PATH}")
+        except (httpx2.HTTPError, ApiError) as exc:
+            log.debug("the Serve proxy of %s is not healthy: %s", objects.name(pod), exc)
+            return False
+        return bool(response.status_code == 200)

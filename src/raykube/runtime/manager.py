@@ -138,7 +138,15 @@ class Manager:
             # core/v1 Events, as KubeRay's (controller-runtime's GetEventRecorderFor: client-go's record package, with
             # source.component and reportingComponent the recorder's name); its own rate limiter, as client-go's.
             recorder = EventRecorder(kube.sibling(), reg.recorder, api=CORE_EVENTS_API)
-            deps = Deps(kube, self.cache, recorder, self.options, dashboards=self.dashboards, job_metrics=self.metrics)
+            deps = Deps(
+                kube,
+                self.cache,
+                recorder,
+                self.options,
+                dashboards=self.dashboards,
+                job_metrics=self.metrics,
+                serve_proxies=self.dashboards,
+            )
             self.controllers.append(Controller(reg, WorkQueue(reg.name), recorder, reg.new_reconciler(deps)))
 
         for namespace in self.namespaces:

@@ -1,0 +1,568 @@
+"""The RayService reconciler: Ray Serve applications on a RayCluster it creates, upgraded blue/green, as KubeRay v1.6.1.
+
+KubeRay's ``ray-operator/controllers/ray/rayservice_controller.go`` ``Reconcile``, re-implemented over the pure layer
+:mod:`raykube.builders.rayservice` (which maps each decision to its Go function). A pass, in KubeRay's order, every
+normal exit coming back after 2 s:
+
+1. the RayService from the cache (gone: the end); ``spec.managedBy`` naming another controller: the end, no status;
+2. validation (:func:`raykube.api.validation.validate_rayservice`): a Warning ``InvalidRayServiceMetadata`` /
+   ``InvalidRayServiceSpec``, ``Ready=False/ValidationFailed`` written, and no requeue (a spec fix starts a pass);
+3. the serve-config cache forgets clusters that are neither active nor pending; clusters of this RayService that are
+   neither are deleted ``rayClusterDeletionDelaySeconds`` (default 60) after this reconciler first saw them so (an
+   in-memory timer, as KubeRay's: an operator restart restarts it);
+4. ``Ready=False/InitializingTimeout`` is terminal: only that clean-up runs (requeue while clusters remain);
+5. the clusters: the pending one named in the status is created (``<rs>-<rand5>``, chosen by the previous pass), else
+   the active and pending ones are updated in place when KubeRay would (operator version, suspend, worker groups
+   appended);
+6. each cluster's head Pod gets ``ray.io/serve`` from its Serve proxy's ``/-/healthz`` (``"false"`` with
+   ``excludeHeadPodFromServeSvc``); a cluster without a head Pod yet fails the pass ("found 0 head"), as KubeRay's;
+7. Serve, once the head Pod is ready: the applications are read from the dashboard, and the config PUT when KubeRay
+   would (a per-cluster cache of what was sent, an LRU of 1000 RayServices), for the pending cluster, else the active
+   one unless a new cluster is about to be prepared;
+8. when a cluster's applications are all RUNNING: ``<rs>-head-svc`` and ``<rs>-serve-svc`` are created or switched
+   to it (the pending cluster first: the switch-over);
+9. the status: cluster statuses, application statuses, promotion of pending → active once the Services point at it,
+   a new pending cluster name when the goal hash has changed (``shouldPrepareNewCluster``), ``numServeEndpoints``
+   from the serve Service's EndpointSlices, the conditions (Ready, UpgradeInProgress, the initializing timeout with
+   its Warning event) and ``serviceStatus``; written to ``/status`` only when KubeRay would
+   (``InconsistentRayServiceStatuses``).
+
+Upgrade strategies: ``NewCluster`` (and unset, unless the operator's ``ENABLE_ZERO_DOWNTIME`` is ``false``) and
+``None``. ``NewClusterWithIncrementalUpgrade`` (behind the alpha gate ``RayServiceIncrementalUpgrade``, off by default
+in v1.6.1: Gateway, HTTPRoute, per-cluster serve Services, target capacity and traffic steps, rollback) is **not
+implemented**: with the gate on, such a RayService is reconciled as ``NewCluster`` would be. The ``kuberay_service_*``
+metrics are not exported yet.
+
+Differences kept small and deliberate: the deletion timers are keyed by namespace and name (KubeRay: the cluster
+name alone); the head Pod's label is set with a merge patch of the label (KubeRay: an Update of the whole Pod, which
+a stale cache makes conflict); where KubeRay panics (the two Services point at different clusters) the pass fails.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from raykube.api import constants as c
+from raykube.api.dashboard import DashboardError
+from raykube.api.rayservice import RayServiceSpec
+from raykube.api.resources import RAYCLUSTERS, RAYSERVICES, RayCluster, RayService
+from raykube.api.validation import FieldError, validate_rayservice
+from raykube.builders import names
+from raykube.builders import rayjob as rj
+from raykube.builders import rayservice as rs
+from raykube.builders.status import StatusError, head_pod, is_running_and_ready
+from raykube.controllers.base import Context, Deps, Registration, Result
+from raykube.controllers.raycluster import POD_SELECTOR
+from raykube.kube import objects, times
+from raykube.kube.errors import ApiError
+from raykube.kube.resources import ENDPOINT_SLICES, PODS, SERVICES
+
+log = logging.getLogger(__name__)
+
+CONTROLLER = "rayservice"  # controller-runtime's name for KubeRay's RayService controller (metrics, work queue)
+REQUEUE = float(c.RAYSERVICE_REQUEUE_SECONDS)  # KubeRay ServiceDefaultRequeueDuration
+SERVICE_NAME_LABEL = "kubernetes.io/service-name"  # discoveryv1.LabelServiceName
+NORMAL = c.EVENT_TYPE_NORMAL
+WARNING = c.EVENT_TYPE_WARNING
+ACTIVE, PENDING = "activeServiceStatus", "pendingServiceStatus"
+
+Obj = Mapping[str, Any]
+
+
+def generation_labels_or_annotations_changed(old: Obj | None, new: Obj | None) -> bool:
+    """KubeRay's predicate on RayServices: ``GenerationChanged OR LabelChanged OR AnnotationChanged``; its own
+    status writes start no pass (the 2 s requeue drives the rest)."""
+    if old is None or new is None:
+        return True
+    before, after = objects.meta(old), objects.meta(new)
+    return any(before.get(k) != after.get(k) for k in ("generation", "labels", "annotations"))
+
+
+def registration(options: object = None) -> Registration:
+    """KubeRay ``RayServiceReconciler.SetupWithManager``: ``For(RayService)`` with its predicate, ``Owns(RayCluster,
+    Service)``. Head Pods and EndpointSlices are read from the cache without starting passes (KubeRay's client reads
+    them through informers too, and does not watch them)."""
+    return (
+        Registration.named(CONTROLLER, recorder=c.RAYSERVICE_CONTROLLER_NAME)
+        .for_(RAYSERVICES)
+        .with_predicate(generation_labels_or_annotations_changed)
+        .owns(RAYCLUSTERS)
+        .owns(SERVICES, index_labels=(c.RAY_CLUSTER_LABEL,))
+        .reads_(PODS, label_selector=POD_SELECTOR, index_labels=(c.RAY_CLUSTER_LABEL,))
+        .reads_(ENDPOINT_SLICES, index_labels=(SERVICE_NAME_LABEL,))
+        .complete(RayServiceReconciler)
+    )
+
+
+class RayServiceError(Exception):
+    """A pass that could not finish; the runtime retries it with back-off (KubeRay's error-requeue)."""
+
+
+@dataclass(frozen=True)
+class ServiceContext(Context[RayService, RayServiceSpec]):
+    """One pass over one valid RayService; ``original`` is its status as read, ``status`` this pass's working copy."""
+
+    original: dict[str, Any]
+    status: dict[str, Any]
+
+    @property
+    def service(self) -> RayService:
+        return self.model
+
+    def side(self, which: str) -> str:
+        """The cluster name of a side of the status as read (``rayClusterName``)."""
+        return str((self.original.get(which) or {}).get("rayClusterName") or "")
+
+
+class RayServiceReconciler:
+    def __init__(self, deps: Deps, *, random: Callable[[], str] = names.random_suffix) -> None:
+        self.api = deps.api
+        self.cache = deps.cache
+        self.recorder = deps.recorder
+        self.options = deps.options
+        self.clock = deps.clock
+        self.dashboards = deps.dashboards
+        self.serve_proxies = deps.serve_proxies
+        self.random = random
+        # KubeRay ServeConfigs: "<ns>/<rs>" -> {cluster name: the serveConfigV2 last PUT to it}, an LRU of 1000.
+        self.serve_configs: OrderedDict[str, dict[str, str]] = OrderedDict()
+        # KubeRay RayClusterDeletionTimestamps: when a dangling cluster may be deleted.
+        self.deletion_times: dict[tuple[str, str], datetime] = {}
+
+    @property
+    def gates(self) -> Mapping[str, bool]:
+        return self.options.features
+
+    # -------------------------------------------------------------------------------------------------- entry
+    async def reconcile(self, namespace: str, name: str) -> Result:
+        obj = self.cache.get(RAYSERVICES, namespace, name)
+        if obj is None:
+            return Result()
+        spec = obj.get("spec")
+        managed_by = spec.get("managedBy") if isinstance(spec, Mapping) else None
+        if managed_by is not None and managed_by != c.MANAGED_BY_KUBERAY:  # utils.ManagedByExternalController
+            return Result()
+        original: dict[str, Any] = copy.deepcopy(dict(obj.get("status") or {}))
+        errors = validate_rayservice(obj, features=self.gates)
+        if errors:
+            return await self._invalid(obj, copy.deepcopy(original), errors[0])
+        model = RayService.model_validate(obj)
+        if model.spec is None:  # validation requires a spec
+            raise RayServiceError("the RayService has no spec")
+        ctx = ServiceContext(obj, model, model.spec, namespace, name, original, copy.deepcopy(original))
+        return await self._reconcile_valid(ctx)
+
+    async def _reconcile_valid(self, ctx: ServiceContext) -> Result:
+        original = ctx.original
+        self._clean_up_serve_config_cache(ctx)
+        to_clean = await self._clean_up_clusters(ctx)
+        if rs.is_initializing_timeout(original):  # terminal: only the clean-up above
+            return Result(REQUEUE) if to_clean else Result()
+
+        try:
+            active, pending = await self._reconcile_clusters(ctx)
+        except ApiError as exc:
+            if exc.not_found:  # client.IgnoreNotFound
+                return Result(REQUEUE)
+            raise RayServiceError(str(exc)) from exc
+        except rs.RayServiceBuildError as exc:
+            raise RayServiceError(str(exc)) from exc
+
+        exclude = bool(ctx.spec.exclude_head_pod_from_serve_svc)
+        await self._update_head_pod_serve_label(ctx, active, exclude=exclude)
+        await self._update_head_pod_serve_label(ctx, pending, exclude=exclude)
+
+        active_ready = pending_ready = False
+        active_apps: dict[str, Any] | None = None
+        pending_apps: dict[str, Any] | None = None
+        if pending is not None:
+            pending_ready, pending_apps = await self._reconcile_serve(ctx, pending)
+        if active is not None and pending is None and not self._should_prepare(ctx, active, None, serving=False):
+            active_ready, active_apps = await self._reconcile_serve(ctx, active)
+
+        head_svc: Obj | None = None
+        serve_svc: Obj | None = None
+        if pending_ready or active_ready:
+            target = pending if pending_ready else active
+            if target is None:  # a ready side has a cluster
+                raise RayServiceError("no cluster to point the Services at")
+            head_svc = await self._reconcile_service(ctx, target, head=True)
+            serve_svc = await self._reconcile_service(ctx, target, head=False)
+
+        self._calculate_status(
+            ctx,
+            head_svc=head_svc,
+            serve_svc=serve_svc,
+            active=active,
+            pending=pending,
+            active_apps=active_apps,
+            pending_apps=pending_apps,
+        )
+        if rs.status_needs_update(
+            original, ctx.status, incremental_gate=self.options.gate(c.GATE_RAYSERVICE_INCREMENTAL_UPGRADE)
+        ):
+            await self._write(ctx.obj, ctx.status)
+        return Result(REQUEUE)
+
+    async def _invalid(self, obj: Obj, status: dict[str, Any], error: FieldError) -> Result:
+        """KubeRay: a Warning event, ``Ready=False/ValidationFailed`` with the error, written at once; no requeue."""
+        reason = (
+            c.EVENT_INVALID_RAYSERVICE_METADATA
+            if error.path.startswith("metadata")
+            else c.EVENT_INVALID_RAYSERVICE_SPEC
+        )
+        note = f"{objects.namespace(obj)}/{objects.name(obj)}: {error.message}"
+        self.recorder.event(obj, WARNING, reason, "Validate", note)
+        stamp = times.format_time(self.clock())
+        rs.set_condition(
+            status, c.CONDITION_RAYSERVICE_READY, "False", c.REASON_RAYSERVICE_VALIDATION_FAILED, error.message,
+            stamp=stamp,
+        )  # fmt: skip
+        await self._write(obj, status)
+        return Result()
+
+    # -------------------------------------------------------------------------------------------------- clean-up
+    def _cache_key(self, ctx: ServiceContext) -> str:
+        return f"{ctx.namespace}/{ctx.name}"
+
+    def _clean_up_serve_config_cache(self, ctx: ServiceContext) -> None:
+        """KubeRay ``cleanUpServeConfigCache``: forget what was sent to clusters that are neither active nor pending
+        (the lookup counts as a use of the RayService's entry, as ``lru.Cache.Get`` does)."""
+        key = self._cache_key(ctx)
+        configs = self.serve_configs.get(key)
+        if configs is None:
+            return
+        self.serve_configs.move_to_end(key)
+        keep = (ctx.side(ACTIVE), ctx.side(PENDING))
+        for cluster in [name for name in configs if name not in keep]:
+            del configs[cluster]
+
+    def _cached_config(self, ctx: ServiceContext, cluster: str) -> str:
+        key = self._cache_key(ctx)
+        configs = self.serve_configs.get(key)
+        if configs is None:
+            return ""
+        self.serve_configs.move_to_end(key)
+        return configs.get(cluster, "")
+
+    def _cache_config(self, ctx: ServiceContext, cluster: str) -> None:
+        """KubeRay ``cacheServeConfig``: an empty ``serveConfigV2`` is never cached **[Q]** (it is PUT every pass)."""
+        config = ctx.spec.serve_config_v2 or ""
+        if not config:
+            return
+        key = self._cache_key(ctx)
+        configs = self.serve_configs.setdefault(key, {})
+        self.serve_configs.move_to_end(key)
+        configs[cluster] = config
+        while len(self.serve_configs) > c.SERVE_CONFIG_LRU_SIZE:
+            self.serve_configs.popitem(last=False)
+
+    async def _clean_up_clusters(self, ctx: ServiceContext) -> bool:
+        """KubeRay ``cleanUpRayClusterInstance``: each cluster of this RayService that is neither active nor pending
+        is deleted once the deletion delay has passed since this reconciler first saw it so. Returns whether any
+        such cluster remains."""
+        labels = {c.RAY_ORIGINATED_FROM_CR_NAME_LABEL: ctx.name, c.RAY_ORIGINATED_FROM_CRD_LABEL: c.KIND_RAYSERVICE}
+        delay = ctx.spec.ray_cluster_deletion_delay_seconds
+        seconds = c.RAYSERVICE_DEFAULT_CLUSTER_DELETION_DELAY_SECONDS if delay is None else int(delay)
+        keep = (ctx.side(ACTIVE), ctx.side(PENDING))
+        now = self.clock()
+        remaining = False
+        for cluster in self.cache.list(RAYCLUSTERS, ctx.namespace, labels):
+            cluster_name = objects.name(cluster)
+            if cluster_name in keep:
+                continue
+            remaining = True
+            key = (ctx.namespace, cluster_name)
+            deadline = self.deletion_times.get(key)
+            if deadline is None:
+                self.deletion_times[key] = now + timedelta(seconds=seconds)
+                log.info("dangling RayCluster %s scheduled for deletion in %ss", cluster_name, seconds)
+                continue
+            if not now > deadline:
+                continue
+            try:
+                await self.api.delete(RAYCLUSTERS, cluster_name, ctx.namespace, propagation="Background")
+            except ApiError as exc:
+                note = f"Failed to delete the RayCluster {ctx.namespace}/{cluster_name}: {exc.message or exc}"
+                self.recorder.event(ctx.obj, WARNING, c.EVENT_FAILED_TO_DELETE_RAYCLUSTER, "Delete", note)
+                raise RayServiceError(note) from exc
+            note = f"Deleted the RayCluster {ctx.namespace}/{cluster_name}"
+            self.recorder.event(ctx.obj, NORMAL, c.EVENT_DELETED_RAYCLUSTER, "Delete", note)
+        return remaining
+
+    # -------------------------------------------------------------------------------------------------- clusters
+    async def _reconcile_clusters(self, ctx: ServiceContext) -> tuple[Obj | None, Obj | None]:
+        """KubeRay ``reconcileRayCluster``: the active and pending clusters named in the status; the pending one is
+        created when it does not exist (and nothing else is done then), else both are updated in place when
+        ``shouldUpdateCluster`` says so."""
+        active_name, pending_name = ctx.side(ACTIVE), ctx.side(PENDING)
+        active = self.cache.get(RAYCLUSTERS, ctx.namespace, active_name) if active_name else None
+        pending = self.cache.get(RAYCLUSTERS, ctx.namespace, pending_name) if pending_name else None
+        if pending_name and pending is None:
+            return active, await self._create_cluster(ctx, pending_name)
+        if active is not None and rs.should_update_cluster(ctx.service, _cluster(active), active=True):
+            active = await self._update_cluster(ctx, active, "active")
+        if pending is not None and rs.should_update_cluster(ctx.service, _cluster(pending), active=False):
+            pending = await self._update_cluster(ctx, pending, "pending")
+        return active, pending
+
+    async def _create_cluster(self, ctx: ServiceContext, cluster_name: str) -> Obj:
+        body = rs.rayservice_cluster(ctx.service, cluster_name, gates=self.gates)
+        try:
+            created = await self.api.create(RAYCLUSTERS, body, ctx.namespace)
+        except ApiError as exc:
+            note = f"Failed to create the RayCluster {ctx.namespace}/{cluster_name}: {exc.message or exc}"
+            self.recorder.event(ctx.obj, WARNING, c.EVENT_FAILED_TO_CREATE_RAYCLUSTER, "Create", note)
+            raise
+        note = f"Created the RayCluster {ctx.namespace}/{cluster_name}"
+        self.recorder.event(ctx.obj, NORMAL, c.EVENT_CREATED_RAYCLUSTER, "Create", note)
+        return created
+
+    async def _update_cluster(self, ctx: ServiceContext, live: Obj, which: str) -> Obj:
+        """``modifyRayCluster`` + Update: spec, labels and annotations replaced by the goal's **[Q]**."""
+        cluster_name = objects.name(live)
+        goal = rs.rayservice_cluster(ctx.service, cluster_name, gates=self.gates)
+        body = rs.updated_cluster(live, goal)
+        try:
+            updated = await self.api.replace(RAYCLUSTERS, cluster_name, body, ctx.namespace)
+        except ApiError as exc:
+            note = f"Failed to update the {which} RayCluster {ctx.namespace}/{cluster_name}: {exc.message or exc}"
+            self.recorder.event(ctx.obj, WARNING, c.EVENT_FAILED_TO_UPDATE_RAYCLUSTER, "Update", note)
+            raise
+        note = f"Updated the {which} RayCluster {ctx.namespace}/{cluster_name}"
+        self.recorder.event(ctx.obj, NORMAL, c.EVENT_UPDATED_RAYCLUSTER, "Update", note)
+        return updated
+
+    def _should_prepare(self, ctx: ServiceContext, active: Obj | None, pending: Obj | None, *, serving: bool) -> bool:
+        return rs.should_prepare_new_cluster(
+            ctx.service,
+            _cluster(active) if active is not None else None,
+            _cluster(pending) if pending is not None else None,
+            pending_serving=serving,
+            gates=self.gates,
+            zero_downtime_env=self.options.enable_zero_downtime,
+        )
+
+    # -------------------------------------------------------------------------------------------------- head Pod
+    def _head_pod(self, cluster: Obj) -> Obj | None:
+        """KubeRay ``GetRayClusterHeadPod`` from the cache."""
+        labels = {c.RAY_CLUSTER_LABEL: objects.name(cluster), c.RAY_NODE_TYPE_LABEL: c.NODE_TYPE_HEAD}
+        try:
+            return head_pod(_cluster(cluster), self.cache.list(PODS, objects.namespace(cluster), labels))
+        except StatusError as exc:
+            raise RayServiceError(str(exc)) from exc
+
+    async def _update_head_pod_serve_label(self, ctx: ServiceContext, cluster: Obj | None, *, exclude: bool) -> None:
+        """KubeRay ``updateHeadPodServeLabel``: ``ray.io/serve`` on the head Pod is whether its Serve proxy is healthy
+        (``"false"`` without asking when the head is excluded from the serve Service)."""
+        if cluster is None:
+            return
+        pod = self._head_pod(cluster)
+        if pod is None:
+            raise RayServiceError(
+                f"found 0 head. cluster name {objects.name(cluster)}, namespace {objects.namespace(cluster)}"
+            )
+        new = c.RAY_SERVE_LABEL_FALSE
+        if not exclude:
+            if self.serve_proxies is None:
+                raise RayServiceError("no Serve proxy health client is configured")
+            healthy = await self.serve_proxies.proxy_healthy(pod, _serving_port(pod))
+            new = c.RAY_SERVE_LABEL_TRUE if healthy else c.RAY_SERVE_LABEL_FALSE
+        if objects.labels(pod).get(c.RAY_SERVE_LABEL) == new:
+            return
+        where = f"{objects.namespace(pod)}/{objects.name(pod)}"
+        patch = {"metadata": {"labels": {c.RAY_SERVE_LABEL: new}}}
+        try:
+            await self.api.patch(PODS, objects.name(pod), patch, objects.namespace(pod))
+        except ApiError as exc:
+            note = f'Failed to update the serve label to "{new}" for the Head Pod {where}: {exc.message or exc}'
+            self.recorder.event(ctx.obj, WARNING, c.EVENT_FAILED_TO_UPDATE_HEAD_POD_SERVE_LABEL, "Update", note)
+            raise RayServiceError(note) from exc
+        note = f'Updated the serve label to "{new}" for the Head Pod {where}'
+        self.recorder.event(ctx.obj, NORMAL, c.EVENT_UPDATED_HEAD_POD_SERVE_LABEL, "Update", note)
+
+    # -------------------------------------------------------------------------------------------------- Serve
+    def _head_ready(self, cluster: Obj) -> bool:
+        """``HeadPodReady`` is True (gate ``RayClusterStatusConditions``), else the head Pod is Running and Ready."""
+        if self.options.gate(c.GATE_RAYCLUSTER_STATUS_CONDITIONS):
+            cond = objects.condition(cluster, c.CONDITION_HEAD_POD_READY)
+            return cond is not None and cond.get("status") == "True"
+        try:
+            pod = self._head_pod(cluster)
+        except RayServiceError:
+            return False
+        return pod is not None and is_running_and_ready(pod)
+
+    def _dashboard_url(self, cluster: Obj) -> str:
+        """KubeRay ``FetchHeadServiceURL(cluster, "dashboard")`` from the cluster's head Service in the cache."""
+        head_spec = ((cluster.get("spec") or {}).get("headGroupSpec") or {}).get("headService")
+        service_name = names.head_service_name(objects.name(cluster), head_spec)
+        service = self.cache.get(SERVICES, objects.namespace(cluster), service_name)
+        if service is None:
+            raise RayServiceError(f'services "{service_name}" not found')
+        try:
+            return rj.dashboard_url(service, cluster_domain=self.options.cluster_domain)
+        except rj.RayJobBuildError as exc:
+            raise RayServiceError(str(exc)) from exc
+
+    async def _reconcile_serve(self, ctx: ServiceContext, cluster: Obj) -> tuple[bool, dict[str, Any] | None]:
+        """KubeRay ``reconcileServe``: once the head Pod is ready, read the applications (``isReady``: at least one,
+        all RUNNING, as read *before* any PUT) and PUT the config when ``checkIfNeedSubmitServeApplications`` says."""
+        if not self._head_ready(cluster):
+            return False, None
+        url = self._dashboard_url(cluster)
+        if self.dashboards is None:
+            raise RayServiceError("no dashboard client is configured")
+        try:
+            dashboard = await self.dashboards.for_cluster(cluster, url)
+        except DashboardError as exc:
+            raise RayServiceError(str(exc)) from exc
+        cluster_name = objects.name(cluster)
+        cached = self._cached_config(ctx, cluster_name)
+        try:
+            body = await dashboard.get_serve_details()
+        except DashboardError as exc:
+            raise RayServiceError(rs.GET_SERVE_STATUS_ERROR.format(err=f"failed to get serve details: {exc}")) from exc
+        try:
+            ready, applications = rs.serve_application_statuses(body)
+        except rs.RayServiceBuildError as exc:
+            raise RayServiceError(str(exc)) from exc
+        config = ctx.spec.serve_config_v2 or ""
+        submit, reason = rs.need_submit_serve_applications(cached, config, applications)
+        log.info("checkIfNeedSubmitServeApplications on %s: %s (%s)", cluster_name, submit, reason)
+        if submit:
+            await self._update_serve_deployment(ctx, dashboard, cluster_name, config)
+        return ready, applications
+
+    async def _update_serve_deployment(
+        self, ctx: ServiceContext, dashboard: Any, cluster_name: str, config: str
+    ) -> None:
+        where = f"{ctx.namespace}/{cluster_name}"
+        try:
+            await dashboard.update_deployments(rs.serve_config_body(config))
+        except (DashboardError, rs.RayServiceBuildError) as exc:
+            err = rs.UPDATE_SERVE_APPLICATIONS_ERROR.format(err=exc) if isinstance(exc, DashboardError) else str(exc)
+            note = f"Failed to update serve applications to the RayCluster {where}: {err}"
+            self.recorder.event(ctx.obj, WARNING, c.EVENT_FAILED_TO_UPDATE_SERVE_APPLICATIONS, "Update", note)
+            raise RayServiceError(err) from exc
+        self._cache_config(ctx, cluster_name)
+        note = f"Updated serve applications to the RayCluster {where}"
+        self.recorder.event(ctx.obj, NORMAL, c.EVENT_UPDATED_SERVE_APPLICATIONS, "Update", note)
+
+    # -------------------------------------------------------------------------------------------------- Services
+    async def _reconcile_service(self, ctx: ServiceContext, cluster: Obj, *, head: bool) -> Obj:
+        """KubeRay ``reconcileServices``: create the head (or serve) Service pointing at ``cluster``; one that exists
+        is updated only when its ``ray.io/cluster`` selector differs (the switch-over), its ``clusterIP`` kept."""
+        model = _cluster(cluster)
+        try:
+            desired = (
+                rs.head_service(ctx.service, model, self.options) if head else rs.serve_service(ctx.service, model)
+            )
+        except rs.RayServiceBuildError as exc:
+            raise RayServiceError(str(exc)) from exc
+        name = objects.name(desired)
+        where = f"{ctx.namespace}/{name}"
+        live = self.cache.get(SERVICES, ctx.namespace, name)
+        if live is None:
+            try:
+                created = await self.api.create(SERVICES, desired, ctx.namespace)
+            except ApiError as exc:
+                note = f"Failed to create the service {where}, {exc.message or exc}"
+                self.recorder.event(ctx.obj, WARNING, c.EVENT_FAILED_TO_CREATE_SERVICE, "Create", note)
+                raise RayServiceError(note) from exc
+            self.recorder.event(ctx.obj, NORMAL, c.EVENT_CREATED_SERVICE, "Create", f"Created the service {where}")
+            return created
+        body = rs.switched_service(live, desired)
+        if body is None:
+            return live
+        try:
+            updated = await self.api.replace(SERVICES, name, body, ctx.namespace)
+        except ApiError as exc:
+            note = f"Failed to update the service {where}, {exc.message or exc}"
+            self.recorder.event(ctx.obj, WARNING, c.EVENT_FAILED_TO_UPDATE_SERVICE, "Update", note)
+            raise RayServiceError(note) from exc
+        self.recorder.event(ctx.obj, NORMAL, c.EVENT_UPDATED_SERVICE, "Update", f"Updated the service {where}")
+        return updated
+
+    # -------------------------------------------------------------------------------------------------- status
+    def _calculate_status(
+        self,
+        ctx: ServiceContext,
+        *,
+        head_svc: Obj | None,
+        serve_svc: Obj | None,
+        active: Obj | None,
+        pending: Obj | None,
+        active_apps: dict[str, Any] | None,
+        pending_apps: dict[str, Any] | None,
+    ) -> None:
+        """KubeRay ``calculateStatus`` (NewCluster / None) into ``ctx.status``."""
+        status = ctx.status
+        status["observedGeneration"] = int(objects.meta(ctx.obj).get("generation") or 0)
+        for side, cluster, apps in ((ACTIVE, active, active_apps), (PENDING, pending, pending_apps)):
+            entry = dict(status.get(side) or {})
+            entry["rayClusterStatus"] = copy.deepcopy(dict((cluster or {}).get("status") or {}))
+            if apps:
+                entry["applicationStatuses"] = copy.deepcopy(apps)
+            else:
+                entry.pop("applicationStatuses", None)
+            status[side] = entry
+        serving = False
+        if head_svc is not None and serve_svc is not None:
+            try:
+                promoted, serving = rs.promote(status, head_svc, serve_svc)
+            except rs.RayServiceBuildError as exc:
+                raise RayServiceError(str(exc)) from exc
+            status.clear()
+            status.update(promoted)
+        if self._should_prepare(ctx, active, pending, serving=serving):
+            cluster_name = rs.new_cluster_name(ctx.service, suffix=self.random())
+            status[PENDING] = {"rayClusterName": cluster_name}
+            log.info("preparing a new pending RayCluster %s", cluster_name)
+        slices = self.cache.list(
+            ENDPOINT_SLICES, ctx.namespace, {SERVICE_NAME_LABEL: rs.serve_service_name(ctx.service)}
+        )
+        try:
+            status["numServeEndpoints"] = rs.num_serve_endpoints(slices)
+        except rs.RayServiceBuildError as exc:
+            raise RayServiceError(str(exc)) from exc
+        conditioned, event = rs.calculate_conditions(status, annotations=ctx.annotations, now=self.clock())
+        if event is not None:
+            self.recorder.event(ctx.obj, WARNING, c.EVENT_RAYSERVICE_INITIALIZING_TIMEOUT, "Update", event)
+        conditioned["serviceStatus"] = rs.service_status(conditioned)
+        status.clear()
+        status.update(conditioned)
+
+    async def _write(self, obj: Obj, status: dict[str, Any]) -> None:
+        """``Status().Update`` with ``lastUpdateTime`` now, on the version read (a conflict fails the pass)."""
+        status["lastUpdateTime"] = times.format_time(self.clock())
+        body = {
+            "apiVersion": obj.get("apiVersion"),
+            "kind": obj.get("kind"),
+            "metadata": {**objects.meta(obj), "resourceVersion": objects.resource_version(obj)},
+            "status": {k: v for k, v in status.items() if v is not None},
+        }
+        try:
+            await self.api.replace(RAYSERVICES, objects.name(obj), body, objects.namespace(obj), subresource="status")
+        except ApiError as exc:
+            raise RayServiceError(f"failed to update the RayService status: {exc.message or exc}") from exc
+
+
+def _cluster(obj: Obj) -> RayCluster:
+    return RayCluster.model_validate(obj)
+
+
+def _serving_port(pod: Obj) -> int:
+    """KubeRay ``FindContainerPort(head container, "serve", 8000)``."""
+    containers = (pod.get("spec") or {}).get("containers") or []
+    if containers:
+        for port in containers[c.RAY_CONTAINER_INDEX].get("ports") or []:
+            if port.get("name") == c.SERVING_PORT_NAME:
+                return int(port.get("containerPort") or c.DEFAULT_SERVING_PORT)
+    return c.DEFAULT_SERVING_PORT
