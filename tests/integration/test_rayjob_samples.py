@@ -345,6 +345,7 @@ async def test_the_interactive_mode_sample_waits_for_the_job_a_person_submits(
 
 
 @pytest.mark.long
+@pytest.mark.timeout(1500)  # the job alone runs 600 s, more than the suite's 600 s per test
 async def test_the_kueue_toy_sample_runs_its_ten_minute_job_to_succeeded(
     proc: ProcessSandbox, pkube: AsyncClient, ns: str, proc_operator: Manager, tmp_path: Path
 ) -> None:
