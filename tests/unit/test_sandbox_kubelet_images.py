@@ -178,7 +178,9 @@ async def test_an_installed_venv_is_a_present_image(tmp_path: Path) -> None:
     assert not store.present(images.parse("rayproject/ray:2.52.0"))  # not complete yet
     (venv / images.COMPLETE_MARKER).write_text("ray[default]==2.52.0\n")  # an older recipe's venv: not this one
     assert not store.present(images.parse("rayproject/ray:2.52.0"))
-    (venv / images.COMPLETE_MARKER).write_text("ray[default,serve]==2.52.0\n")
+    (venv / images.COMPLETE_MARKER).write_text("ray[default,serve]==2.52.0\n")  # without today's constraints
+    assert not store.present(images.parse("rayproject/ray:2.52.0"))
+    (venv / images.COMPLETE_MARKER).write_text("ray[default,serve]==2.52.0 protobuf<7\n")
 
     assert store.present(images.parse("rayproject/ray:2.52.0-py311-cpu"))
     assert not store.present(images.parse("rayproject/ray:2.9.3"))
@@ -188,9 +190,10 @@ async def test_an_installed_venv_is_a_present_image(tmp_path: Path) -> None:
 
 
 FAKE_UV = """#!/bin/sh
-# uv venv --quiet --python BASE DIR | uv pip install --quiet --compile-bytecode --python DIR/bin/python REQUIREMENT
+# uv venv --quiet --python BASE DIR
+# uv pip install --quiet --compile-bytecode --python DIR/bin/python REQUIREMENT CONSTRAINT
 if [ "$1" = venv ]; then mkdir -p "$5/bin" && ln -s "$4" "$5/bin/python" && exit 0; fi
-python="$6"; dir="${python%/bin/python}"; echo "$7" > "$dir/installed"
+python="$6"; dir="${python%/bin/python}"; echo "$7 $8" > "$dir/installed"
 printf '#!%s\\nimport ray\\n' "$python" > "$dir/bin/ray"
 printf 'VIRTUAL_ENV="%s"\\n' "$dir" > "$dir/bin/activate"
 """
@@ -213,11 +216,12 @@ async def test_a_venv_is_built_aside_and_renamed_with_its_scripts_pointing_at_it
 
     venv = store.venv_dir("2.52.0")
     assert venv.name == f"2.52.0-py{images.python_version()}-r{images.VENV_RECIPE}" and runnable.venv == venv
-    assert (venv / "installed").read_text().strip() == "ray[default,serve]==2.52.0"
-    assert (venv / images.COMPLETE_MARKER).read_text() == "ray[default,serve]==2.52.0\n"
+    assert (venv / "installed").read_text().strip() == "ray[default,serve]==2.52.0 protobuf<7"
+    assert (venv / images.COMPLETE_MARKER).read_text() == "ray[default,serve]==2.52.0 protobuf<7\n"
     assert (venv / "bin" / "ray").read_text().splitlines()[0] == f"#!{venv}/bin/python"  # not the .partial path
     assert (venv / "bin" / "activate").read_text() == f'VIRTUAL_ENV="{venv}"\n'
     assert not venv.with_name(f"{venv.name}.partial").exists()
     assert (old / images.COMPLETE_MARKER).exists()  # an older runtime's Pods may still run from it
-    assert reports[0].startswith("installing ray[default,serve]==2.52.0 into ") and reports[0].endswith(".partial (uv)")
-    assert reports[1].startswith(f"installed ray[default,serve]==2.52.0 into {venv} in ")
+    assert reports[0].startswith("installing ray[default,serve]==2.52.0 protobuf<7 into ")
+    assert reports[0].endswith(".partial (uv)")
+    assert reports[1].startswith(f"installed ray[default,serve]==2.52.0 protobuf<7 into {venv} in ")

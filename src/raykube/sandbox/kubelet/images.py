@@ -59,6 +59,9 @@ IMAGE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 COMPLETE_MARKER = ".raykube-complete"
 RAY_EXTRAS = "default,serve"  # what rayproject/ray images hold: the dashboard and Ray Serve
 VENV_RECIPE = 2  # bump when what goes into a venv changes: the venv directory names it, so a new one is built
+# Installed with every Ray: Ray Serve (up to 2.52 at least) reads FieldDescriptor.label, which protobuf 7 removed,
+# and Ray itself asks only for protobuf>=3.20.3 (the images pin an older one); without it no Serve app deploys.
+CONSTRAINTS = ("protobuf<7",)
 INSTALL_TIMEOUT = 900.0
 # How pip and uv say "this version does not exist for this Python" (as opposed to "PyPI is unreachable").
 _NO_SUCH_VERSION = ("No matching distribution", "from versions:", "no version of", "unsatisfiable")
@@ -254,8 +257,14 @@ class Runnable:
 
 
 def requirement(version: str) -> str:
-    """What a venv for Ray ``version`` installs: ``ray[default,serve]==<version>``."""
+    """What a venv for Ray ``version`` is: ``ray[default,serve]==<version>``."""
     return f"ray[{RAY_EXTRAS}]=={version}"
+
+
+def install_spec(version: str) -> list[str]:
+    """What a venv for Ray ``version`` installs: :func:`requirement` and the :data:`CONSTRAINTS`; its complete
+    marker names them, so a venv made with other ones is not this one."""
+    return [requirement(version), *CONSTRAINTS]
 
 
 def relocate(venv: Path, final: Path) -> None:
@@ -290,7 +299,7 @@ class ImageStore:
         """The complete venv for ``version`` made by this recipe (its marker names the requirement), or None."""
         venv = self.venv_dir(version)
         try:
-            complete = (venv / COMPLETE_MARKER).read_text().strip() == requirement(version)
+            complete = (venv / COMPLETE_MARKER).read_text().split() == install_spec(version)
         except OSError:
             return None
         return venv if complete and (venv / "bin" / "ray").exists() else None
@@ -380,24 +389,25 @@ class ImageStore:
                 base = getattr(sys, "_base_executable", sys.executable)
                 uv = _find_uv()
                 wanted = requirement(version)
+                spec = install_spec(version)
                 python = str(partial / "bin" / "python")
                 if uv:
                     steps = [
                         [uv, "venv", "--quiet", "--python", base, str(partial)],
-                        [uv, "pip", "install", "--quiet", "--compile-bytecode", "--python", python, wanted],
+                        [uv, "pip", "install", "--quiet", "--compile-bytecode", "--python", python, *spec],
                     ]
                 else:
-                    steps = [[base, "-m", "venv", str(partial)], [python, "-m", "pip", "install", "--quiet", wanted]]
-                report(f"installing {wanted} into {partial} ({'uv' if uv else 'pip'})")
+                    steps = [[base, "-m", "venv", str(partial)], [python, "-m", "pip", "install", "--quiet", *spec]]
+                report(f"installing {' '.join(spec)} into {partial} ({'uv' if uv else 'pip'})")
                 for argv in steps:
                     code, out = await self._run(argv)
                     if code != 0:
                         shutil.rmtree(partial, ignore_errors=True)
                         raise InstallFailed(f"installing {wanted} failed: {out.strip()[-1500:]}")
                 relocate(partial, venv)  # the scripts name the final path; then the marker, then the rename
-                (partial / COMPLETE_MARKER).write_text(f"{wanted}\n")
+                (partial / COMPLETE_MARKER).write_text(" ".join(spec) + "\n")
                 partial.rename(venv)
-                report(f"installed {wanted} into {venv} in {time.monotonic() - started:.1f}s")
+                report(f"installed {' '.join(spec)} into {venv} in {time.monotonic() - started:.1f}s")
                 return venv
             finally:
                 with contextlib.suppress(OSError):
