@@ -57,7 +57,7 @@ def test_a_version_newer_than_every_release_is_no_image() -> None:
     assert images.newest_release(available) == "2.52.1"
     assert images.newest_release(["3.0.0rc1"]) is None
     why = images.unreleased("9.9.9", available)
-    assert why is not None and "Ray 9.9.9 is newer than every ray[default] release" in why and "2.52.1" in why
+    assert why is not None and "Ray 9.9.9 is newer than every ray release" in why and "2.52.1" in why
     assert images.unreleased("2.52.1", available) is None
     assert images.unreleased("2.9.3", available) is None  # an older one maps to the nearest release instead
     assert images.unreleased("9.9.9", []) is None  # the index did not answer: no verdict
@@ -176,10 +176,52 @@ async def test_an_installed_venv_is_a_present_image(tmp_path: Path) -> None:
     (venv / "bin").mkdir(parents=True)
     (venv / "bin" / "ray").write_text("")
     assert not store.present(images.parse("rayproject/ray:2.52.0"))  # not complete yet
-    (venv / images.COMPLETE_MARKER).write_text("ray[default]==2.52.0\n")
+    (venv / images.COMPLETE_MARKER).write_text("ray[default]==2.52.0\n")  # an older recipe's venv: not this one
+    assert not store.present(images.parse("rayproject/ray:2.52.0"))
+    (venv / images.COMPLETE_MARKER).write_text("ray[default,serve]==2.52.0\n")  # without today's constraints
+    assert not store.present(images.parse("rayproject/ray:2.52.0"))
+    (venv / images.COMPLETE_MARKER).write_text("ray[default,serve]==2.52.0 protobuf<7\n")
 
     assert store.present(images.parse("rayproject/ray:2.52.0-py311-cpu"))
     assert not store.present(images.parse("rayproject/ray:2.9.3"))
     runnable = await store.ensure(images.parse("rayproject/ray:2.52.0"), lambda _: None)  # no install: present
     assert (runnable.venv, runnable.ray_version) == (venv, "2.52.0")
     assert runnable.env["PATH"].startswith(f"{venv / 'bin'}:")
+
+
+FAKE_UV = """#!/bin/sh
+# uv venv --quiet --python BASE DIR
+# uv pip install --quiet --compile-bytecode --python DIR/bin/python REQUIREMENT CONSTRAINT
+if [ "$1" = venv ]; then mkdir -p "$5/bin" && ln -s "$4" "$5/bin/python" && exit 0; fi
+python="$6"; dir="${python%/bin/python}"; echo "$7 $8" > "$dir/installed"
+printf '#!%s\\nimport ray\\n' "$python" > "$dir/bin/ray"
+printf 'VIRTUAL_ENV="%s"\\n' "$dir" > "$dir/bin/activate"
+"""
+
+
+async def test_a_venv_is_built_aside_and_renamed_with_its_scripts_pointing_at_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    uv = tmp_path / "uv"
+    uv.write_text(FAKE_UV)
+    uv.chmod(0o755)
+    monkeypatch.setenv("RAYKUBE_UV", str(uv))
+    store = images.ImageStore(tmp_path / "cache")
+    old = store.root / f"2.52.0-py{images.python_version()}"  # recipe 1: ray[default] only, left alone
+    (old / "bin").mkdir(parents=True)
+    (old / images.COMPLETE_MARKER).write_text("ray[default]==2.52.0\n")
+    reports: list[str] = []
+
+    runnable = await store.ensure(images.parse("rayproject/ray:2.52.0"), reports.append)
+
+    venv = store.venv_dir("2.52.0")
+    assert venv.name == f"2.52.0-py{images.python_version()}-r{images.VENV_RECIPE}" and runnable.venv == venv
+    assert (venv / "installed").read_text().strip() == "ray[default,serve]==2.52.0 protobuf<7"
+    assert (venv / images.COMPLETE_MARKER).read_text() == "ray[default,serve]==2.52.0 protobuf<7\n"
+    assert (venv / "bin" / "ray").read_text().splitlines()[0] == f"#!{venv}/bin/python"  # not the .partial path
+    assert (venv / "bin" / "activate").read_text() == f'VIRTUAL_ENV="{venv}"\n'
+    assert not venv.with_name(f"{venv.name}.partial").exists()
+    assert (old / images.COMPLETE_MARKER).exists()  # an older runtime's Pods may still run from it
+    assert reports[0].startswith("installing ray[default,serve]==2.52.0 protobuf<7 into ")
+    assert reports[0].endswith(".partial (uv)")
+    assert reports[1].startswith(f"installed ray[default,serve]==2.52.0 protobuf<7 into {venv} in ")

@@ -1,11 +1,15 @@
-"""Images without pulling: ``rayproject/ray:<version>`` runs from a local venv with ``ray[default]==<version>``.
+"""Images without pulling: ``rayproject/ray:<version>`` runs from a local venv with ``ray[default,serve]==<version>``.
 
 The process runtime has no container images. A Ray image is mapped to a virtual environment in the sandbox cache
-(``<cache>/ray/<version>-py<X.Y>/``), created once with ``ray[default]`` of that version from PyPI (with uv when
-there is one, else venv + pip) for the Python the sandbox runs on: creating it is the image's "pull", having it is
-the image being "present". The venv stands in for the image's ``/home/ray/anaconda3``: its ``bin`` leads ``PATH``,
-``HOME`` is ``/home/ray`` and the working directory too, as in the image. When the exact version cannot be installed
-for this Python the nearest available one is used and the Pod's events say so.
+(``<cache>/ray/<version>-py<X.Y>-r<VENV_RECIPE>/``), created once with ``ray[default,serve]`` of that version (what
+the ``rayproject/ray`` images hold, so a head Pod can run Ray Serve) from PyPI (with uv when there is one, else venv +
+pip) for the Python the sandbox runs on: creating it is the image's "pull", having it is the image being "present".
+A venv is built in ``<name>.partial`` under a file lock and renamed when complete (its scripts' paths rewritten);
+``VENV_RECIPE`` is in the name, so a change of recipe (``ray[default]`` → ``ray[default,serve]`` was r2) builds a new
+venv beside the old one, which running Pods of an older runtime may still use (delete old ones by hand). The venv
+stands in for the image's ``/home/ray/anaconda3``: its ``bin`` leads ``PATH``, ``HOME`` is ``/home/ray`` and the
+working directory too, as in the image. When the exact version cannot be installed for this Python the nearest
+available one is used and the Pod's events say so.
 
 An image the runtime cannot map is **not found**, as a registry answers for a missing image, so the kubelet's pull
 rules apply to it (``ErrImagePull``, then ``ImagePullBackOff`` between retries; ``ErrImageNeverPull`` under
@@ -53,6 +57,11 @@ PULL_BACKOFF_MAX = 300.0
 DEFAULT_RAY_VERSION = "2.52.0"  # what `latest`/`nightly` and untagged images mean here: raykube's own Ray
 IMAGE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 COMPLETE_MARKER = ".raykube-complete"
+RAY_EXTRAS = "default,serve"  # what rayproject/ray images hold: the dashboard and Ray Serve
+VENV_RECIPE = 2  # bump when what goes into a venv changes: the venv directory names it, so a new one is built
+# Installed with every Ray: Ray Serve (up to 2.52 at least) reads FieldDescriptor.label, which protobuf 7 removed,
+# and Ray itself asks only for protobuf>=3.20.3 (the images pin an older one); without it no Serve app deploys.
+CONSTRAINTS = ("protobuf<7",)
 INSTALL_TIMEOUT = 900.0
 # How pip and uv say "this version does not exist for this Python" (as opposed to "PyPI is unreachable").
 _NO_SUCH_VERSION = ("No matching distribution", "from versions:", "no version of", "unsatisfiable")
@@ -83,14 +92,14 @@ def parse(reference: str) -> RayImage:
         raise ImageNotFound(
             f'"{reference}" not found: the sandbox\'s process runtime pulls no images; it runs rayproject/ray:<X.Y.Z> '
             "(and its -py3XX, -cpu and -gpu variants, and rayproject/ray-ml and ray-llm) from a local venv with "
-            "ray[default] of that version"
+            f"ray[{RAY_EXTRAS}] of that version"
         )
     tag = match["tag"] or "latest"
     tag_match = _TAG.match(tag)
     if not tag_match:
         raise ImageNotFound(
             f'"{reference}" not found: its tag names no Ray version; the process runtime maps '
-            "rayproject/ray:<X.Y.Z>[-py3XX][-cpu|-gpu] (or latest, nightly) to a venv with ray[default]==X.Y.Z"
+            f"rayproject/ray:<X.Y.Z>[-py3XX][-cpu|-gpu] (or latest, nightly) to a venv with ray[{RAY_EXTRAS}]==X.Y.Z"
         )
     notes = []
     version = tag_match["version"]
@@ -104,7 +113,7 @@ def parse(reference: str) -> RayImage:
         elif token.startswith(("gpu", "cu")):
             notes.append("no GPU: the process runtime runs the CPU build")
     if match["repo"] != "ray":
-        notes.append(f"rayproject/{match['repo']} runs as ray[default] (no extra ML libraries)")
+        notes.append(f"rayproject/{match['repo']} runs as ray[{RAY_EXTRAS}] (no extra ML libraries)")
     return RayImage(reference, version, python, "; ".join(notes))
 
 
@@ -211,7 +220,7 @@ def unreleased(wanted: str, available: list[str]) -> str | None:
     if newest is None or version_tuple(wanted) <= version_tuple(newest):
         return None
     return (
-        f"Ray {wanted} is newer than every ray[default] release the package index has for Python {python_version()} "
+        f"Ray {wanted} is newer than every ray release the package index has for Python {python_version()} "
         f"(the newest is {newest})"
     )
 
@@ -247,6 +256,30 @@ class Runnable:
         return self.venv / "bin"
 
 
+def requirement(version: str) -> str:
+    """What a venv for Ray ``version`` is: ``ray[default,serve]==<version>``."""
+    return f"ray[{RAY_EXTRAS}]=={version}"
+
+
+def install_spec(version: str) -> list[str]:
+    """What a venv for Ray ``version`` installs: :func:`requirement` and the :data:`CONSTRAINTS`; its complete
+    marker names them, so a venv made with other ones is not this one."""
+    return [requirement(version), *CONSTRAINTS]
+
+
+def relocate(venv: Path, final: Path) -> None:
+    """Point the scripts of ``venv`` (built in a ``.partial`` directory) at ``final``, where it is about to be
+    renamed: shebangs and activation scripts name the venv's absolute path (its Python files do not: imports fix
+    their code objects' paths)."""
+    before, after = os.fsencode(venv), os.fsencode(final)
+    for script in (venv / "bin").iterdir():
+        if script.is_symlink() or not script.is_file() or script.stat().st_size > 1 << 20:
+            continue
+        data = script.read_bytes()
+        if before in data and b"\0" not in data[:4096]:
+            script.write_bytes(data.replace(before, after))
+
+
 def python_version() -> str:
     return f"{sys.version_info.major}.{sys.version_info.minor}"
 
@@ -260,11 +293,16 @@ class ImageStore:
         self._nearest: dict[str, str] = {}  # a version not installable for this Python -> the one that runs instead
 
     def venv_dir(self, version: str) -> Path:
-        return self.root / f"{version}-py{python_version()}"
+        return self.root / f"{version}-py{python_version()}-r{VENV_RECIPE}"
 
     def installed(self, version: str) -> Path | None:
+        """The complete venv for ``version`` made by this recipe (its marker names the requirement), or None."""
         venv = self.venv_dir(version)
-        return venv if (venv / COMPLETE_MARKER).exists() and (venv / "bin" / "ray").exists() else None
+        try:
+            complete = (venv / COMPLETE_MARKER).read_text().split() == install_spec(version)
+        except OSError:
+            return None
+        return venv if complete and (venv / "bin" / "ray").exists() else None
 
     def present(self, image: RayImage) -> bool:
         """Whether ``image`` runs without a pull: its venv (or the nearest version's, once mapped) is installed."""
@@ -304,7 +342,7 @@ class ImageStore:
                 if nearest is None or nearest == image.version:
                     raise
                 report(
-                    f"ray[default]=={image.version} cannot be installed for Python {python_version()}; "
+                    f"{requirement(image.version)} cannot be installed for Python {python_version()}; "
                     f"using the nearest available version, {nearest}"
                 )
                 venv = self.installed(nearest) or await self._install(nearest, report)
@@ -336,6 +374,7 @@ class ImageStore:
 
     async def _install(self, version: str, report: Report) -> Path:
         venv = self.venv_dir(version)
+        partial = venv.with_name(f"{venv.name}.partial")
         self.root.mkdir(parents=True, exist_ok=True)
         lock_path = self.root / f".{venv.name}.lock"
         with lock_path.open("w") as lock_file:
@@ -344,37 +383,31 @@ class ImageStore:
             try:
                 if self.installed(version):
                     return venv
-                shutil.rmtree(venv, ignore_errors=True)
+                shutil.rmtree(partial, ignore_errors=True)
+                shutil.rmtree(venv, ignore_errors=True)  # incomplete: not ours to keep (we hold the lock)
                 started = time.monotonic()
                 base = getattr(sys, "_base_executable", sys.executable)
                 uv = _find_uv()
-                requirement = f"ray[default]=={version}"
+                wanted = requirement(version)
+                spec = install_spec(version)
+                python = str(partial / "bin" / "python")
                 if uv:
                     steps = [
-                        [uv, "venv", "--quiet", "--python", base, str(venv)],
-                        [
-                            uv,
-                            "pip",
-                            "install",
-                            "--quiet",
-                            "--compile-bytecode",
-                            "--python",
-                            str(venv / "bin" / "python"),
-                            requirement,
-                        ],
+                        [uv, "venv", "--quiet", "--python", base, str(partial)],
+                        [uv, "pip", "install", "--quiet", "--compile-bytecode", "--python", python, *spec],
                     ]
                 else:
-                    steps = [
-                        [base, "-m", "venv", str(venv)],
-                        [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", requirement],
-                    ]
+                    steps = [[base, "-m", "venv", str(partial)], [python, "-m", "pip", "install", "--quiet", *spec]]
+                report(f"installing {' '.join(spec)} into {partial} ({'uv' if uv else 'pip'})")
                 for argv in steps:
                     code, out = await self._run(argv)
                     if code != 0:
-                        shutil.rmtree(venv, ignore_errors=True)
-                        raise InstallFailed(f"installing {requirement} failed: {out.strip()[-1500:]}")
-                (venv / COMPLETE_MARKER).write_text(f"{requirement}\n")
-                report(f"installed {requirement} into {venv} in {time.monotonic() - started:.1f}s")
+                        shutil.rmtree(partial, ignore_errors=True)
+                        raise InstallFailed(f"installing {wanted} failed: {out.strip()[-1500:]}")
+                relocate(partial, venv)  # the scripts name the final path; then the marker, then the rename
+                (partial / COMPLETE_MARKER).write_text(" ".join(spec) + "\n")
+                partial.rename(venv)
+                report(f"installed {' '.join(spec)} into {venv} in {time.monotonic() - started:.1f}s")
                 return venv
             finally:
                 with contextlib.suppress(OSError):

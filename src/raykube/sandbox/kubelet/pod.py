@@ -669,7 +669,7 @@ class PodWorker:
         if runnable.image.note:
             extra.append(runnable.image.note)
         suffix = f"; {'; '.join(extra)}" if extra else ""
-        return f"venv {runnable.venv} with ray[default]=={runnable.ray_version}{suffix}"
+        return f"venv {runnable.venv} with {images.requirement(runnable.ray_version)}{suffix}"
 
     def _pulled(self, c: Container, image: images.RayImage, runnable: images.Runnable, message: str) -> images.Runnable:
         self.host.new_venv(runnable.venv)
