@@ -204,7 +204,7 @@ async def test_a_deleted_or_terminating_raycronjob_is_left_alone() -> None:
 
 
 def test_the_controller_runs_only_with_its_gate() -> None:
-    assert [r.name for r in default_registrations(BuildOptions())] == ["raycluster", "rayjob"]
-    assert [r.name for r in default_registrations(GATE_ON)] == ["raycluster", "rayjob", "raycronjob"]
+    assert [r.name for r in default_registrations(BuildOptions())] == ["raycluster", "rayjob", "rayservice"]
+    assert [r.name for r in default_registrations(GATE_ON)] == ["raycluster", "rayjob", "rayservice", "raycronjob"]
     reg = registration()
     assert (reg.recorder, reg.kind, [w.res for w in reg.owned]) == ("raycronjob-controller", RAYCRONJOBS, [RAYJOBS])

@@ -37,6 +37,7 @@ from raykube.controllers.base import Deps, Key, Reconciler, Registration, Watch
 from raykube.controllers.raycluster import registration as raycluster_registration
 from raykube.controllers.raycronjob import registration as raycronjob_registration
 from raykube.controllers.rayjob import registration as rayjob_registration
+from raykube.controllers.rayservice import registration as rayservice_registration
 from raykube.kube.client import Kube
 from raykube.kube.errors import ApiError
 from raykube.kube.events import CORE_EVENTS_API, EventRecorder
@@ -77,9 +78,9 @@ class Controller:
 
 
 def default_registrations(options: BuildOptions) -> list[Registration]:
-    """The controllers the operator runs: RayCluster, RayJob and, with ``--feature-gates=RayCronJob=true`` (KubeRay
-    v1.6.1 starts it only then), RayCronJob. RayService comes later."""
-    registrations = [raycluster_registration(options), rayjob_registration(options)]
+    """The controllers the operator runs: RayCluster, RayJob, RayService and, with ``--feature-gates=RayCronJob=true``
+    (KubeRay v1.6.1 starts it only then), RayCronJob."""
+    registrations = [raycluster_registration(options), rayjob_registration(options), rayservice_registration(options)]
     if options.gate(c.GATE_RAY_CRON_JOB):
         registrations.append(raycronjob_registration(options))
     return registrations

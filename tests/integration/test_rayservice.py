@@ -1,0 +1,101 @@
+"""RayServices on process nodes with real Ray Serve: raykube's RayService controller from ``kubectl apply`` to Ready,
+answering through ``<rs>-serve-svc``, and a ``serveConfigV2`` change applied in place on the same cluster.
+
+The Serve app is the local one of ``examples/06-serve-app.yaml`` (a module in a ConfigMap, on PYTHONPATH; no
+internet). The operator runs in the test process with ``--use-kubernetes-proxy``, as KubeRay must outside a cluster.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import httpx2
+import yaml
+from lightkube import AsyncClient
+from lightkube.generic_resource import create_namespaced_resource
+from lightkube.types import PatchType
+
+from raykube.runtime.manager import Manager
+from raykube.waiting import NotYet, wait_for
+from tests.integration.process import ProcessSandbox
+from tests.integration.test_process_runtime import create, port_forward
+from tests.integration.test_serve import SERVE_READY, serve_app, serve_cluster, serve_config
+
+RayServiceRes = create_namespaced_resource("ray.io", "v1", "RayService", "rayservices")
+
+
+def rayservice(name: str, config: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayService",
+        "metadata": {"name": name},
+        "spec": {
+            "serveConfigV2": yaml.safe_dump(config, sort_keys=False),
+            "rayClusterConfig": serve_cluster(name)["spec"],
+        },
+    }
+
+
+async def service_status(kube: AsyncClient, ns: str, name: str) -> dict[str, Any]:
+    return dict((await kube.get(RayServiceRes, name, namespace=ns)).to_dict().get("status") or {})
+
+
+async def wait_ready(kube: AsyncClient, ns: str, name: str, greeting_check: str | None = None) -> dict[str, Any]:
+    async def ready() -> dict[str, Any] | NotYet:
+        status = await service_status(kube, ns, name)
+        conditions = {c["type"]: c for c in status.get("conditions") or []}
+        apps = ((status.get("activeServiceStatus") or {}).get("applicationStatuses") or {}).get("hello") or {}
+        if (conditions.get("Ready") or {}).get("status") == "True" and apps.get("status") == "RUNNING":
+            return status
+        summary = {k: (v.get("status"), v.get("reason")) for k, v in conditions.items()}
+        return NotYet(json.dumps({"conditions": summary, "app": apps.get("status"), "pending": status.get(
+            "pendingServiceStatus", {}).get("rayClusterName")}))  # fmt: skip
+
+    found: dict[str, Any] = await wait_for(ready, SERVE_READY + 120, what=f"RayService {ns}/{name} to be Ready")
+    return found
+
+
+async def test_a_rayservice_serves_its_app_and_takes_a_serve_config_change_in_place(
+    proc: ProcessSandbox, pkube: AsyncClient, ns: str, proc_operator: Manager
+) -> None:
+    await create(pkube, ns, serve_app(ns))
+    await create(pkube, ns, rayservice("greeter", serve_config()))
+    status = await wait_ready(pkube, ns, "greeter")
+    cluster = status["activeServiceStatus"]["rayClusterName"]
+    assert cluster.startswith("greeter-")
+    assert status["serviceStatus"] == "Running" and status["numServeEndpoints"] >= 1
+
+    table = proc.kubectl("get", "rayservice", "-n", ns, "greeter").stdout.splitlines()
+    assert table[0].split() == ["NAME", "SERVICE", "STATUS", "NUM", "SERVE", "ENDPOINTS"], table  # KubeRay's two
+    assert table[1].split()[:2] == ["greeter", "Running"], table
+
+    async with port_forward(proc, ns, "svc/greeter-serve-svc", 8000) as port:
+
+        async def greeting() -> str | NotYet:
+            try:
+                async with httpx2.AsyncClient(trust_env=False, timeout=10) as http:
+                    got = await http.get(f"http://127.0.0.1:{port}/", params={"name": "rayservice"})
+            except httpx2.HTTPError as exc:
+                return NotYet(str(exc))
+            return got.text if got.status_code == 200 else NotYet(f"{got.status_code} {got.text[-300:]}")
+
+        assert await wait_for(greeting, 60, what="the app through greeter-serve-svc") == "Hello, rayservice!\n"
+
+        # serveConfigV2 alone changes: the operator PUTs it to the same cluster; no new cluster is prepared.
+        config = copy.deepcopy(serve_config())
+        config["applications"][0]["deployments"][0]["user_config"] = {"greeting": "Hi"}
+        patch = {"spec": {"serveConfigV2": yaml.safe_dump(config, sort_keys=False)}}
+        await pkube.patch(RayServiceRes, "greeter", patch, namespace=ns, patch_type=PatchType.MERGE)  # type: ignore[arg-type]
+
+        async def greeted_anew() -> str | NotYet:
+            text = await greeting()
+            return text if text == "Hi, rayservice!\n" else NotYet(str(text))
+
+        await wait_for(greeted_anew, SERVE_READY, what="the new greeting through greeter-serve-svc")
+    after = await service_status(pkube, ns, "greeter")
+    assert after["activeServiceStatus"]["rayClusterName"] == cluster
+    assert not (after.get("pendingServiceStatus") or {}).get("rayClusterName")
+    clusters = proc.kubectl("get", "raycluster", "-n", ns, "-o", "name").stdout.split()
+    assert clusters == [f"raycluster.ray.io/{cluster}"], clusters
