@@ -99,3 +99,62 @@ async def test_a_rayservice_serves_its_app_and_takes_a_serve_config_change_in_pl
     assert not (after.get("pendingServiceStatus") or {}).get("rayClusterName")
     clusters = proc.kubectl("get", "raycluster", "-n", ns, "-o", "name").stdout.split()
     assert clusters == [f"raycluster.ray.io/{cluster}"], clusters
+
+
+# A client in the cluster: a request to the serve Service's ClusterIP every 0.1 s, one line per answer (its HTTP code;
+# 000 when none came). Reading its log afterwards counts what a user would have seen during the upgrade.
+CLIENT = """
+while true; do
+  printf '%s %s\\n' "$(date +%s.%N)" \
+    "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 http://greeter-up-serve-svc:8000/?name=client)"
+  sleep 0.1
+done
+"""
+
+
+async def test_a_cluster_config_change_upgrades_to_a_new_cluster_without_dropping_requests(
+    proc: ProcessSandbox, pkube: AsyncClient, ns: str, proc_operator: Manager
+) -> None:
+    """``rayClusterConfig`` changes: a pending cluster is made, Serve deployed on it, the Services switched only once
+    its app is RUNNING, the old cluster deleted after ``rayClusterDeletionDelaySeconds``; a client calling the serve
+    Service all along gets an answer every time (KubeRay's zero-downtime promise)."""
+    await create(pkube, ns, serve_app(ns))
+    body = rayservice("greeter-up", serve_config())
+    body["spec"]["rayClusterDeletionDelaySeconds"] = 5
+    await create(pkube, ns, body)
+    first = (await wait_ready(pkube, ns, "greeter-up"))["activeServiceStatus"]["rayClusterName"]
+
+    client = {"name": "client", "image": "rayproject/ray:2.52.0", "command": ["bash", "-c", CLIENT]}
+    await create(pkube, ns, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "client"},
+                             "spec": {"containers": [client]}})  # fmt: skip
+
+    async def answers() -> list[str]:
+        run = proc.kubectl("logs", "-n", ns, "client")
+        return [line.split()[1] for line in run.stdout.splitlines() if len(line.split()) == 2]
+
+    async def client_served() -> bool | NotYet:
+        codes = await answers()
+        return True if codes.count("200") >= 5 else NotYet(f"client saw {codes[-5:]}")
+
+    await wait_for(client_served, 120, what="the client to be answered")
+    before = len(await answers())
+
+    head_env = {"name": "UPGRADE_MARK", "value": "2"}  # any change of the cluster's spec: a new cluster
+    patch = {"spec": {"rayClusterConfig": copy.deepcopy(body["spec"]["rayClusterConfig"])}}
+    patch["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]["containers"][0]["env"].append(head_env)
+    await pkube.patch(RayServiceRes, "greeter-up", patch, namespace=ns, patch_type=PatchType.MERGE)  # type: ignore[arg-type]
+
+    async def upgraded() -> str | NotYet:
+        status = await service_status(pkube, ns, "greeter-up")
+        active = (status.get("activeServiceStatus") or {}).get("rayClusterName")
+        left = proc.kubectl("get", "raycluster", "-n", ns, "-o", "name").stdout.split()
+        if active != first and f"raycluster.ray.io/{first}" not in left:
+            return str(active)
+        return NotYet(f"active {active}, clusters {left}")
+
+    second = await wait_for(upgraded, SERVE_READY + 180, what="the switch-over and the old cluster's deletion")
+    await wait_for(client_served, 30, what="the client after the upgrade")
+    codes = (await answers())[before:]
+    failed = [code for code in codes if code != "200"]
+    print(f"upgrade {first} -> {second}: {len(codes)} requests, {len(failed)} failed")  # noqa: T201 - the report
+    assert len(codes) > 50 and failed == [], (len(codes), failed[:20])
