@@ -63,7 +63,7 @@ OPERATOR_RULES: tuple[Rule, ...] = (
     # grants them (so turning the gate on needs no RBAC change).
     Rule(c.API_GROUP, ("raycronjobs",), ("get", "list", "watch")),
     Rule(c.API_GROUP, ("raycronjobs/status",), ("update",)),
-    # The RayService controller is not registered yet; its rules are granted already (as KubeRay's role.yaml does).
+    # The RayService controller (the dashboard's Serve calls are services/proxy; the head Pod's label, pods patch).
     Rule(c.API_GROUP, ("rayservices",), ("list", "watch")),
     Rule(c.API_GROUP, ("rayservices/status",), ("update",)),
     # Setting blockOwnerDeletion on children needs update on the owner's finalizers where the

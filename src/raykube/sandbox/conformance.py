@@ -198,7 +198,7 @@ SUITES: dict[str, Suite] = {
         ),
         Suite("e2e", "e2e", "test/e2e: every test, the GCS fault tolerance ones too (they need a Redis image)"),
         Suite("rayjob", "e2erayjob", "test/e2erayjob: RayJob"),
-        Suite("rayservice", "e2erayservice", "test/e2erayservice: RayService (no RayService controller yet)"),
+        Suite("rayservice", "e2erayservice", "test/e2erayservice: RayService (Serve apps from GitHub)"),
         Suite("autoscaler", "e2eautoscaler", "test/e2eautoscaler: RayCluster with the Ray autoscaler sidecar"),
         Suite("sampleyaml", "sampleyaml", "test/sampleyaml: KubeRay's config/samples applied with kubectl"),
         Suite("raycronjob", "e2eraycronjob", "test/e2eraycronjob: RayCronJob (alpha, gate on)"),
