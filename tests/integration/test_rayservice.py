@@ -11,7 +11,6 @@ import copy
 import json
 from typing import Any
 
-import httpx2
 import yaml
 from lightkube import AsyncClient
 from lightkube.generic_resource import create_namespaced_resource
@@ -21,7 +20,7 @@ from raykube.runtime.manager import Manager
 from raykube.waiting import NotYet, wait_for
 from tests.integration.process import ProcessSandbox
 from tests.integration.test_process_runtime import create, port_forward
-from tests.integration.test_serve import SERVE_READY, serve_app, serve_cluster, serve_config
+from tests.integration.test_serve import SERVE_READY, greet, serve_app, serve_cluster, serve_config
 
 RayServiceRes = create_namespaced_resource("ray.io", "v1", "RayService", "rayservices")
 
@@ -74,12 +73,7 @@ async def test_a_rayservice_serves_its_app_and_takes_a_serve_config_change_in_pl
     async with port_forward(proc, ns, "svc/greeter-serve-svc", 8000) as port:
 
         async def greeting() -> str | NotYet:
-            try:
-                async with httpx2.AsyncClient(trust_env=False, timeout=10) as http:
-                    got = await http.get(f"http://127.0.0.1:{port}/", params={"name": "rayservice"})
-            except httpx2.HTTPError as exc:
-                return NotYet(str(exc))
-            return got.text if got.status_code == 200 else NotYet(f"{got.status_code} {got.text[-300:]}")
+            return await greet(port, "rayservice")
 
         assert await wait_for(greeting, 60, what="the app through greeter-serve-svc") == "Hello, rayservice!\n"
 

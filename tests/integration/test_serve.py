@@ -90,6 +90,16 @@ def serve_cluster(name: str) -> dict[str, Any]:
     }
 
 
+async def greet(port: int, name: str) -> str | NotYet:
+    """``GET /?name=<name>`` on 127.0.0.1:``port`` (a port-forward to Serve's proxy): the answer, or why none yet."""
+    try:
+        async with httpx2.AsyncClient(trust_env=False, timeout=10) as http:
+            got = await http.get(f"http://127.0.0.1:{port}/", params={"name": name})
+    except httpx2.HTTPError as exc:
+        return NotYet(str(exc))
+    return got.text if got.status_code == 200 else NotYet(f"{got.status_code} {got.text[-300:]}")
+
+
 def dashboard_path(namespace: str, cluster: str, path: str) -> str:
     """``path`` on the cluster's dashboard through the API server's service proxy (KubeRay's
     ``--use-kubernetes-proxy``)."""
@@ -172,12 +182,7 @@ async def test_a_local_serve_app_answers_through_a_cluster_ip_and_a_port_forward
     async with port_forward(proc, ns, "svc/hello-serve", 8000) as port:
 
         async def forwarded() -> str | NotYet:
-            try:
-                async with httpx2.AsyncClient(trust_env=False, timeout=10) as http:
-                    got = await http.get(f"http://127.0.0.1:{port}/", params={"name": "port-forward"})
-            except httpx2.HTTPError as exc:
-                return NotYet(str(exc))
-            return got.text if got.status_code == 200 else NotYet(f"{got.status_code} {got.text[-300:]}")
+            return await greet(port, "port-forward")
 
         assert await wait_for(forwarded, 60, what="the app through the port-forward") == "Hello, port-forward!\n"
 

@@ -49,6 +49,7 @@ from raykube.builders import batch, names
 from raykube.builders import rayjob as rj
 from raykube.builders.status import status_needs_update
 from raykube.controllers.base import Context, Deps, Registration, Result
+from raykube.controllers.ports import Cache
 from raykube.controllers.raycluster import CREATED_BY_SELECTOR
 from raykube.controllers.rayjob_cleanup import Cleanup
 from raykube.kube import objects, times
@@ -131,6 +132,14 @@ class JobContext(Context[RayJob, RayJobSpec]):
 
 class RayJobError(Exception):
     """A pass that could not finish; the runtime retries it with back-off (KubeRay's error-requeue)."""
+
+
+def cached_head_service(cache: Cache, cluster: Obj) -> tuple[str, Obj | None]:
+    """The name of ``cluster``'s head Service (``headGroupSpec.headService`` or the default) and the Service as the
+    cache has it (None: not there yet): where KubeRay's ``FetchHeadServiceURL`` looks."""
+    head_spec = ((cluster.get("spec") or {}).get("headGroupSpec") or {}).get("headService")
+    service_name = names.head_service_name(objects.name(cluster), head_spec)
+    return service_name, cache.get(SERVICES, objects.namespace(cluster), service_name)
 
 
 def go_time(moment: dt.datetime) -> str:
@@ -574,9 +583,7 @@ class RayJobReconciler:
 
     def _dashboard_url(self, cluster: Obj) -> str:
         """KubeRay ``FetchHeadServiceURL(cluster, "dashboard")``, from the cluster's head Service in the cache."""
-        head_spec = ((cluster.get("spec") or {}).get("headGroupSpec") or {}).get("headService")
-        service_name = names.head_service_name(objects.name(cluster), head_spec)
-        head_service = self.cache.get(SERVICES, objects.namespace(cluster), service_name)
+        service_name, head_service = cached_head_service(self.cache, cluster)
         if head_service is None:
             raise RayJobError(f"the head Service {objects.namespace(cluster)}/{service_name} is not found")
         try:

@@ -59,6 +59,7 @@ from raykube.builders import rayservice as rs
 from raykube.builders.status import StatusError, head_pod, is_running_and_ready
 from raykube.controllers.base import Context, Deps, Registration, Result
 from raykube.controllers.raycluster import POD_SELECTOR
+from raykube.controllers.rayjob import cached_head_service
 from raykube.kube import objects, times
 from raykube.kube.errors import ApiError
 from raykube.kube.resources import ENDPOINT_SLICES, PODS, SERVICES
@@ -401,9 +402,7 @@ class RayServiceReconciler:
 
     def _dashboard_url(self, cluster: Obj) -> str:
         """KubeRay ``FetchHeadServiceURL(cluster, "dashboard")`` from the cluster's head Service in the cache."""
-        head_spec = ((cluster.get("spec") or {}).get("headGroupSpec") or {}).get("headService")
-        service_name = names.head_service_name(objects.name(cluster), head_spec)
-        service = self.cache.get(SERVICES, objects.namespace(cluster), service_name)
+        service_name, service = cached_head_service(self.cache, cluster)
         if service is None:
             raise RayServiceError(f'services "{service_name}" not found')
         try:
