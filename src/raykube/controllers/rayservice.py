@@ -31,7 +31,7 @@ Upgrade strategies: ``NewCluster`` (and unset, unless the operator's ``ENABLE_ZE
 ``None``. ``NewClusterWithIncrementalUpgrade`` (behind the alpha gate ``RayServiceIncrementalUpgrade``, off by default
 in v1.6.1: Gateway, HTTPRoute, per-cluster serve Services, target capacity and traffic steps, rollback) is **not
 implemented**: with the gate on, such a RayService is reconciled as ``NewCluster`` would be. The ``kuberay_service_*``
-metrics are not exported yet.
+metrics are computed at scrape time from the informers (``runtime/metrics.py``), as KubeRay's are.
 
 Differences kept small and deliberate: the deletion timers are keyed by namespace and name (KubeRay: the cluster
 name alone); the head Pod's label is set with a merge patch of the label (KubeRay: an Update of the whole Pod, which

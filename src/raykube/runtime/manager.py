@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from raykube.api import constants as c
-from raykube.api.resources import RAYCLUSTERS, RAYJOBS
+from raykube.api.resources import RAYCLUSTERS, RAYJOBS, RAYSERVICES
 from raykube.builders.options import BuildOptions
 from raykube.controllers.base import Deps, Key, Reconciler, Registration, Watch
 from raykube.controllers.raycluster import registration as raycluster_registration
@@ -167,6 +167,7 @@ class Manager:
         if metrics is not None:
             metrics.watch_clusters(self.cache.informers(RAYCLUSTERS))
             metrics.watch_jobs(self.cache.informers(RAYJOBS))
+            metrics.watch_services(self.cache.informers(RAYSERVICES))
             for ctl in self.controllers:
                 metrics.watch_queue(ctl.queue)
                 metrics.max_concurrent.labels(ctl.name).set(reconcile_concurrency)

@@ -118,6 +118,48 @@ class _JobCollector(Collector):
         yield status
 
 
+class _ServiceCollector(Collector):
+    """kuberay_service_info and the Ready / UpgradeInProgress condition gauges from the RayService informers, at
+    scrape time (KubeRay v1.6.1 ``controllers/ray/metrics/ray_service_metrics.go``): ``condition`` is ``"true"`` when
+    the condition is True, else ``"false"`` (also when it is absent)."""
+
+    def __init__(self, informers: Sequence[Informer]) -> None:
+        self.informers = informers
+
+    def collect(self) -> Iterator[Metric]:
+        info = GaugeMetricFamily(
+            "kuberay_service_info", "Metadata information about RayService custom resources",
+            labels=["name", "namespace", "uid"],
+        )  # fmt: skip
+        ready = GaugeMetricFamily(
+            "kuberay_service_condition_ready",
+            "Describes whether the RayService is ready. Ready means users can send requests to the underlying "
+            "cluster and the number of serve endpoints is greater than 0.",
+            labels=["name", "namespace", "uid", "condition"],
+        )
+        upgrading = GaugeMetricFamily(
+            "kuberay_service_condition_upgrade_in_progress",
+            "Describes whether the RayService is performing a zero-downtime upgrade.",
+            labels=["name", "namespace", "uid", "condition"],
+        )
+        for informer in self.informers:
+            for service in informer.list():
+                meta = service.get("metadata") or {}
+                labels = [str(meta.get("name", "")), str(meta.get("namespace", "")), str(meta.get("uid", ""))]
+                info.add_metric(labels, 1)
+                conditions = {
+                    x.get("type"): x.get("status") for x in (service.get("status") or {}).get("conditions") or []
+                }
+                for family, kind in (
+                    (ready, c.CONDITION_RAYSERVICE_READY),
+                    (upgrading, c.CONDITION_UPGRADE_IN_PROGRESS),
+                ):
+                    family.add_metric([*labels, "true" if conditions.get(kind) == "True" else "false"], 1)
+        yield info
+        yield ready
+        yield upgrading
+
+
 class _QueueCollector(Collector):
     """workqueue_* of the controllers' queues (one ``name`` label per controller), at scrape time."""
 
@@ -234,6 +276,9 @@ class Metrics:
 
     def watch_jobs(self, informers: Sequence[Informer]) -> None:
         self.registry.register(_JobCollector(informers))
+
+    def watch_services(self, informers: Sequence[Informer]) -> None:
+        self.registry.register(_ServiceCollector(informers))
 
     # JobMetrics (raykube.controllers.ports)
     def observe_job_duration(
