@@ -150,3 +150,15 @@ def test_update_document_replaces_only_the_suites_own_section() -> None:
     assert "### Suite `raycluster` against raykube" in reference
     reference_first = update_document(update_document(document, run(operator="kuberay")), run())
     assert reference_first.index("begin raycluster -->") < reference_first.index("begin raycluster@kuberay")
+
+
+def test_a_subtest_that_cannot_run_here_is_skipped_alone_in_go_form() -> None:
+    """Go splits -test.skip on unbracketed ``|`` into alternatives and each on ``/`` into levels; a subtest's
+    spaces are underscores in the name it matches."""
+    pattern = SUITES["rayservice"].skip_pattern()
+    assert pattern is not None
+    alternatives = pattern.split("|")
+    assert "^TestRedeployRayServe$" in alternatives
+    assert "^TestRayServiceManagedBy$/^Successful_creation_of_RayService,_managed_by_Kuberay_Operator$" in alternatives
+    assert not any(a in ("^TestRayServiceManagedBy$", "^TestRayServiceValidation$") for a in alternatives)
+    assert not any("TestRayServiceInitializingTimeoutTerminalFailure" in a for a in alternatives)
