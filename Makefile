@@ -80,6 +80,7 @@ bench: sandbox-build
 	$(UVRUN) python -m benchmarks.scale --clusters $(BENCH_CLUSTERS)
 	$(UVRUN) python -m benchmarks.process_cluster
 	$(UVRUN) python -m benchmarks.rayjob
+	$(UVRUN) python -m benchmarks.rayservice
 
 # Not part of `make test` (it takes about 20 minutes): builds KubeRay's e2e test binaries the first time (6 minutes),
 # runs them on a process sandbox against the raykube operator and updates docs/conformance.md (not with RUN=); then,

@@ -283,7 +283,10 @@ async def watching(kube: Kube, namespace: str, timeline: Timeline) -> AsyncItera
 
 # --------------------------------------------------------------------------------------------------- one run
 class Run:
-    """One measured run of ``operator`` in a namespace of its own."""
+    """One measured run of ``operator`` in a namespace of its own (``benchmarks.rayservice`` runs its own kind)."""
+
+    prefix = "bench-rayjob"
+    markers = READY_MARKERS
 
     def __init__(self, sandbox: Sandbox, kubeconfig: Path, driver: Kube, operator: str, index: int) -> None:
         self.sandbox = sandbox
@@ -291,7 +294,7 @@ class Run:
         self.driver = driver
         self.operator = operator
         self.index = index
-        self.namespace = f"bench-rayjob-{operator}-{index}-{uuid.uuid4().hex[:5]}"
+        self.namespace = f"{self.prefix}-{operator}-{index}-{uuid.uuid4().hex[:5]}"
         self.process = f"{operator}-operator-{index}"
         self.log = sandbox.layout.log(self.process)
 
@@ -302,7 +305,7 @@ class Run:
 
     def workers_running(self) -> bool | NotYet:
         self.check_alive()
-        marker = READY_MARKERS[self.operator]
+        marker = self.markers[self.operator]
         lines = self.log.read_text(errors="replace").splitlines() if self.log.exists() else []
         return True if any(marker(line) for line in lines) else NotYet("its reconcile workers do not run yet")
 
@@ -318,7 +321,7 @@ class Run:
                            "reconcile workers", max_interval=0.2)  # fmt: skip
             startup = {"seconds": round(time.monotonic() - started, 2), "cpu_seconds": cpu_seconds(record.pid)}
             result = await self.measure(record.pid)
-            await self.delete_rayjob()
+            await self.delete_subject()
             self.check_alive()
         finally:
             await self.sandbox.stop_extra(self.process)
@@ -372,7 +375,7 @@ class Run:
             "final_status": timeline.final_status,
         }
 
-    async def delete_rayjob(self) -> None:
+    async def delete_subject(self) -> None:
         """Delete the RayJob while its operator runs: the operator removes its finalizer."""
         await self.driver.delete(RAYJOBS, RAYJOB, self.namespace)
 
@@ -434,35 +437,46 @@ def crds(which: str) -> dict[str, dict[str, Any]]:
     }
 
 
-async def main_async(runs: int, which_crds: str, report: Callable[[str], None]) -> dict[str, Any]:
-    sandbox = Sandbox.named(SANDBOX)
+@contextlib.asynccontextmanager
+async def process_sandbox(
+    name: str, nodes: NodePool, which_crds: str, reports: Path, report: Callable[[str], None]
+) -> AsyncIterator[tuple[Sandbox, Path, Kube]]:
+    """A fresh process sandbox ``name`` with ``which_crds`` installed: (sandbox, admin kubeconfig, the driver's
+    client). Afterwards, also on an error, it is stopped and removed, its logs (the operators' too) copied first to
+    ``reports/<time>/``."""
+    sandbox = Sandbox.named(name)
     if sandbox.load_state() is not None:
-        raise SystemExit(f"a sandbox {SANDBOX!r} exists already ({sandbox.layout.root}): another run? If not, "
-                         f"`raykube sandbox down --name {SANDBOX}`")  # fmt: skip
-    config = SandboxConfig(name=SANDBOX, ports=Ports.free(), nodes=NODES, runtime="process")
-    samples: list[dict[str, Any]] = []
-    reports = REPORTS / time.strftime("%Y%m%dT%H%M%S")
+        raise SystemExit(f"a sandbox {name!r} exists already ({sandbox.layout.root}): another run? If not, "
+                         f"`raykube sandbox down --name {name}`")  # fmt: skip
+    config = SandboxConfig(name=name, ports=Ports.free(), nodes=nodes, runtime="process")
+    logs = reports / time.strftime("%Y%m%dT%H%M%S")
     try:
         up = await sandbox.up(config, report)
-        report(f"sandbox {SANDBOX!r} is up in {up.seconds:.1f}s")
-        driver = Kube.from_config(up.kubeconfig, qps=50, burst=100, user_agent="raykube-bench-rayjob")
+        report(f"sandbox {name!r} is up in {up.seconds:.1f}s")
+        driver = Kube.from_config(up.kubeconfig, qps=50, burst=100, user_agent=f"raykube-{name}")
         try:
             await install_crds(driver, crds(which_crds))
-            for index in range(1, runs + 1):
-                for operator in OPERATORS:
-                    report(f"run {index}/{runs}: {operator} (load {os.getloadavg()[0]:.2f})")
-                    sample = await Run(sandbox, up.kubeconfig, driver, operator, index).run()
-                    report(f"  {sample['seconds']:.1f} s to SUCCEEDED, {sample['cpu_seconds']:.2f} operator CPU-s; "
-                           f"cleanup {sample['cleanup_seconds']:.1f} s")  # fmt: skip
-                    samples.append(sample)
+            yield sandbox, up.kubeconfig, driver
         finally:
             await driver.close()
     finally:
         await sandbox.down(report, keep_logs=True)
         with contextlib.suppress(OSError):
-            shutil.copytree(sandbox.layout.logs, reports)
-            report(f"logs of the sandbox and the operators: {reports}")
+            shutil.copytree(sandbox.layout.logs, logs)
+            report(f"logs of the sandbox and the operators: {logs}")
         shutil.rmtree(sandbox.layout.root, ignore_errors=True)
+
+
+async def main_async(runs: int, which_crds: str, report: Callable[[str], None]) -> dict[str, Any]:
+    samples: list[dict[str, Any]] = []
+    async with process_sandbox(SANDBOX, NODES, which_crds, REPORTS, report) as (sandbox, kubeconfig, driver):
+        for index in range(1, runs + 1):
+            for operator in OPERATORS:
+                report(f"run {index}/{runs}: {operator} (load {os.getloadavg()[0]:.2f})")
+                sample = await Run(sandbox, kubeconfig, driver, operator, index).run()
+                report(f"  {sample['seconds']:.1f} s to SUCCEEDED, {sample['cpu_seconds']:.2f} operator CPU-s; "
+                       f"cleanup {sample['cleanup_seconds']:.1f} s")  # fmt: skip
+                samples.append(sample)
     by_operator = {op: [s for s in samples if s["operator"] == op] for op in OPERATORS}
     result: dict[str, Any] = {
         "benchmark": "rayjob",

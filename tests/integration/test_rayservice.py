@@ -16,6 +16,7 @@ from lightkube import AsyncClient
 from lightkube.generic_resource import create_namespaced_resource
 from lightkube.types import PatchType
 
+from raykube.api.resources import RAYSERVICES
 from raykube.runtime.manager import Manager
 from raykube.waiting import NotYet, wait_for
 from tests.integration.process import ProcessSandbox
@@ -152,3 +153,65 @@ async def test_a_cluster_config_change_upgrades_to_a_new_cluster_without_droppin
     failed = [code for code in codes if code != "200"]
     print(f"upgrade {first} -> {second}: {len(codes)} requests, {len(failed)} failed")  # noqa: T201 - the report
     assert len(codes) > 50 and failed == [], (len(codes), failed[:20])
+
+
+async def test_a_head_image_that_does_not_exist_ends_in_the_terminal_initializing_timeout(
+    proc: ProcessSandbox, pkube: AsyncClient, ns: str, proc_operator: Manager
+) -> None:
+    """KubeRay's ``ray.io/initializing-timeout``: the head's image cannot be pulled (``ImagePullBackOff``), so the
+    RayService never becomes ready; after the timeout Ready is ``False/InitializingTimeout`` with KubeRay's message,
+    its clusters are deleted and their names cleared, a ``RayServiceInitializingTimeout`` Warning is recorded, and a
+    later spec change does not revive it (terminal: delete and recreate)."""
+    body = rayservice("timeout", serve_config())
+    body["metadata"]["annotations"] = {"ray.io/initializing-timeout": "10s"}
+    head = body["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]["containers"][0]
+    head["image"] = "invalid-image-does-not-exist:v1.0.0"
+    await create(pkube, ns, body)
+
+    async def timed_out() -> dict[str, Any] | NotYet:
+        status = await service_status(pkube, ns, "timeout")
+        ready = next((x for x in status.get("conditions") or [] if x["type"] == "Ready"), {})
+        if (ready.get("status"), ready.get("reason")) == ("False", "InitializingTimeout"):
+            return status
+        return NotYet(f"Ready {ready.get('status')}/{ready.get('reason')}")
+
+    status = await wait_for(timed_out, 120, what="Ready=False/InitializingTimeout")
+    ready = next(x for x in status["conditions"] if x["type"] == "Ready")
+    assert "RayService failed to become ready within the configured timeout" in ready["message"]
+    assert not (status.get("activeServiceStatus") or {}).get("rayClusterName")
+    assert not (status.get("pendingServiceStatus") or {}).get("rayClusterName")
+
+    async def clusters_gone() -> bool | NotYet:
+        left = proc.kubectl("get", "raycluster", "-n", ns, "-o", "name").stdout.split()
+        return True if not left else NotYet(f"clusters left: {left}")
+
+    await wait_for(clusters_gone, 60, what="the RayService's cluster deleted")
+    events = json.loads(proc.kubectl("get", "events", "-n", ns, "-o", "json").stdout)["items"]
+    assert any(e["reason"] == "RayServiceInitializingTimeout" and e["type"] == "Warning" for e in events)
+
+    # A valid spec afterwards: still terminal, no cluster made (KubeRay: the user deletes and recreates it).
+    patch = {"metadata": {"annotations": {"ray.io/initializing-timeout": "10m"}},
+             "spec": {"rayClusterConfig": serve_cluster("timeout")["spec"]}}  # fmt: skip
+    await pkube.patch(RayServiceRes, "timeout", patch, namespace=ns, patch_type=PatchType.MERGE)  # type: ignore[arg-type]
+    generation = (await pkube.get(RayServiceRes, "timeout", namespace=ns)).metadata.generation  # type: ignore[union-attr]
+
+    controller = next(ctl for ctl in proc_operator.controllers if ctl.name == "rayservice")
+
+    async def passed_with_new_spec() -> bool | NotYet:
+        """A pass of the RayService that began once the operator's cache held the new generation (terminal: KubeRay
+        writes no status then, so observedGeneration cannot tell)."""
+        cached = proc_operator.cache.get(RAYSERVICES, ns, "timeout") or {}
+        if (cached.get("metadata") or {}).get("generation") != generation:
+            return NotYet("the operator's cache has not the new spec yet")
+        if not passes:
+            passes.append(controller.stats.total)
+            controller.queue.add((ns, "timeout"))
+        idle = not controller.queue.processing and not len(controller.queue)
+        return True if controller.stats.total > passes[0] and idle else NotYet("no pass since")
+
+    passes: list[int] = []
+    await wait_for(passed_with_new_spec, 60, what="a pass of the operator over the new spec")
+    status = await service_status(pkube, ns, "timeout")
+    ready = next(x for x in status["conditions"] if x["type"] == "Ready")
+    assert (ready["status"], ready["reason"]) == ("False", "InitializingTimeout")
+    assert proc.kubectl("get", "raycluster", "-n", ns, "-o", "name").stdout.split() == []
