@@ -164,6 +164,7 @@ async def test_a_head_image_that_does_not_exist_ends_in_the_terminal_initializin
     later spec change does not revive it (terminal: delete and recreate)."""
     body = rayservice("timeout", serve_config())
     body["metadata"]["annotations"] = {"ray.io/initializing-timeout": "10s"}
+    body["spec"]["rayClusterDeletionDelaySeconds"] = 5  # the cluster is deleted this long after the timeout
     head = body["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]["containers"][0]
     head["image"] = "invalid-image-does-not-exist:v1.0.0"
     await create(pkube, ns, body)
@@ -185,7 +186,7 @@ async def test_a_head_image_that_does_not_exist_ends_in_the_terminal_initializin
         left = proc.kubectl("get", "raycluster", "-n", ns, "-o", "name").stdout.split()
         return True if not left else NotYet(f"clusters left: {left}")
 
-    await wait_for(clusters_gone, 60, what="the RayService's cluster deleted")
+    await wait_for(clusters_gone, 60, what="the RayService's cluster deleted after rayClusterDeletionDelaySeconds")
     events = json.loads(proc.kubectl("get", "events", "-n", ns, "-o", "json").stdout)["items"]
     assert any(e["reason"] == "RayServiceInitializingTimeout" and e["type"] == "Warning" for e in events)
 
