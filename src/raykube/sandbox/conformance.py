@@ -241,7 +241,7 @@ SUITES: dict[str, Suite] = {
                     ("TestStaticRayService", "TestAutoscalingRayService", "TestRayServiceZeroDowntimeUpgrade"),
                     SERVE_WORKLOADS + " " + LOCUST,
                 ),
-                "TestRayServiceGCSFaultTolerance": SERVE_WORKLOADS + " " + LOCUST + " And a Redis image.",
+                "TestRayServiceGCSFaultTolerance": SERVE_WORKLOADS + " " + LOCUST + " It also needs a Redis image.",
             },
         ),
         Suite("autoscaler", "e2eautoscaler", "test/e2eautoscaler: RayCluster with the Ray autoscaler sidecar"),
