@@ -110,8 +110,12 @@ async def port_forward(proc: ProcessSandbox, namespace: str, target: str, port: 
         assert match, f"kubectl port-forward said {line!r}"
         yield int(match[1])
     finally:
-        forward.terminate()
-        await forward.communicate()
+        exited = forward.returncode
+        if exited is None:
+            forward.terminate()
+        _, err = await forward.communicate()
+        if exited is not None:  # it died while the block ran: say why, instead of the block's own symptom
+            raise AssertionError(f"kubectl port-forward {target} exited {exited}: {err.decode()[-1000:]}")
 
 
 def conditions_of(st: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -430,6 +434,27 @@ async def test_exec_logs_and_port_forward(proc: ProcessSandbox, pkube: AsyncClie
 
         assert await wait_for(served, 30, what="the port-forward") == 200
     assert "serving" in proc.kubectl("logs", "-n", ns, "web").stdout
+
+
+async def test_port_forward_reaches_a_port_no_container_declares(
+    proc: ProcessSandbox, pkube: AsyncClient, ns: str
+) -> None:
+    """As with a kubelet: ``ports`` is informational, any port listened on in the Pod can be forwarded (KubeRay's
+    quickstart forwards Serve's 8000, which its samples' containers do not declare)."""
+    await create(pkube, ns, pod("quiet", "exec python -m http.server 8001"))
+    await wait_status(pkube, ns, "quiet", lambda s: "running" in container(s).get("state", {}), "to run")
+
+    async def forwarded() -> int | NotYet:
+        try:
+            async with (
+                port_forward(proc, ns, "pod/quiet", 8001) as port,
+                httpx2.AsyncClient(trust_env=False, timeout=5) as http,
+            ):
+                return (await http.get(f"http://127.0.0.1:{port}/")).status_code
+        except (httpx2.HTTPError, AssertionError) as exc:  # not listening yet, or not seen listening yet
+            return NotYet(str(exc)[-300:])
+
+    assert await wait_for(forwarded, 30, what="a port-forward to the undeclared port 8001") == 200
 
 
 async def test_services_resolve_and_cluster_ips_route(proc: ProcessSandbox, pkube: AsyncClient, ns: str) -> None:

@@ -90,11 +90,12 @@ def serve_cluster(name: str) -> dict[str, Any]:
     }
 
 
-async def greet(port: int, name: str) -> str | NotYet:
-    """``GET /?name=<name>`` on 127.0.0.1:``port`` (a port-forward to Serve's proxy): the answer, or why none yet."""
+async def greet(port: int, name: str, path: str = "/") -> str | NotYet:
+    """``GET <path>?name=<name>`` on 127.0.0.1:``port`` (a port-forward to Serve's proxy): the answer, or why none
+    yet."""
     try:
         async with httpx2.AsyncClient(trust_env=False, timeout=10) as http:
-            got = await http.get(f"http://127.0.0.1:{port}/", params={"name": name})
+            got = await http.get(f"http://127.0.0.1:{port}{path}", params={"name": name})
     except httpx2.HTTPError as exc:
         return NotYet(str(exc))
     return got.text if got.status_code == 200 else NotYet(f"{got.status_code} {got.text[-300:]}")

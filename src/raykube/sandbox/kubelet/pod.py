@@ -5,7 +5,8 @@
 1. **Sandbox**: the Pod's directory, the pause process (network/UTS/IPC/mount namespaces, tmpfs volumes), ``eth0``
    on the bridge with an IP from the node's range, ``/etc/hosts``, ``/etc/resolv.conf`` and ``/etc/hostname``, then
    the volumes (a ``FailedMount`` is retried until it resolves or the Pod goes), and kwok's ``Logs``, ``Exec`` and
-   ``PortForward`` objects for the Pod (``kubectl logs|exec|port-forward``).
+   ``PortForward`` objects for the Pod (``kubectl logs|exec|port-forward``; as a kubelet does, any port something
+   listens on in the Pod can be forwarded, declared or not: it is added to the PortForward when seen listening).
 2. **Init containers** in order, each to completion (restarted per ``restartPolicy``; ``restartPolicy: Always`` ones
    are sidecars that keep running once started).
 3. **Containers**, each in its own task: image -> venv by the kubelet's pull rules (``ErrImagePull``,
@@ -57,6 +58,8 @@ MOUNT_RETRY = 3.0
 SHUTDOWN_GRACE = 2.0  # when the runtime itself stops (sandbox down), Pods get this long
 FIELD_MANAGER = "raykube-process-runtime"
 DEFAULT_GRACE = 30
+PORT_SCAN_INTERVAL = 2.0  # how often the TCP ports listened on in a Pod are looked for, for kubectl port-forward
+_TCP_LISTEN = "0A"  # the state column of /proc/net/tcp for LISTEN
 
 
 class Host(Protocol):
@@ -184,6 +187,7 @@ class PodWorker:
         self.pause_pid = 0
         self.veth = network.veth_name(self.uid)
         self.sandbox_ready = False
+        self.forwarded: frozenset[int] = frozenset()  # the ports kwok's PortForward for the Pod lists
         self.volumes: dict[str, Path] = {}
         spec = pod["spec"]
         self.containers: dict[str, Container] = {}
@@ -278,9 +282,11 @@ class PodWorker:
     # ------------------------------------------------------------------------------------------------ main
     async def run(self) -> None:
         publisher = asyncio.create_task(self._publisher(), name=f"status {self.namespace}/{self.name}")
+        ports: asyncio.Task[None] | None = None
         self._mark()
         try:
             await self._create_sandbox()
+            ports = asyncio.create_task(self._forward_listening_ports(), name=f"ports {self.namespace}/{self.name}")
             await self._initialize()
             await self._run_containers()
             if not self.terminating.is_set():  # the Pod ended for good: free its sandbox, keep its status
@@ -297,9 +303,11 @@ class PodWorker:
             await self._shutdown()
             self._mark()
             await asyncio.sleep(0)
-            publisher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await publisher
+            for task in (publisher, ports):
+                if task is not None:
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
             if not self.gone and not self.host.shutting_down and self.terminating.is_set():
                 await self._publish()
                 with contextlib.suppress(ApiError):  # as the kubelet confirms a deletion: grace 0, this uid only
@@ -401,8 +409,6 @@ class PodWorker:
     async def _kwok_objects(self) -> None:
         """kwok serves ``kubectl logs|exec|port-forward`` for the Pod from these (owned by the Pod: GC removes
         them with it)."""
-        owner = [{"apiVersion": "v1", "kind": "Pod", "name": self.name, "uid": self.uid}]
-        meta = {"name": self.name, "namespace": self.namespace, "ownerReferences": owner}
         execs = [
             {
                 "containers": [c.name],
@@ -410,35 +416,46 @@ class PodWorker:
             }
             for c in self.containers.values()
         ]
-        ports = sorted(
-            {
-                int(port["containerPort"])
-                for c in self.containers.values()
-                for port in c.spec.get("ports") or []
-                if (port.get("protocol") or "TCP") == "TCP"
-            }
-        )
-        forwards = [
-            {
-                "ports": [port],
-                "command": [
-                    sys.executable,
-                    "-S",
-                    str(self.host.nstools_path),
-                    "port-forward",
-                    str(self.pause_pid),
-                    str(port),
-                ],
-            }
-            for port in ports
-        ]
-        wanted: list[tuple[Resource, dict[str, Any]]] = [(EXECS, {"execs": execs})]
-        if forwards:
-            wanted.append((PORT_FORWARDS, {"forwards": forwards}))
-        for res, spec in wanted:
-            body = {"apiVersion": res.api_version, "kind": res.kind, "metadata": meta, "spec": spec}
-            await self.host.kube.apply(res, body, self.namespace, field_manager=FIELD_MANAGER)
+        await self._apply_kwok(EXECS, {"execs": execs})
+        self.forwarded = self._declared_ports()
+        if self.forwarded:
+            await self._apply_forwards(self.forwarded)
         await self._kwok_logs()
+
+    async def _apply_kwok(self, res: Resource, spec: Mapping[str, Any]) -> None:
+        owner = [{"apiVersion": "v1", "kind": "Pod", "name": self.name, "uid": self.uid}]
+        meta = {"name": self.name, "namespace": self.namespace, "ownerReferences": owner}
+        body = {"apiVersion": res.api_version, "kind": res.kind, "metadata": meta, "spec": spec}
+        await self.host.kube.apply(res, body, self.namespace, field_manager=FIELD_MANAGER)
+
+    def _declared_ports(self) -> frozenset[int]:
+        return frozenset(
+            int(port["containerPort"])
+            for c in self.containers.values()
+            for port in c.spec.get("ports") or []
+            if (port.get("protocol") or "TCP") == "TCP"
+        )
+
+    async def _apply_forwards(self, ports: frozenset[int]) -> None:
+        """kwok's PortForward for ``ports``: each one through nstools into the Pod's network namespace. kwok's
+        command forward is told no port, hence one entry per port."""
+        command = [sys.executable, "-S", str(self.host.nstools_path), "port-forward", str(self.pause_pid)]
+        forwards = [{"ports": [port], "command": [*command, str(port)]} for port in sorted(ports)]
+        await self._apply_kwok(PORT_FORWARDS, {"forwards": forwards})
+
+    async def _forward_listening_ports(self) -> None:
+        """A kubelet forwards any port of the Pod's network namespace, declared in ``ports`` or not (KubeRay's
+        quickstart forwards the serve port 8000 no container declares). kwok forwards only listed ports, so the
+        TCP ports something listens on are added to the Pod's PortForward as they appear."""
+        while not self.terminating.is_set():
+            listening = await asyncio.to_thread(listening_ports, self.pause_pid)
+            if listening - self.forwarded:
+                wanted = self.forwarded | listening
+                with contextlib.suppress(ApiError):
+                    await self._apply_forwards(wanted)
+                    self.forwarded = wanted
+            with contextlib.suppress(Terminating):
+                await self._sleep_or_terminate(PORT_SCAN_INTERVAL)
 
     async def _kwok_logs(self) -> None:
         owner = [{"apiVersion": "v1", "kind": "Pod", "name": self.name, "uid": self.uid}]
@@ -1007,6 +1024,21 @@ class PodWorker:
             await self.dirty.wait()
             self.dirty.clear()
             await self._publish()
+
+
+def listening_ports(pid: int) -> frozenset[int]:
+    """The TCP ports listened on in the network namespace of ``pid`` (``/proc/<pid>/net/tcp`` and ``tcp6``)."""
+    ports = set()
+    for table in ("tcp", "tcp6"):
+        try:
+            lines = Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if len(fields) > 3 and fields[3] == _TCP_LISTEN:
+                ports.add(int(fields[1].rpartition(":")[2], 16))
+    return frozenset(ports)
 
 
 async def _spawn_helper(nstools_path: Path, command: str, spec: Path, log_file: Path) -> asyncio.subprocess.Process:
