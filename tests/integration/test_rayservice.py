@@ -11,6 +11,7 @@ import copy
 import json
 from typing import Any
 
+import pytest
 import yaml
 from lightkube import AsyncClient
 from lightkube.generic_resource import create_namespaced_resource
@@ -216,3 +217,51 @@ async def test_a_head_image_that_does_not_exist_ends_in_the_terminal_initializin
     ready = next(x for x in status["conditions"] if x["type"] == "Ready")
     assert (ready["status"], ready["reason"]) == ("False", "InitializingTimeout")
     assert proc.kubectl("get", "raycluster", "-n", ns, "-o", "name").stdout.split() == []
+
+
+@pytest.mark.long
+@pytest.mark.timeout(900)
+async def test_a_deleted_head_pod_is_recreated_and_the_serve_service_follows_it(
+    proc: ProcessSandbox, pkube: AsyncClient, ns: str, proc_operator: Manager
+) -> None:
+    """KubeRay's ``TestRedeployRayServe`` with the local app: the active cluster's head Pod is deleted; the same
+    cluster gets a new head, Serve is deployed on it again (its applications went with the old head: no GCS fault
+    tolerance), the serve Service's one endpoint is the new head, and the RayService is Ready and answering again.
+    ``benchmarks/rayservice.py`` measures the same under traffic, against KubeRay too."""
+    await create(pkube, ns, serve_app(ns))
+    body = rayservice("redeploy", serve_config())
+    body["spec"]["rayClusterConfig"].pop("workerGroupSpecs")  # the head alone: its deletion takes Serve down
+    await create(pkube, ns, body)
+    cluster = (await wait_ready(pkube, ns, "redeploy"))["activeServiceStatus"]["rayClusterName"]
+
+    def heads() -> list[dict[str, Any]]:
+        listed = proc.kubectl("get", "pods", "-n", ns, "-l", f"ray.io/cluster={cluster},ray.io/node-type=head",
+                              "-o", "json")  # fmt: skip
+        return list(json.loads(listed.stdout)["items"])
+
+    [old] = heads()
+    assert proc.kubectl("delete", "pod", "-n", ns, old["metadata"]["name"], "--wait=false").returncode == 0
+
+    async def served_by_a_new_head() -> str | NotYet:
+        selector = "kubernetes.io/service-name=redeploy-serve-svc"
+        slices = json.loads(proc.kubectl("get", "endpointslices", "-n", ns, "-l", selector, "-o", "json").stdout)
+        targets = [
+            (e.get("targetRef") or {}).get("name")
+            for item in slices["items"]
+            for e in item.get("endpoints") or []
+            if (e.get("conditions") or {}).get("ready")
+        ]
+        if len(targets) == 1 and targets[0] != old["metadata"]["name"]:
+            return str(targets[0])
+        return NotYet(f"ready endpoints of redeploy-serve-svc: {targets}")
+
+    new_head = await wait_for(served_by_a_new_head, SERVE_READY, what="the serve Service on the new head Pod")
+    status = await wait_ready(pkube, ns, "redeploy")
+    assert status["activeServiceStatus"]["rayClusterName"] == cluster  # the same cluster, not an upgrade
+    assert [h["metadata"]["name"] for h in heads()] == [new_head]
+    async with port_forward(proc, ns, "svc/redeploy-serve-svc", 8000) as port:
+
+        async def greeting() -> str | NotYet:
+            return await greet(port, "again")
+
+        assert await wait_for(greeting, 60, what="the app on the new head") == "Hello, again!\n"
