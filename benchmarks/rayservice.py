@@ -39,14 +39,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import copy
-import itertools
 import json
 import os
 import statistics
 import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +54,7 @@ from benchmarks import rayjob
 from raykube import __version__
 from raykube.api import constants as c
 from raykube.api.resources import RAYCLUSTERS, RAYSERVICES
+from raykube.cli.serveclient import CLIENT_POD, Answer, parse_log, window
 from raykube.kube.resources import CONFIGMAPS, PODS
 from raykube.sandbox import NodePool, versions
 from raykube.sandbox.kubelet.network import preflight
@@ -85,59 +84,13 @@ def manifests() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     return app, service, client
 
 
-@dataclass(frozen=True)
-class Answer:
-    sent: float
-    seconds: float
-    code: int
-    word: str
-
-    @property
-    def ok(self) -> bool:
-        return self.code == 200
-
-    @property
-    def done(self) -> float:
-        return self.sent + self.seconds
-
-
-def parse_log(text: str) -> list[Answer]:
-    answers = []
-    for line in text.splitlines():
-        parts = line.split()
-        if len(parts) == 4:
-            try:
-                answers.append(Answer(float(parts[0]), float(parts[1]), int(parts[2]), parts[3]))
-            except ValueError:
-                continue
-    return answers
-
-
-def window(answers: list[Answer], start: float, end: float) -> dict[str, Any]:
-    """What the client saw of requests sent in [start, end): counts, and the longest time without an answer (from
-    the last successful answer before ``start``, so an outage that begins at once is counted whole)."""
-    inside = [a for a in answers if start <= a.sent < end]
-    failed = [a for a in inside if not a.ok]
-    before = [a.done for a in answers if a.ok and a.done < start]
-    done = sorted([*before[-1:], *(a.done for a in inside if a.ok)])
-    gaps = [b - a for a, b in itertools.pairwise(done)]
-    return {
-        "requests": len(inside),
-        "failed": len(failed),
-        "failures": sorted({f"{a.code} {a.word}" for a in failed}),
-        "longest_gap_seconds": round(max(gaps, default=0.0), 2),
-        "slowest_answer_seconds": round(max((a.seconds for a in inside if a.ok), default=0.0), 2),
-        "window_seconds": round(end - start, 1),
-    }
-
-
 class ServiceRun(rayjob.Run):
     prefix = "bench-rayservice"
     markers = READY_MARKERS
     name = "rayservice-demo"  # examples/07-rayservice.yaml's
 
     async def client_answers(self) -> list[Answer]:
-        response = await self.driver.send("get", "GET", PODS, PODS.path(self.namespace, "serve-client", "log"),
+        response = await self.driver.send("get", "GET", PODS, PODS.path(self.namespace, CLIENT_POD, "log"),
                                           subresource="log")  # fmt: skip
         return parse_log(response.text) if response.status_code == 200 else []
 

@@ -21,6 +21,7 @@ import re
 import shlex
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
 NAMESPACE = "raykube-demo"
 CLUSTER = "raycluster-demo"
 RAYJOB = "rayjob-demo"
+RAYSERVICE = "rayservice-demo"  # examples/07-rayservice.yaml
 OPERATOR_NAMESPACE = "kuberay-operator"
 OPERATOR_ACCOUNT = "kuberay-operator"
 OPERATOR_PROCESS = "raykube-operator"
@@ -341,6 +343,68 @@ async def rayjob_act(stage: Stage) -> None:
     stage.kubectl("-n", NAMESPACE, "delete", "rayjob", RAYJOB)
 
 
+async def rayservice_act(stage: Stage) -> None:
+    """On process nodes: a RayService answering through its serve Service, then a cluster upgrade while a client
+    calls it every 0.1 s: the requests sent during the upgrade, and how many failed (KubeRay's promise: none)."""
+    from raykube.api.resources import RAYCLUSTERS, RAYSERVICES  # noqa: PLC0415
+    from raykube.cli.serveclient import CLIENT_POD, parse_log, window  # noqa: PLC0415
+    from raykube.waiting import NotYet, wait_for  # noqa: PLC0415
+
+    chapter("4d. A RayService: Ray Serve behind a Service, upgraded without dropping a request")
+    stage.kubectl("apply", "-f", str(EXAMPLES / "06-serve-app.yaml"), "-f", str(EXAMPLES / "07-rayservice.yaml"))
+
+    async def serving() -> dict[str, Any] | NotYet:
+        status = (await stage.kube.get(RAYSERVICES, RAYSERVICE, NAMESPACE)).get("status") or {}
+        ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+        app = ((status.get("activeServiceStatus") or {}).get("applicationStatuses") or {}).get("hello") or {}
+        return dict(status) if ready and app.get("status") == "RUNNING" else NotYet(f"Ready {ready}, app {app}")
+
+    status = await wait_for(serving, stage.ready_within, what=f"RayService {RAYSERVICE} to be Ready")
+    first = str(status["activeServiceStatus"]["rayClusterName"])
+    stage.kubectl("-n", NAMESPACE, "get", "rayservice", RAYSERVICE)
+    stage.kubectl("-n", NAMESPACE, "get", "svc", f"{RAYSERVICE}-serve-svc", f"{RAYSERVICE}-head-svc")
+    stage.kubectl("apply", "-f", str(EXAMPLES / "serve" / "client.yaml"))
+
+    def answers() -> list[Any]:
+        return parse_log(stage.kubectl("-n", NAMESPACE, "logs", CLIENT_POD, show=False, check=False))
+
+    async def answered(since: float = 0.0, count: int = 5) -> float | NotYet:
+        good = [a for a in answers() if a.ok and a.sent >= since]
+        return good[count - 1].done if len(good) >= count else NotYet(f"{len(good)} answers")
+
+    await wait_for(answered, 120, what="the client's first answers")
+    stage.kubectl("-n", NAMESPACE, "logs", CLIENT_POD, "--tail=3")
+    claim(f"Serve answers through {RAYSERVICE}-serve-svc (cluster {first}); the client logs time, seconds, code, word")
+
+    out.print("[dim]A change of rayClusterConfig: a new cluster, switched to once its app runs[/dim]")
+    patch = [{"op": "add", "path": "/spec/rayClusterConfig/headGroupSpec/template/spec/containers/0/env/-",
+              "value": {"name": "DEMO_UPGRADE", "value": "1"}}]  # fmt: skip
+    started = time.time()
+    stage.kubectl("-n", NAMESPACE, "patch", "rayservice", RAYSERVICE, "--type=json", "-p", json.dumps(patch))
+
+    async def upgraded() -> str | NotYet:
+        status = (await stage.kube.get(RAYSERVICES, RAYSERVICE, NAMESPACE)).get("status") or {}
+        active = (status.get("activeServiceStatus") or {}).get("rayClusterName")
+        left = [c["metadata"]["name"] for c in (await stage.kube.list(RAYCLUSTERS, NAMESPACE)).items]
+        if active and active != first and first not in left:
+            return str(active)
+        return NotYet(f"active {active}, clusters {left}")
+
+    second = await wait_for(upgraded, stage.ready_within, what="the switch-over and the old cluster's deletion")
+    switched = time.time()
+    end = await wait_for(lambda: answered(switched, 10), 60, what="answers after the upgrade")
+    seen = window(answers(), started, end)
+    stage.kubectl("-n", NAMESPACE, "get", "rayservice,raycluster")
+    if seen["failed"]:
+        raise DemoFailed(f"{seen['failed']} of {seen['requests']} requests failed during the upgrade: "
+                         f"{', '.join(seen['failures'])}")  # fmt: skip
+    gap = seen["longest_gap_seconds"]
+    claim(f"upgrade {first} -> {second}: {seen['requests']} requests during it, 0 failed, longest wait for an answer "
+          f"{gap:.2f} s; the old cluster deleted after rayClusterDeletionDelaySeconds")  # fmt: skip
+    stage.kubectl("-n", NAMESPACE, "delete", "pod", CLIENT_POD, "--wait=false")
+    stage.kubectl("-n", NAMESPACE, "delete", "rayservice", RAYSERVICE)
+
+
 async def doctor_healthy(stage: Stage, title: str) -> None:
     chapter(title)
     code, _ = stage.doctor()
@@ -471,6 +535,7 @@ async def play(stage: Stage, *, keep: bool, name: str) -> None:
     if stage.process:
         await ray_itself(stage)
         await rayjob_act(stage)
+        await rayservice_act(stage)
     await doctor_healthy(stage, "5. raykube doctor on the healthy cluster")
     await break_and_fix(stage)
     await doctor_healthy(stage, "9. raykube doctor after the fix")

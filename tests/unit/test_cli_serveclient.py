@@ -1,8 +1,8 @@
-"""How the RayService benchmark reads its client's log: requests, failures and the longest time without an answer."""
+"""How the demo and the RayService benchmark read the Serve client's log: requests, failures, longest gap."""
 
 from __future__ import annotations
 
-from benchmarks.rayservice import parse_log, window
+from raykube.cli.serveclient import parse_log, window
 
 
 def test_the_longest_gap_runs_from_the_last_answer_before_the_window_through_an_outage() -> None:
