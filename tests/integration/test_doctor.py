@@ -37,7 +37,7 @@ from lightkube.types import PatchType
 from raykube.api import constants as c
 from raykube.api import rbac
 from raykube.api.config import OperatorConfig
-from raykube.api.resources import RAYCLUSTERS
+from raykube.api.resources import RAYCLUSTERS, RAYJOBS
 from raykube.doctor import dump as dumps
 from raykube.doctor.gather import Scope
 from raykube.doctor.model import Evidence, Finding, Report, at_least
@@ -841,7 +841,9 @@ def _unreachable_copy(kubeconfig: Path, path: Path) -> Path:
 async def test_the_cli_exit_codes_for_usage_errors_and_missing_targets(
     kubeconfig: Path, namespace: str, ray_crds: list[str], tmp_path: Path
 ) -> None:
-    assert cli("doctor", "rayjob/x", "-n", namespace, kubeconfig=kubeconfig).returncode == 2
+    assert cli("doctor", "raycronjob/x", "-n", namespace, kubeconfig=kubeconfig).returncode == 2
+    absent = cli("doctor", "rayjob/x", "-n", namespace, kubeconfig=kubeconfig)
+    assert absent.returncode == 3 and f"RayJob {namespace}/x not found" in absent.stdout, absent.stdout
     assert cli("doctor", "-n", namespace, kubeconfig=kubeconfig).returncode == 2
     assert cli("doctor", "raycluster/x", "-o", "yaml", kubeconfig=kubeconfig).returncode == 2
     missing = cli("doctor", "raycluster/nope", "-n", namespace, kubeconfig=kubeconfig)
@@ -851,3 +853,39 @@ async def test_the_cli_exit_codes_for_usage_errors_and_missing_targets(
     down = cli("doctor", "raycluster/x", "-n", namespace, kubeconfig=unreachable)
     assert down.returncode == 3, down.stdout + down.stderr
     assert "cannot reach the API server" in down.stderr
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# RayJobs and RayServices: the cluster's root cause, named first in their own section
+# --------------------------------------------------------------------------------------------------------------------
+
+
+async def test_a_rayjob_whose_workers_can_never_fit_names_its_clusters_root_cause_first(
+    kube: AsyncClient, runtime_kube: Kube, kubeconfig: Path, namespace: str, operator: Manager
+) -> None:
+    """`raykube doctor rayjob/NAME`: the RayJob stays Initializing because the RayCluster it made cannot schedule
+    its workers; the RayJob's section starts with that cluster's root cause (B02), the wait (J03) under it."""
+    await create_seed_dependencies(kube, namespace)
+    spec = seed_cluster()["spec"]
+    group = spec["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]
+    group["resources"] = {"requests": {"cpu": "16", "memory": "1Gi"}, "limits": {"cpu": "16", "memory": "1Gi"}}
+    job = {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "train"},
+           "spec": {"entrypoint": "python -c 'print(1)'", "rayClusterSpec": spec}}  # fmt: skip
+    await runtime_kube.create(RAYJOBS, job, namespace)
+
+    async def diagnosed() -> str | NotYet:
+        run = cli("doctor", "rayjob/train", "-n", namespace, kubeconfig=kubeconfig)
+        section = run.stdout.split(f"RayJob {namespace}/train:", 1)[-1].split("\nRayCluster ", 1)[0]
+        if run.returncode == 1 and "UNSCHEDULABLE_RESOURCES" in section and "RAYJOB_WAITING_FOR_CLUSTER" in section:
+            return section
+        return NotYet(f"exit {run.returncode}: {run.stdout[-800:]}")
+
+    section = await wait_for(diagnosed, DOCTOR_WAIT, what="the RayJob's section with B02 first", max_interval=2.0)
+    assert "Root cause (in what it runs on)" in section, section
+    assert section.index("UNSCHEDULABLE_RESOURCES") < section.index("RAYJOB_WAITING_FOR_CLUSTER"), section
+    as_json = json.loads(cli("doctor", "rayjob/train", "-n", namespace, "-o", "json", kubeconfig=kubeconfig).stdout)
+    kinds = [t["kind"] for t in as_json["targets"]]
+    assert kinds == ["RayJob", "RayCluster"], kinds
+    [job_target] = [t for t in as_json["targets"] if t["kind"] == "RayJob"]
+    by_id = {f["id"]: f for f in as_json["findings"]}
+    assert [by_id[i]["rule"] for i in job_target["rootCauses"]] == ["B02"]

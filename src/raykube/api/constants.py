@@ -216,6 +216,23 @@ DELETION_CONDITION_JOB_STATUSES: Final = ("SUCCEEDED", "FAILED")
 DELETION_CONDITION_JOB_DEPLOYMENT_STATUSES: Final = ("Failed",)
 # KubeRay apis/ray/v1 rayjob_types.go JobDeploymentStatusWaiting: only valid in InteractiveMode.
 JOB_DEPLOYMENT_STATUS_WAITING: Final = "Waiting"
+# KubeRay apis/ray/v1 rayjob_types.go JobDeploymentStatus: the other values of status.jobDeploymentStatus.
+JOB_DEPLOYMENT_STATUS_NEW: Final = ""
+JOB_DEPLOYMENT_STATUS_INITIALIZING: Final = "Initializing"
+JOB_DEPLOYMENT_STATUS_RUNNING: Final = "Running"
+JOB_DEPLOYMENT_STATUS_COMPLETE: Final = "Complete"
+JOB_DEPLOYMENT_STATUS_FAILED: Final = "Failed"
+JOB_DEPLOYMENT_STATUS_VALIDATION_FAILED: Final = "ValidationFailed"
+JOB_DEPLOYMENT_STATUS_SUSPENDING: Final = "Suspending"
+JOB_DEPLOYMENT_STATUS_SUSPENDED: Final = "Suspended"
+JOB_DEPLOYMENT_STATUS_RETRYING: Final = "Retrying"
+# KubeRay apis/ray/v1 rayjob_types.go JobFailedReason: the values of status.reason.
+JOB_REASON_SUBMISSION_FAILED: Final = "SubmissionFailed"
+JOB_REASON_DEADLINE_EXCEEDED: Final = "DeadlineExceeded"
+JOB_REASON_PRE_RUNNING_DEADLINE_EXCEEDED: Final = "PreRunningDeadlineExceeded"
+JOB_REASON_APP_FAILED: Final = "AppFailed"
+JOB_REASON_GRACE_PERIOD_EXCEEDED: Final = "JobDeploymentStatusTransitionGracePeriodExceeded"
+JOB_REASON_VALIDATION_FAILED: Final = "ValidationFailed"
 
 # KubeRay apis/ray/v1 rayservice_types.go RayServiceUpgradeType.
 RAYSERVICE_UPGRADE_NEW_CLUSTER: Final = "NewCluster"

@@ -17,23 +17,28 @@ import typer
 from raykube.cli.output import err, out
 
 SEVERITIES = ("critical", "error", "warning", "info")
-KINDS = ("raycluster", "rayclusters", "raycluster.ray.io", "rayclusters.ray.io")
+# What TARGET may name, as kubectl spells a type: plural, singular, with or without the group.
+KINDS = {
+    spelling: kind
+    for kind, plural in (("RayCluster", "rayclusters"), ("RayJob", "rayjobs"), ("RayService", "rayservices"))
+    for spelling in (kind.lower(), plural, f"{kind.lower()}.ray.io", f"{plural}.ray.io")
+}
 EXIT_USAGE = 2
 EXIT_INCOMPLETE = 3
 
 
-def _parse_target(target: str) -> str:
+def _parse_target(target: str) -> tuple[str, str]:
+    """``(kind, name)`` of ``raycluster/NAME``, ``rayjob/NAME``, ``rayservice/NAME`` (a bare NAME: a RayCluster)."""
     kind, slash, name = target.partition("/")
     if not slash:
-        return target
+        return "RayCluster", target
     if kind.lower() not in KINDS:
         raise typer.BadParameter(
-            f"{kind!r}: only RayClusters can be diagnosed (raycluster/NAME); RayJob and RayService are planned",
-            param_hint="TARGET",
+            f"{kind!r}: diagnose a raycluster/NAME, rayjob/NAME or rayservice/NAME", param_hint="TARGET"
         )
     if not name:
-        raise typer.BadParameter("give the RayCluster's name: raycluster/NAME", param_hint="TARGET")
-    return name
+        raise typer.BadParameter(f"give the {KINDS[kind.lower()]}'s name: {kind}/NAME", param_hint="TARGET")
+    return KINDS[kind.lower()], name
 
 
 def _rules(values: list[str] | None) -> frozenset[str]:
@@ -70,19 +75,22 @@ def doctor(
     no_security: Annotated[bool, typer.Option("--no-security", help="Skip the SEC* rules.")] = False,
     exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Always exit 0 once a report is printed.")] = False,
 ) -> None:
-    """Diagnose RayClusters: walks operator and RBAC, the RayCluster, Pods and scheduling, the head Service and its
-    EndpointSlices, ConfigMaps, Secrets and PVCs, and names the root cause first."""
+    """Diagnose RayClusters, RayJobs and RayServices: walks operator and RBAC, the custom resource, Pods and
+    scheduling, the head Service and its EndpointSlices, ConfigMaps, Secrets and PVCs, and names the root cause
+    first (a RayJob's or RayService's may be in the RayCluster it runs on)."""
     if output not in ("text", "json"):
         raise typer.BadParameter("use text or json", param_hint="--output")
     if fail_on not in SEVERITIES:
         raise typer.BadParameter(f"use one of {', '.join(SEVERITIES)}", param_hint="--fail-on")
     if target is None and not (all_ or all_namespaces):
-        raise typer.BadParameter("name a RayCluster (raycluster/NAME) or use --all", param_hint="TARGET")
+        raise typer.BadParameter(
+            "name a raycluster/NAME, rayjob/NAME or rayservice/NAME, or use --all", param_hint="TARGET"
+        )
     if target is not None and (all_ or all_namespaces):
-        raise typer.BadParameter("give either a RayCluster or --all, not both", param_hint="--all")
+        raise typer.BadParameter("give either a target or --all, not both", param_hint="--all")
     if dump is not None and from_dump is not None:
         raise typer.BadParameter("--dump writes what a live run reads; it cannot be used with --from-dump")
-    name = _parse_target(target) if target is not None else None
+    wanted = _parse_target(target) if target is not None else None
 
     from raykube.doctor import render  # noqa: PLC0415 - heavy imports load per command
     from raykube.doctor.run import Options  # noqa: PLC0415
@@ -93,9 +101,9 @@ def doctor(
         skip=_rules(skip),
         security=not no_security,
     )
-    report = _from_dump(from_dump, namespace, name, all_namespaces, options) if from_dump else None
+    report = _from_dump(from_dump, namespace, wanted, all_namespaces, options) if from_dump else None
     if report is None:
-        report = _live(kubeconfig, context, namespace, name, all_namespaces, options, dump)
+        report = _live(kubeconfig, context, namespace, wanted, all_namespaces, options, dump)
     if output == "json":
         sys.stdout.write(render.render_json(report))
     else:
@@ -103,7 +111,9 @@ def doctor(
     raise typer.Exit(0 if exit_zero else report.exit_code())
 
 
-def _from_dump(directory: Path, namespace: str | None, name: str | None, all_namespaces: bool, options: Any) -> Any:
+def _from_dump(
+    directory: Path, namespace: str | None, wanted: tuple[str, str] | None, all_namespaces: bool, options: Any
+) -> Any:
     from raykube.doctor import dump as dumps  # noqa: PLC0415
     from raykube.doctor import snapshot as s  # noqa: PLC0415
     from raykube.doctor.run import diagnose  # noqa: PLC0415
@@ -115,11 +125,15 @@ def _from_dump(directory: Path, namespace: str | None, name: str | None, all_nam
         raise typer.Exit(EXIT_USAGE) from exc
     if all_namespaces:
         snap = dataclasses.replace(snap, namespaces=None)
-    if name is not None:
-        found = [(s.namespace_of(o), name) for o in snap.all(s.RAYCLUSTERS) if s.name_of(o) == name]
-        if namespace is not None:
-            found = [(namespace, name)]
-        snap = dataclasses.replace(snap, targets=tuple(found) or ((namespace or "default", name),))
+    if wanted is not None:
+        kind, name = wanted
+        resource = {"RayCluster": s.RAYCLUSTERS, "RayJob": s.RAYJOBS, "RayService": s.RAYSERVICES}[kind]
+        found = [s.namespace_of(o) for o in snap.all(resource) if s.name_of(o) == name]
+        namespaces = [namespace] if namespace is not None else found or ["default"]
+        if kind == "RayCluster":
+            snap = dataclasses.replace(snap, targets=tuple((ns, name) for ns in namespaces), workloads=())
+        else:
+            snap = dataclasses.replace(snap, targets=(), workloads=tuple((kind, ns, name) for ns in namespaces))
     return diagnose(snap, options)
 
 
@@ -127,7 +141,7 @@ def _live(
     kubeconfig: Path | None,
     context: str | None,
     namespace: str | None,
-    name: str | None,
+    wanted: tuple[str, str] | None,
     all_namespaces: bool,
     options: Any,
     dump: Path | None,
@@ -141,8 +155,12 @@ def _live(
         err.print(f"[bold red]error:[/bold red] cannot load the kubeconfig: {exc}")
         raise typer.Exit(EXIT_INCOMPLETE) from exc
     ns = namespace or default_namespace
-    if name is not None:
-        scope = Scope(namespaces=(ns,), targets=((ns, name),))
+    if wanted is not None:
+        kind, name = wanted
+        if kind == "RayCluster":
+            scope = Scope(namespaces=(ns,), targets=((ns, name),), workloads=())
+        else:
+            scope = Scope(namespaces=(ns,), targets=(), workloads=((kind, ns, name),))
     elif namespace is not None and not all_namespaces:
         scope = Scope(namespaces=(namespace,))
     else:

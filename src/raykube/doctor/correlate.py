@@ -87,8 +87,8 @@ def ordered(findings: Sequence[Finding]) -> list[Finding]:
             return
         seen.add(f.id)
         out.append(f)
-        for child in f.causes:
-            if child in by_id:
+        for child in f.causes:  # a consequence in another subject (a RayJob's, of its cluster) is listed there
+            if child in by_id and by_id[child].cluster == f.cluster:
                 visit(by_id[child], seen)
 
     for key in sorted(clusters):

@@ -113,9 +113,14 @@ def _latest_time(objects: Mapping[str, list[Obj]]) -> datetime | None:
 
 
 def read(  # noqa: PLR0912 - each document shape of a kubectl dump is one branch
-    directory: Path, *, namespaces: tuple[str, ...] | None = None, targets: tuple[tuple[str, str], ...] | None = None
+    directory: Path,
+    *,
+    namespaces: tuple[str, ...] | None = None,
+    targets: tuple[tuple[str, str], ...] | None = None,
+    workloads: tuple[tuple[str, str, str], ...] | None = None,
 ) -> Snapshot:
-    """Load a dump; ``namespaces``/``targets`` narrow it as ``-n``/``raycluster/NAME`` narrow a live run."""
+    """Load a dump; ``namespaces``/``targets``/``workloads`` narrow it as ``-n``/``raycluster/NAME``/``rayjob/NAME``
+    narrow a live run."""
     if not directory.is_dir():
         raise DumpError(f"{directory} is not a directory")
     objects: dict[str, list[Obj]] = {}
@@ -159,7 +164,10 @@ def read(  # noqa: PLR0912 - each document shape of a kubectl dump is one branch
         gathered = seen_types
         now = _latest_time(objects) or datetime.now(UTC)
         for resource in s.ALL_TYPES:
-            if resource.key not in gathered and resource is not s.ACCESS_REVIEWS:
+            # RayJobs, RayServices and their Jobs matter only to a RayJob/RayService target, which is reported
+            # missing by name if the dump lacks it.
+            quiet = resource in (s.ACCESS_REVIEWS, *s.WORKLOAD_TYPES, s.JOBS)
+            if resource.key not in gathered and not quiet:
                 core = resource.key in s.CORE_TYPES
                 not_checked.append(NotChecked(resource.title, "not in the dump", core=core))
     for key in gathered:
@@ -178,6 +186,7 @@ def read(  # noqa: PLR0912 - each document shape of a kubectl dump is one branch
         source="dump",
         namespaces=namespaces,
         targets=targets,
+        workloads=workloads,
     )
 
 

@@ -3,9 +3,10 @@
 One list per resource type and namespace in scope (one cluster-wide list with ``--all`` and no namespace), never one
 request per object, so a run over 100 RayClusters costs the same handful of requests as a run over one:
 
-* phase 1, all at once: RayClusters, Pods, Events, Services, EndpointSlices, ConfigMaps, Secrets (both reduced to
-  their keys as they arrive), PVCs, HPAs, ResourceQuotas, Ingresses, NetworkPolicies per namespace; Nodes and
-  StorageClasses; the RayCluster CRD; the operator's Deployments anywhere (by KubeRay's labels and by name);
+* phase 1, all at once: RayClusters, RayJobs, RayServices, batch Jobs, Pods, Events, Services, EndpointSlices,
+  ConfigMaps, Secrets (both reduced to their keys as they arrive), PVCs, HPAs, ResourceQuotas, Ingresses,
+  NetworkPolicies per namespace; Nodes and StorageClasses; the RayCluster CRD; the operator's Deployments anywhere (by
+  KubeRay's labels and by name);
 * phase 2, all at once: the operator's Pods (when outside the namespaces already listed) and one
   SubjectAccessReview per permission the operator needs (:data:`raykube.doctor.access.OPERATOR_ACCESS`).
 
@@ -45,6 +46,8 @@ class GatherError(RuntimeError):
 class Scope:
     namespaces: tuple[str, ...] | None  # None: every namespace
     targets: tuple[tuple[str, str], ...] | None = None  # None: every RayCluster in the namespaces
+    # (kind, namespace, name) of RayJobs and RayServices; None: every one in the namespaces
+    workloads: tuple[tuple[str, str, str], ...] | None = None
 
 
 def api_resource(resource: ResourceType) -> Resource:
@@ -103,8 +106,8 @@ class _Gatherer:
                     NotChecked(resource.title, f"forbidden: cannot list {resource.key} {_where(namespace)}", core=core)
                 )
                 return
-            if exc.not_found and resource is s.RAYCLUSTERS:
-                self._add(resource, [])  # no CRD: the CRD rule says so
+            if exc.not_found and resource.key in s.OPTIONAL_CRD_TYPES:
+                self._add(resource, [])  # no CRD: the CRD rule says so (RayJob, RayService: none to diagnose)
                 return
             raise
         self._add(resource, items)
@@ -266,4 +269,5 @@ def _snapshot(g: _Gatherer, scope: Scope, now: datetime | None) -> Snapshot:
         source="live",
         namespaces=scope.namespaces,
         targets=scope.targets,
+        workloads=scope.workloads,
     )

@@ -14,6 +14,7 @@ from typing import Any, Final
 from rich.console import Console
 from rich.text import Text
 
+from raykube.doctor.correlate import root_of
 from raykube.doctor.model import REPORT_KIND, SCHEMA_VERSION, Evidence, Finding, ObjectRef, Report, at_least
 
 ICONS: Final = {"critical": "✖", "error": "✖", "warning": "▲", "info": "●"}
@@ -109,6 +110,42 @@ def _descendants(root: Finding, by_id: dict[str, Finding], shown: set[str]) -> l
     return sorted(out, key=lambda f: (f.stage, order[f.id]))
 
 
+def external_roots(findings: Sequence[Finding], report: Report) -> list[Finding]:
+    """The root causes of ``findings`` that belong to another subject: a RayJob stuck because its RayCluster's
+    workers cannot be scheduled has its root cause in the RayCluster's findings."""
+    by_id = {f.id: f for f in report.findings}
+    subjects = {f.cluster for f in findings}
+    roots: dict[str, Finding] = {}
+    for finding in findings:
+        if finding.caused_by:
+            for root in root_of(finding, by_id):
+                if root.cluster not in subjects:
+                    roots[root.id] = root
+    return list(roots.values())
+
+
+def _external_root_lines(findings: list[Finding], report: Report, shown: set[str]) -> list[Line]:
+    """A RayJob's or RayService's root causes found in its RayClusters, each with the findings here it explains."""
+    by_id = {f.id: f for f in report.findings}
+    elsewhere = external_roots(findings, report)
+    if not elsewhere:
+        return []
+    heading = "Root cause" + ("s" if len(elsewhere) > 1 else "")
+    lines: list[Line] = [[(heading, "bold underline"), (" (in what it runs on)", "dim")]]
+    for root in elsewhere:
+        if root.cluster is not None:
+            where = f"{root.cluster.kind} {root.cluster.namespace}/{root.cluster.name}"
+            lines.append([("  in ", "dim"), (where, "")])
+        lines.extend(_finding_lines(root, "  ", full=True, by_id=by_id))
+        mine = [f for f in findings if f.id not in shown and root in root_of(f, by_id)]
+        if mine:
+            lines.append([("      consequences here", "bold")])
+            for child in sorted(mine, key=lambda f: f.stage):
+                lines.extend(_finding_lines(child, "      ", full=True, by_id=by_id))
+                shown.add(child.id)
+    return lines
+
+
 def _subject_lines(title: str, findings: list[Finding], report: Report) -> list[Line]:
     by_id = {f.id: f for f in report.findings}
     status = _status(findings, report.fail_on)
@@ -117,6 +154,7 @@ def _subject_lines(title: str, findings: list[Finding], report: Report) -> list[
     lines: list[Line] = [[(f"{title}: ", "bold"), (status, style), (f" ({counts})" if counts else "", "")]]
     roots = [f for f in findings if not f.caused_by and (f.causes or at_least(f.severity, "error"))]
     shown: set[str] = set()
+    lines += _external_root_lines(findings, report, shown)
     if roots:
         lines.append([("Root cause" + ("s" if len(roots) > 1 else ""), "bold underline")])
         for root in roots:
@@ -165,10 +203,11 @@ def text_lines(report: Report) -> list[Line]:
         lines.extend(_subject_lines("Cluster-wide", global_findings, report))
         lines.append([])
     for target in report.targets:
-        lines.extend(_subject_lines(f"RayCluster {target.namespace}/{target.name}", report.for_cluster(target), report))
+        title = f"{target.kind} {target.namespace}/{target.name}"
+        lines.extend(_subject_lines(title, report.for_cluster(target), report))
         lines.append([])
     for missing in report.missing_targets:
-        lines.append([("✖ ", "bold red"), (f"RayCluster {missing.namespace}/{missing.name} not found", "bold")])
+        lines.append([("✖ ", "bold red"), (f"{missing.kind} {missing.namespace}/{missing.name} not found", "bold")])
         lines.append([])
     if not report.targets and not report.missing_targets and not global_findings:
         lines.append([("No RayCluster found in scope.", "bold")])
@@ -178,12 +217,15 @@ def text_lines(report: Report) -> list[Line]:
             lines.append([("! ", "bold red"), (f"rule {failure.rule} failed: {failure.error}", "")])
     lines.append([("Not checked: ", "bold"), ("; ".join(str(n) for n in report.not_checked), "")])
     unhealthy = sum(1 for t in report.targets if _status(report.for_cluster(t), report.fail_on) == "UNHEALTHY")
+    kinds: dict[str, int] = {}
+    for target in report.targets:
+        kinds[target.kind] = kinds.get(target.kind, 0) + 1
+    checked = ", ".join(f"{n} {kind}{'s' if n != 1 else ''}" for kind, n in kinds.items()) or "0 RayClusters"
     lines.append(
         [
             ("Summary: ", "bold"),
             (
-                f"{len(report.targets)} RayCluster{'s' if len(report.targets) != 1 else ''} checked, "
-                f"{unhealthy} unhealthy · exit {report.exit_code()} (--fail-on {report.fail_on})",
+                f"{checked} checked, {unhealthy} unhealthy · exit {report.exit_code()} (--fail-on {report.fail_on})",
                 "",
             ),
         ]
@@ -209,7 +251,8 @@ def _target_json(target: ObjectRef, report: Report) -> dict[str, Any]:
         "status": _status(findings, report.fail_on).capitalize(),
         "worst": report.worst(findings),
         "counts": counts,
-        "rootCauses": [f.id for f in findings if not f.caused_by and (f.causes or at_least(f.severity, "error"))],
+        "rootCauses": [f.id for f in external_roots(findings, report)]
+        + [f.id for f in findings if not f.caused_by and (f.causes or at_least(f.severity, "error"))],
     }
 
 
@@ -224,10 +267,13 @@ def to_json(report: Report) -> dict[str, Any]:
             "failOn": report.fail_on,
             "worst": report.worst(),
             "counts": report.counts(),
-            "clusters": len(report.targets),
+            "clusters": sum(1 for t in report.targets if t.kind == "RayCluster"),
             "unhealthyClusters": sum(
-                1 for t in report.targets if _status(report.for_cluster(t), report.fail_on) == "UNHEALTHY"
+                1
+                for t in report.targets
+                if t.kind == "RayCluster" and _status(report.for_cluster(t), report.fail_on) == "UNHEALTHY"
             ),
+            "workloads": sum(1 for t in report.targets if t.kind != "RayCluster"),
         },
         "environment": {
             "operators": [op.to_json() for op in report.operators],
@@ -286,6 +332,7 @@ JSON_SCHEMA: Final[dict[str, Any]] = {
                 "counts": _COUNTS,
                 "clusters": {"type": "integer", "minimum": 0},
                 "unhealthyClusters": {"type": "integer", "minimum": 0},
+                "workloads": {"type": "integer", "minimum": 0},
             },
             "additionalProperties": False,
         },

@@ -59,11 +59,18 @@ def diagnose(snap: Snapshot, options: Options | None = None) -> Report:
             continue
         findings.extend(f for f in found if _wanted(f, options))
     ordered = correlate(findings)
-    targets = [facts.ref(o, c.KIND_RAYCLUSTER) for o in snap.rayclusters]
+    # The RayJobs and RayServices first, then the RayClusters (theirs and those asked for).
+    workloads = [facts.ref(o, c.KIND_RAYJOB) for o in snap.rayjobs]
+    workloads += [facts.ref(o, c.KIND_RAYSERVICE) for o in snap.rayservices]
+    clusters = [facts.ref(o, c.KIND_RAYCLUSTER) for o in snap.rayclusters]
+    targets = [*workloads, *clusters]
     missing: list[ObjectRef] = []
     if snap.targets is not None and snap.has(s.RAYCLUSTERS):
-        present = {(r.namespace, r.name) for r in targets}
+        present = {(r.namespace, r.name) for r in clusters}
         missing = [ObjectRef(c.KIND_RAYCLUSTER, n, ns) for ns, n in snap.targets if (ns, n) not in present]
+    if snap.workloads is not None:
+        present_workloads = {(r.kind, r.namespace, r.name) for r in workloads}
+        missing += [ObjectRef(kind, n, ns) for kind, ns, n in snap.workloads if (kind, ns, n) not in present_workloads]
     crd_versions = sorted(
         str(v.get("name"))
         for crd in snap.all(s.CRDS)
@@ -112,7 +119,13 @@ def diagnose_dump(
     *,
     namespaces: tuple[str, ...] | None = None,
     targets: Iterable[tuple[str, str]] | None = None,
+    workloads: Iterable[tuple[str, str, str]] | None = None,
     options: Options | None = None,
 ) -> tuple[Report, Snapshot]:
-    snap = dumps.read(directory, namespaces=namespaces, targets=tuple(targets) if targets is not None else None)
+    snap = dumps.read(
+        directory,
+        namespaces=namespaces,
+        targets=tuple(targets) if targets is not None else None,
+        workloads=tuple(workloads) if workloads is not None else None,
+    )
     return diagnose(snap, options), snap

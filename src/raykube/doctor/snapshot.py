@@ -52,6 +52,9 @@ class ResourceType:
 
 
 RAYCLUSTERS = ResourceType("rayclusters", c.API_GROUP, "v1", c.KIND_RAYCLUSTER, True, ("raycluster",))
+RAYJOBS = ResourceType("rayjobs", c.API_GROUP, "v1", c.KIND_RAYJOB, True, ("rayjob",))
+RAYSERVICES = ResourceType("rayservices", c.API_GROUP, "v1", c.KIND_RAYSERVICE, True, ("rayservice",))
+JOBS = ResourceType("jobs", "batch", "v1", "Job", True, ("job",))
 PODS = ResourceType("pods", "", "v1", "Pod", True, ("pod", "po"))
 EVENTS = ResourceType("events", "", "v1", "Event", True, ("event", "ev"))
 SERVICES = ResourceType("services", "", "v1", "Service", True, ("service", "svc"))
@@ -74,6 +77,9 @@ ACCESS_REVIEWS = ResourceType("subjectaccessreviews", "authorization.k8s.io", "v
 # Namespaced types listed once per namespace in scope (the operator's Deployments are looked up separately).
 NAMESPACED_TYPES: Final = (
     RAYCLUSTERS,
+    RAYJOBS,
+    RAYSERVICES,
+    JOBS,
     PODS,
     EVENTS,
     SERVICES,
@@ -89,6 +95,10 @@ NAMESPACED_TYPES: Final = (
 CLUSTER_TYPES: Final = (NODES, STORAGECLASSES)
 ALL_TYPES: Final = (*NAMESPACED_TYPES, DEPLOYMENTS, *CLUSTER_TYPES, CRDS, ACCESS_REVIEWS)
 BY_KEY: Final[Mapping[str, ResourceType]] = {t.key: t for t in ALL_TYPES}
+# The custom resources that make RayClusters, each a possible target (``rayjob/NAME``, ``rayservice/NAME``).
+WORKLOAD_TYPES: Final = (RAYJOBS, RAYSERVICES)
+# Types read when their CRD may be missing (an older KubeRay's, or none): a 404 reads as "none of them".
+OPTIONAL_CRD_TYPES: Final = frozenset({RAYCLUSTERS.key, RAYJOBS.key, RAYSERVICES.key})
 # Types whose absence stops the core rules (exit code 3).
 CORE_TYPES: Final = frozenset({RAYCLUSTERS.key, PODS.key})
 
@@ -172,6 +182,8 @@ class Snapshot:
     source: str  # "live" | "dump"
     namespaces: tuple[str, ...] | None = None  # None: every namespace
     targets: tuple[tuple[str, str], ...] | None = None  # (namespace, name) asked for; None: every RayCluster
+    # (kind, namespace, name) of the RayJobs and RayServices asked for; None: every one in scope
+    workloads: tuple[tuple[str, str, str], ...] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def has(self, resource: ResourceType) -> bool:
@@ -205,11 +217,29 @@ class Snapshot:
 
     @cached_property
     def rayclusters(self) -> list[Obj]:
+        """The RayClusters to diagnose: those asked for, and those of the RayJobs and RayServices asked for."""
         clusters = self.all(RAYCLUSTERS)
         if self.targets is not None:
             wanted = set(self.targets)
+            for workload in (*self.rayjobs, *self.rayservices):
+                wanted |= {(namespace_of(workload), name) for name in workload_cluster_names(workload, clusters)}
             clusters = [o for o in clusters if (namespace_of(o), name_of(o)) in wanted]
         return sorted(clusters, key=lambda o: (namespace_of(o), name_of(o)))
+
+    def _workloads(self, resource: ResourceType) -> list[Obj]:
+        found = self.all(resource)
+        if self.workloads is not None:
+            wanted = {(ns, name) for kind, ns, name in self.workloads if kind == resource.kind}
+            found = [o for o in found if (namespace_of(o), name_of(o)) in wanted]
+        return sorted(found, key=lambda o: (namespace_of(o), name_of(o)))
+
+    @cached_property
+    def rayjobs(self) -> list[Obj]:
+        return self._workloads(RAYJOBS)
+
+    @cached_property
+    def rayservices(self) -> list[Obj]:
+        return self._workloads(RAYSERVICES)
 
     @cached_property
     def ray_pods(self) -> dict[tuple[str, str], list[Obj]]:
@@ -279,6 +309,30 @@ class Snapshot:
         ]
 
 
+def workload_cluster_names(workload: Mapping[str, Any], clusters: Iterable[Mapping[str, Any]] = ()) -> list[str]:
+    """The RayClusters a RayJob or RayService runs on: a RayJob's ``status.rayClusterName`` (or the cluster its
+    ``clusterSelector`` names), a RayService's active and pending clusters and any other it made that still exists
+    (labelled ``ray.io/originated-from-cr-name``/``-crd``, such as an old cluster awaiting its deletion delay)."""
+    status = workload.get("status") or {}
+    spec = workload.get("spec") or {}
+    names: list[str] = []
+    if workload.get("kind") == c.KIND_RAYJOB:
+        names += [str(status.get("rayClusterName") or ""), str((spec.get("clusterSelector") or {}).get(
+            c.RAY_CLUSTER_LABEL) or "")]  # fmt: skip
+    else:
+        for key in ("activeServiceStatus", "pendingServiceStatus"):
+            names.append(str((status.get(key) or {}).get("rayClusterName") or ""))
+        for cluster in clusters:
+            labels = labels_of(cluster)
+            if (
+                namespace_of(cluster) == namespace_of(workload)
+                and labels.get(c.RAY_ORIGINATED_FROM_CRD_LABEL) == c.KIND_RAYSERVICE
+                and labels.get(c.RAY_ORIGINATED_FROM_CR_NAME_LABEL) == name_of(workload)
+            ):
+                names.append(name_of(cluster))
+    return list(dict.fromkeys(n for n in names if n))
+
+
 def build(
     objects: Mapping[str, Iterable[Mapping[str, Any]]],
     *,
@@ -288,6 +342,7 @@ def build(
     source: str,
     namespaces: tuple[str, ...] | None = None,
     targets: tuple[tuple[str, str], ...] | None = None,
+    workloads: tuple[tuple[str, str, str], ...] | None = None,
 ) -> Snapshot:
     """A snapshot from raw objects per type key: sanitized, de-duplicated by UID (or namespace/name), sorted."""
     kept: dict[str, list[Obj]] = {}
@@ -307,4 +362,5 @@ def build(
         source=source,
         namespaces=namespaces,
         targets=targets,
+        workloads=workloads,
     )

@@ -22,6 +22,7 @@ token                      broken link
 ``endpoints:C``            the head Service's EndpointSlices hold the head Pod's address
 ``dashboard:C``            ``kubectl port-forward svc/<head-svc> 8265`` (or an Ingress) reaches the dashboard
 ``cluster:C``              the RayCluster is ready (every Pod Running and Ready)
+``runs-on:C``              what runs on the RayCluster can (a RayJob's job, a RayService's Serve applications)
 =========================  ===========================================================================================
 """
 
@@ -74,6 +75,11 @@ def dashboard(cluster: str) -> str:
 
 def cluster_ready(cluster: str) -> str:
     return f"cluster:{cluster}"
+
+
+def runs_on(cluster: str) -> str:
+    """What runs on the RayCluster (a RayJob's job, a RayService's Serve applications) can run."""
+    return f"runs-on:{cluster}"
 
 
 def pod_down(pod: str) -> frozenset[str]:

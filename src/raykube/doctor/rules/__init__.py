@@ -12,12 +12,24 @@ module             links
 ``state``          the symptoms: head not Ready, workers missing, cluster not ready (or falsely "ready")
 ``workers``        why fewer workers are wanted: HPA, clamping, workersToDelete, edited replicas
 ``security``       exposure without auth, Ray ports, credentials in the spec, privileged Pods, TLS, isolation
+``workloads``      RayJobs and RayServices: validation, waiting for their cluster, the submitter, failures, Serve
 =================  ===================================================================================================
 """
 
 from __future__ import annotations
 
-from raykube.doctor.rules import config, control, network, pods, runtime, security, state, storage, workers
+from raykube.doctor.rules import (
+    config,
+    control,
+    network,
+    pods,
+    runtime,
+    security,
+    state,
+    storage,
+    workers,
+    workloads,
+)
 from raykube.doctor.rules.base import CATALOGUE, CHECKERS, RegisteredChecker, RuleSpec
 
 __all__ = [
@@ -34,4 +46,5 @@ __all__ = [
     "state",
     "storage",
     "workers",
+    "workloads",
 ]

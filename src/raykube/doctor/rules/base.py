@@ -32,7 +32,8 @@ STAGE_ENDPOINTS: Final = 9  # its EndpointSlices
 STAGE_GCS: Final = 10  # workers reach the GCS
 STAGE_WORKERS: Final = 11  # the worker groups
 STAGE_DOWNSTREAM: Final = 12  # the dashboard, the cluster's readiness
-STAGE_ADVISORY: Final = 13  # security and hygiene, outside the chain
+STAGE_WORKLOAD: Final = 13  # what runs on the cluster: a RayJob's job, a RayService's Serve applications
+STAGE_ADVISORY: Final = 14  # security and hygiene, outside the chain
 
 
 @dataclass(frozen=True)

@@ -249,4 +249,5 @@ def check_cluster(snap: Snapshot) -> Iterator[Finding]:
             explanation="`kubectl get raycluster` shows no STATUS ready until the head and every desired worker "
             "are Running and Ready.",
             symptoms={t.cluster_ready(view.key)},
+            effects={t.runs_on(view.key)},
         )

@@ -1,0 +1,514 @@
+"""RayJobs and RayServices: what they add to the chain of the RayCluster they run on.
+
+A RayJob or RayService is a subject of its own (``raykube doctor rayjob/NAME``, ``rayservice/NAME``, ``--all``);
+its findings say what its status says is wrong, with KubeRay v1.6.1's reasons and what to do. When the cause is the
+RayCluster it runs on (not ready: a head Pod unschedulable, an image that does not pull, ...), the finding carries
+that cluster's ``cluster:C`` and ``runs-on:C`` tokens, so correlation hangs it under the cluster's root cause and the
+report names that root cause first in the RayJob's or RayService's own section.
+
+KubeRay's vocabulary is in :mod:`raykube.api.constants` (``JOB_DEPLOYMENT_STATUS_*``, ``JOB_REASON_*``,
+``REASON_RAYSERVICE_*``, ``SERVE_APP_*``); the behaviour behind the fixes is ``docs/rayjob.md``-style knowledge of
+KubeRay's controllers (``../shared/research/rayjob-rayservice.md`` §3-§4): a RayJob in ``ValidationFailed`` is never
+validated again, a RayService recovers from ``ValidationFailed`` by itself once fixed, ``InitializingTimeout`` is
+terminal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any, Final
+
+from raykube.api import constants as c
+from raykube.doctor import facts
+from raykube.doctor import snapshot as s
+from raykube.doctor import tokens as t
+from raykube.doctor.model import Evidence, Finding, ObjectRef, Severity
+from raykube.doctor.rules.base import (
+    STAGE_RECONCILE,
+    STAGE_SPEC,
+    STAGE_WORKLOAD,
+    checker,
+    field_evidence,
+    finding,
+    first,
+    rule,
+)
+from raykube.doctor.snapshot import Obj, Snapshot
+
+RAYJOB_VALIDATION_FAILED = rule(
+    "J01", "RAYJOB_VALIDATION_FAILED", STAGE_SPEC, "The RayJob failed KubeRay's validation (and is never re-validated)"
+)
+RAYJOB_CLUSTER_NOT_FOUND = rule(
+    "J02", "RAYJOB_CLUSTER_NOT_FOUND", STAGE_RECONCILE, "The RayCluster a RayJob's clusterSelector names does not exist"
+)
+RAYJOB_WAITING_FOR_CLUSTER = rule(
+    "J03", "RAYJOB_WAITING_FOR_CLUSTER", STAGE_WORKLOAD, "The RayJob waits for its RayCluster to be ready"
+)
+SUBMITTER_FAILING = rule(
+    "J04", "SUBMITTER_JOB_FAILING", STAGE_WORKLOAD, "The RayJob's submitter Job has failed Pods (ray job submit)"
+)
+RAYJOB_FAILED = rule("J05", "RAYJOB_FAILED", STAGE_WORKLOAD, "The RayJob ended Failed (reason and what to do)")
+RAYJOB_CLUSTER_DELETED = rule(
+    "J06", "RAYJOB_CLUSTER_DELETED", STAGE_WORKLOAD, "The finished RayJob's RayCluster was deleted (its logs with it)"
+)
+RAYSERVICE_VALIDATION_FAILED = rule(
+    "S01", "RAYSERVICE_VALIDATION_FAILED", STAGE_SPEC, "The RayService failed KubeRay's validation"
+)
+RAYSERVICE_INITIALIZING_TIMEOUT = rule(
+    "S02",
+    "RAYSERVICE_INITIALIZING_TIMEOUT",
+    STAGE_WORKLOAD,
+    "The RayService hit ray.io/initializing-timeout (terminal)",
+)
+SERVE_APP_FAILED = rule(
+    "S03", "SERVE_APPLICATION_FAILED", STAGE_WORKLOAD, "A Serve application is DEPLOY_FAILED or UNHEALTHY"
+)
+NO_SERVE_ENDPOINTS = rule(
+    "S04", "RAYSERVICE_NO_SERVE_ENDPOINTS", STAGE_WORKLOAD, "The serve Service has no endpoint: no request is served"
+)
+RAYSERVICE_WAITING_FOR_CLUSTER = rule(
+    "S05",
+    "RAYSERVICE_WAITING_FOR_CLUSTER",
+    STAGE_WORKLOAD,
+    "The RayService's new (pending) RayCluster is not ready: it is not serving yet, or its upgrade is stuck",
+)
+
+# Beyond this long, waiting for a cluster is an error rather than a warning (a cluster of real Pods starts in
+# minutes; KubeRay's own RayService initializing timeout, when set, is often 30m).
+SLOW_SECONDS: Final = 600.0
+FAILED_APP_STATUSES: Final = (c.SERVE_APP_DEPLOY_FAILED, c.SERVE_APP_UNHEALTHY)
+TERMINAL_JOB_STATUSES: Final = (c.JOB_DEPLOYMENT_STATUS_COMPLETE, c.JOB_DEPLOYMENT_STATUS_FAILED)
+K8S_JOB_MODE: Final = "K8sJobMode"  # KubeRay rayjob_types.go JobSubmissionMode, the default
+
+
+def _status(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    value: Mapping[str, Any] = obj.get("status") or {}
+    return value
+
+
+def _cluster(snap: Snapshot, namespace: str, name: str) -> Obj | None:
+    return snap.get(s.RAYCLUSTERS, namespace, name) if name else None
+
+
+def _cluster_state(cluster: Obj | None) -> str:
+    return "not found" if cluster is None else str(_status(cluster).get("state") or "no state yet")
+
+
+def _waiting_on(namespace: str, cluster: str) -> set[str]:
+    key = f"{namespace}/{cluster}"
+    return {t.cluster_ready(key), t.runs_on(key)}
+
+
+def _age(snap: Snapshot, stamp: object) -> float | None:
+    return facts.seconds_since(stamp, snap.now)
+
+
+# ------------------------------------------------------------------------------------------------------- RayJobs
+@checker(RAYJOB_VALIDATION_FAILED, RAYJOB_CLUSTER_NOT_FOUND, RAYJOB_WAITING_FOR_CLUSTER, RAYJOB_FAILED)
+def check_rayjob_status(snap: Snapshot) -> Iterator[Finding]:
+    for job in snap.rayjobs:
+        ref = facts.ref(job, c.KIND_RAYJOB)
+        status = _status(job)
+        deployment = str(status.get("jobDeploymentStatus") or "")
+        namespace = s.namespace_of(job)
+        cluster_name = str(status.get("rayClusterName") or "")
+        selector = str(first(job.get("spec"), "clusterSelector", c.RAY_CLUSTER_LABEL) or "")
+        evidence = [field_evidence(ref, "status.jobDeploymentStatus", deployment or "(none yet)", "cr.status")]
+        evidence += [field_evidence(ref, f"status.{k}", status[k], "cr.status") for k in ("reason", "message")
+                     if status.get(k)]  # fmt: skip
+        if deployment == c.JOB_DEPLOYMENT_STATUS_VALIDATION_FAILED:
+            yield finding(
+                RAYJOB_VALIDATION_FAILED,
+                cluster=ref,
+                obj=ref,
+                severity="error",
+                title=f"The RayJob is invalid: {status.get('message') or 'see its events'}",
+                evidence=evidence + _events(snap, job, ref, "InvalidRayJobSpec", "InvalidRayJobMetadata"),
+                explanation="KubeRay validated the RayJob and refused it. A RayJob in ValidationFailed is a dead "
+                "end: KubeRay does not validate it again when the spec changes.",
+                remediation=[
+                    "Fix the field the message names, then delete the RayJob and create it again "
+                    "(`kubectl replace --force -f rayjob.yaml`).",
+                ],
+            )
+            continue
+        if selector and snap.has(s.RAYCLUSTERS) and _cluster(snap, namespace, selector) is None:
+            yield finding(
+                RAYJOB_CLUSTER_NOT_FOUND,
+                cluster=ref,
+                obj=ref,
+                severity="error",
+                title=f"spec.clusterSelector names RayCluster {selector}, which does not exist",
+                evidence=[field_evidence(ref, f"spec.clusterSelector[{c.RAY_CLUSTER_LABEL}]", selector, "cr.spec")],
+                explanation="With a clusterSelector the RayJob submits to an existing RayCluster and creates none; "
+                "KubeRay keeps waiting for that cluster to be ready.",
+                remediation=[f"Create RayCluster {selector} in {namespace}, or fix spec.clusterSelector."],
+                effects=_waiting_on(namespace, selector),
+            )
+        if deployment in (c.JOB_DEPLOYMENT_STATUS_INITIALIZING, c.JOB_DEPLOYMENT_STATUS_WAITING) and cluster_name:
+            cluster = _cluster(snap, namespace, cluster_name)
+            if cluster is None or _status(cluster).get("state") != "ready":
+                yield _waiting_job(snap, job, ref, cluster_name, cluster, evidence=evidence)
+        if deployment == c.JOB_DEPLOYMENT_STATUS_FAILED:
+            yield _failed_job(snap, job, ref, cluster_name, evidence)
+
+
+def _waiting_job(
+    snap: Snapshot, job: Obj, ref: ObjectRef, cluster_name: str, cluster: Obj | None, *, evidence: list[Evidence]
+) -> Finding:
+    spec = job.get("spec") or {}
+    started = _status(job).get("startTime")
+    waited = _age(snap, started)
+    evidence = [*evidence, field_evidence(ref, "status.startTime", started, "cr.status")] if started else evidence
+    evidence.append(
+        field_evidence(
+            facts.ref(cluster or {"metadata": {"name": cluster_name}}, c.KIND_RAYCLUSTER),
+            "status.state",
+            _cluster_state(cluster),
+            "cr.status",
+        )
+    )
+    severity: Severity = "error" if waited is not None and waited > SLOW_SECONDS else "warning"
+    deadlines = []
+    for field_name in ("preRunningDeadlineSeconds", "activeDeadlineSeconds"):
+        limit = spec.get(field_name)
+        if isinstance(limit, int) and waited is not None:
+            left = limit - waited
+            deadlines.append(f"{field_name} {limit}: {'passed' if left <= 0 else f'{int(left)}s left'}")
+            evidence.append(field_evidence(ref, f"spec.{field_name}", limit, "cr.spec"))
+            if left <= 60:
+                severity = "error"
+    age = facts.human_age(waited)
+    title = f"The RayJob waits for RayCluster {cluster_name} ({_cluster_state(cluster)})" + (
+        f" since {age}" if age else ""
+    )
+    return finding(
+        RAYJOB_WAITING_FOR_CLUSTER,
+        cluster=ref,
+        obj=ref,
+        severity=severity,
+        title=title + (f"; {'; '.join(deadlines)}" if deadlines else ""),
+        evidence=evidence,
+        explanation="KubeRay submits the job only once the RayCluster's state is ready; until then the RayJob "
+        "stays Initializing, and a deadline that passes ends it Failed.",
+        remediation=[
+            f"Find why RayCluster {cluster_name} is not ready: `raykube doctor raycluster/{cluster_name}` (its "
+            "findings are below when the doctor could tell).",
+        ],
+        symptoms=_waiting_on(s.namespace_of(job), cluster_name),
+    )
+
+
+_FAILED_FIXES: Final[Mapping[str, tuple[str, str]]] = {
+    c.JOB_REASON_DEADLINE_EXCEEDED: (
+        "spec.activeDeadlineSeconds passed before the job finished (retries are not made after a deadline).",
+        "Raise spec.activeDeadlineSeconds, or find what made the job slow (cluster start-up counts too).",
+    ),
+    c.JOB_REASON_PRE_RUNNING_DEADLINE_EXCEEDED: (
+        "spec.preRunningDeadlineSeconds passed before the job was running: the cluster was not ready in time.",
+        "Raise spec.preRunningDeadlineSeconds, or make the cluster start faster (images, scheduling).",
+    ),
+    c.JOB_REASON_APP_FAILED: (
+        "The Ray job itself failed: its entrypoint exited non-zero or raised.",
+        "Read the job's output: `kubectl logs job/<rayjob>` (K8sJobMode) or `ray job logs <jobId>` on the head.",
+    ),
+    c.JOB_REASON_SUBMISSION_FAILED: (
+        "Submitting the job failed every time the submitter was allowed to try.",
+        "Read the submitter's logs (`kubectl logs job/<rayjob>`): the dashboard address, the entrypoint, the "
+        "runtime env (a pip install or working_dir download that needs the internet).",
+    ),
+    c.JOB_REASON_GRACE_PERIOD_EXCEEDED: (
+        "The submitter finished but Ray never reported the job as finished within the grace period.",
+        "Check that the head and its dashboard stayed up (`kubectl get pods`, restarts) while the job ran.",
+    ),
+}
+
+
+def _failed_job(snap: Snapshot, job: Obj, ref: ObjectRef, cluster_name: str, evidence: list[Evidence]) -> Finding:
+    status = _status(job)
+    reason = str(status.get("reason") or "")
+    why, fix = _FAILED_FIXES.get(reason, ("KubeRay ended the RayJob Failed.", "Read status.message and the events."))
+    fix = fix.replace("<rayjob>", s.name_of(job)).replace("<jobId>", str(status.get("jobId") or "<jobId>"))
+    tokens = (
+        _waiting_on(s.namespace_of(job), cluster_name)
+        if reason == c.JOB_REASON_PRE_RUNNING_DEADLINE_EXCEEDED
+        else set()
+    )
+    if status.get("jobStatus"):
+        evidence = [*evidence, field_evidence(ref, "status.jobStatus", status["jobStatus"], "cr.status")]
+    failed = status.get("failed")
+    if failed:
+        evidence.append(field_evidence(ref, "status.failed", failed, "cr.status"))
+    return finding(
+        RAYJOB_FAILED,
+        cluster=ref,
+        obj=ref,
+        severity="error",
+        title=f"The RayJob failed: {reason or 'no reason given'}",
+        evidence=evidence,
+        explanation=why,
+        remediation=[fix],
+        symptoms=tokens,
+    )
+
+
+def _events(snap: Snapshot, obj: Obj, ref: ObjectRef, *reasons: str) -> list[Evidence]:
+    return [facts.event_evidence(e, ref, snap.now) for e in facts.latest_events(snap.events_for(obj), *reasons)[:2]]
+
+
+@checker(SUBMITTER_FAILING)
+def check_submitter(snap: Snapshot) -> Iterator[Finding]:
+    """KubeRay's submitter Job is named after the RayJob (K8sJobMode) and owned by it."""
+    for job in snap.rayjobs:
+        mode = str((job.get("spec") or {}).get("submissionMode") or K8S_JOB_MODE)
+        if mode != K8S_JOB_MODE:
+            continue
+        submitter = snap.get(s.JOBS, s.namespace_of(job), s.name_of(job))
+        if submitter is None:
+            continue
+        status = _status(submitter)
+        failed = int(status.get("failed") or 0)
+        if not failed:
+            continue
+        ref = facts.ref(job, c.KIND_RAYJOB)
+        job_ref = facts.ref(submitter, "Job")
+        conditions = facts.conditions(submitter)
+        gave_up = conditions.get("Failed", {}).get("status") == "True"
+        evidence = [field_evidence(job_ref, "status.failed", failed, "object")]
+        if gave_up:
+            message = conditions["Failed"].get("message") or conditions["Failed"].get("reason")
+            evidence.append(field_evidence(job_ref, "status.conditions[Failed]", message, "object"))
+        limit = (submitter.get("spec") or {}).get("backoffLimit")
+        if limit is not None:
+            evidence.append(field_evidence(job_ref, "spec.backoffLimit", limit, "object"))
+        yield finding(
+            SUBMITTER_FAILING,
+            cluster=ref,
+            obj=job_ref,
+            severity="error",
+            title=f"The submitter Job {s.name_of(submitter)} has {failed} failed Pod(s)"
+            + (" and gave up" if gave_up else ""),
+            evidence=evidence,
+            explanation="In K8sJobMode a Kubernetes Job runs `ray job submit` against the head's dashboard and "
+            "follows the job's logs; a failed Pod means the submission or the job failed (the doctor does not "
+            "read Pod logs).",
+            remediation=[
+                f"`kubectl -n {s.namespace_of(job)} logs job/{s.name_of(submitter)}` (add `--previous` for a "
+                "restarted container): a refused connection to the dashboard, an entrypoint error, or a runtime "
+                "env that downloads from the internet.",
+            ],
+        )
+
+
+@checker(RAYJOB_CLUSTER_DELETED)
+def check_deleted_cluster(snap: Snapshot) -> Iterator[Finding]:
+    if not snap.has(s.RAYCLUSTERS):
+        return
+    for job in snap.rayjobs:
+        status = _status(job)
+        spec = job.get("spec") or {}
+        name = str(status.get("rayClusterName") or "")
+        if status.get("jobDeploymentStatus") not in TERMINAL_JOB_STATUSES or not name or spec.get("clusterSelector"):
+            continue
+        if _cluster(snap, s.namespace_of(job), name) is not None:
+            continue
+        ref = facts.ref(job, c.KIND_RAYJOB)
+        how = (
+            "spec.deletionStrategy" if spec.get("deletionStrategy") else
+            "spec.shutdownAfterJobFinishes" if spec.get("shutdownAfterJobFinishes") else "someone"
+        )  # fmt: skip
+        yield finding(
+            RAYJOB_CLUSTER_DELETED,
+            cluster=ref,
+            obj=ref,
+            severity="info",
+            title=f"RayCluster {name} is gone ({how}); the logs on its Pods went with it",
+            evidence=[field_evidence(ref, "status.rayClusterName", name, "cr.status")],
+            explanation="After the job ended, its RayCluster was deleted. Ray's own logs lived in its Pods.",
+            remediation=[
+                "To look at a failed job's cluster next time, leave it up: drop shutdownAfterJobFinishes (or use "
+                "deletionStrategy rules with a TTL), and read `kubectl logs job/<rayjob>` for the job's output.",
+            ],
+        )
+
+
+# --------------------------------------------------------------------------------------------------- RayServices
+@checker(RAYSERVICE_VALIDATION_FAILED, RAYSERVICE_INITIALIZING_TIMEOUT, RAYSERVICE_WAITING_FOR_CLUSTER)
+def check_rayservice_status(snap: Snapshot) -> Iterator[Finding]:
+    for service in snap.rayservices:
+        ref = facts.ref(service, c.KIND_RAYSERVICE)
+        ready = facts.conditions(service).get(c.CONDITION_RAYSERVICE_READY) or {}
+        reason = str(ready.get("reason") or "")
+        evidence = [
+            field_evidence(ref, "status.conditions[Ready]", f"{ready.get('status')}/{reason}"
+                           + (f": {ready.get('message')}" if ready.get("message") else ""), "cr.status")
+        ] if ready else []  # fmt: skip
+        if ready.get("status") == "False" and reason == c.REASON_RAYSERVICE_VALIDATION_FAILED:
+            yield finding(
+                RAYSERVICE_VALIDATION_FAILED,
+                cluster=ref,
+                obj=ref,
+                severity="error",
+                title=f"The RayService is invalid: {ready.get('message') or 'see its events'}",
+                evidence=evidence + _events(snap, service, ref, "InvalidRayServiceSpec", "InvalidRayServiceMetadata"),
+                explanation="KubeRay refused the spec and does nothing else with the RayService until it is fixed.",
+                remediation=["Fix the field the message names; KubeRay validates the new spec by itself."],
+            )
+            continue
+        if ready.get("status") == "False" and reason == c.REASON_RAYSERVICE_INITIALIZING_TIMEOUT:
+            timeout = (s.meta(service).get("annotations") or {}).get(c.RAY_SERVICE_INITIALIZING_TIMEOUT_ANNOTATION)
+            yield finding(
+                RAYSERVICE_INITIALIZING_TIMEOUT,
+                cluster=ref,
+                obj=ref,
+                severity="error",
+                title="The RayService did not become ready within its initializing timeout, and never will",
+                evidence=evidence
+                + (
+                    [
+                        field_evidence(
+                            ref,
+                            f"metadata.annotations[{c.RAY_SERVICE_INITIALIZING_TIMEOUT_ANNOTATION}]",
+                            timeout,
+                            "cr.spec",
+                        )
+                    ]
+                    if timeout
+                    else []
+                )
+                + _events(snap, service, ref, c.EVENT_RAYSERVICE_INITIALIZING_TIMEOUT),
+                explanation="InitializingTimeout is terminal in KubeRay: its clusters are deleted and a later spec "
+                "change does not revive it.",
+                remediation=[
+                    "Fix what kept it from becoming ready (the events and Pods of its cluster while it existed: "
+                    "images, resources, the Serve config), then delete the RayService and create it again.",
+                ],
+            )
+            continue
+        yield from _waiting_service(snap, service, ref, evidence)
+
+
+def _waiting_service(snap: Snapshot, service: Obj, ref: ObjectRef, evidence: list[Evidence]) -> Iterator[Finding]:
+    status = _status(service)
+    namespace = s.namespace_of(service)
+    pending = str((status.get("pendingServiceStatus") or {}).get("rayClusterName") or "")
+    active = str((status.get("activeServiceStatus") or {}).get("rayClusterName") or "")
+    if not pending:
+        return
+    cluster = _cluster(snap, namespace, pending)
+    if cluster is not None and _status(cluster).get("state") == "ready":
+        return  # its cluster is up: what may be wrong now is Serve (S03)
+    upgrading = facts.conditions(service).get(c.CONDITION_UPGRADE_IN_PROGRESS) or {}
+    since = upgrading.get("lastTransitionTime") if active else (
+        facts.conditions(service).get(c.CONDITION_RAYSERVICE_READY) or {}).get("lastTransitionTime")  # fmt: skip
+    waited = _age(snap, since)
+    age = facts.human_age(waited)
+    what = "its upgrade is stuck" if active else "it serves nothing yet"
+    cluster_ref = ObjectRef(c.KIND_RAYCLUSTER, pending, namespace)
+    yield finding(
+        RAYSERVICE_WAITING_FOR_CLUSTER,
+        cluster=ref,
+        obj=ref,
+        severity="error" if waited is not None and waited > SLOW_SECONDS else "warning",
+        title=f"Pending RayCluster {pending} is {_cluster_state(cluster)}"
+        + (f" after {age}" if age else "")
+        + f": {what}"
+        + (f" (RayCluster {active} still serves)" if active else ""),
+        evidence=[
+            *evidence,
+            field_evidence(ref, "status.pendingServiceStatus.rayClusterName", pending, "cr.status"),
+            field_evidence(cluster_ref, "status.state", _cluster_state(cluster), "cr.status"),
+        ],
+        explanation="KubeRay moves the Services to a new RayCluster only once its Serve applications run, and "
+        "the applications are deployed only once the cluster is ready.",
+        remediation=[f"Find why RayCluster {pending} is not ready: `raykube doctor raycluster/{pending}`."],
+        symptoms=_waiting_on(namespace, pending),
+    )
+
+
+@checker(SERVE_APP_FAILED)
+def check_serve_applications(snap: Snapshot) -> Iterator[Finding]:
+    for service in snap.rayservices:
+        ref = facts.ref(service, c.KIND_RAYSERVICE)
+        status = _status(service)
+        for side in ("activeServiceStatus", "pendingServiceStatus"):
+            cluster = str((status.get(side) or {}).get("rayClusterName") or "")
+            apps = (status.get(side) or {}).get("applicationStatuses") or {}
+            for app_name, app in sorted(apps.items()):
+                state = str((app or {}).get("status") or "")
+                if state not in FAILED_APP_STATUSES:
+                    continue
+                evidence = [field_evidence(ref, f"status.{side}.applicationStatuses[{app_name}].status", state,
+                                           "cr.status")]  # fmt: skip
+                if (app or {}).get("message"):
+                    evidence.append(field_evidence(ref, f"status.{side}.applicationStatuses[{app_name}].message",
+                                                   _clip(str(app["message"])), "cr.status"))  # fmt: skip
+                for deployment, info in sorted(((app or {}).get("serveDeploymentStatuses") or {}).items()):
+                    if (info or {}).get("status") not in (None, "HEALTHY", "UPDATING", "UPSCALING", "DOWNSCALING"):
+                        text = f"{info.get('status')}" + (
+                            f": {_clip(str(info['message']))}" if info.get("message") else ""
+                        )
+                        evidence.append(
+                            field_evidence(ref, f"...serveDeploymentStatuses[{deployment}]", text, "cr.status")
+                        )
+                yield finding(
+                    SERVE_APP_FAILED,
+                    cluster=ref,
+                    obj=ref,
+                    severity="error",
+                    title=f"Serve application {app_name} is {state} on RayCluster {cluster}",
+                    evidence=evidence,
+                    explanation="Ray Serve could not deploy the application or its replicas fail their health "
+                    "checks: the import path, the code (a runtime_env working_dir or pip install that needs the "
+                    "internet), or a replica that crashes or asks for resources no node has.",
+                    remediation=[
+                        f"`kubectl -n {s.namespace_of(service)} exec <head of {cluster}> -- serve status`, and "
+                        "the Serve logs in the head at /tmp/ray/session_latest/logs/serve/.",
+                    ],
+                )
+
+
+@checker(NO_SERVE_ENDPOINTS)
+def check_serve_endpoints(snap: Snapshot) -> Iterator[Finding]:
+    for service in snap.rayservices:
+        ready = facts.conditions(service).get(c.CONDITION_RAYSERVICE_READY) or {}
+        if ready.get("reason") != c.REASON_ZERO_SERVE_ENDPOINTS:
+            continue
+        ref = facts.ref(service, c.KIND_RAYSERVICE)
+        namespace = s.namespace_of(service)
+        active = str(first(service.get("status"), "activeServiceStatus", "rayClusterName") or "")
+        serve_name = str(first(service.get("spec"), "serveService", "metadata", "name") or
+                         f"{s.name_of(service)}-serve-svc")  # fmt: skip
+        evidence = [
+            field_evidence(ref, "status.conditions[Ready]", f"False/{ready.get('reason')}", "cr.status"),
+            field_evidence(ref, "status.numServeEndpoints", _status(service).get("numServeEndpoints", 0), "cr.status"),
+        ]
+        heads = [p for p in snap.ray_pods.get((namespace, active), [])
+                 if s.labels_of(p).get(c.RAY_NODE_TYPE_LABEL) == "head"]  # fmt: skip
+        for head in heads:
+            label = s.labels_of(head).get(c.RAY_SERVE_LABEL, "(unset)")
+            evidence.append(field_evidence(facts.ref(head, "Pod"), f"metadata.labels[{c.RAY_SERVE_LABEL}]", label,
+                                           "pod.spec"))  # fmt: skip
+        slices = snap.endpointslices_for(namespace, serve_name)
+        evidence.append(field_evidence(ObjectRef("Service", serve_name, namespace), "EndpointSlices",
+                                       f"{len(slices)}, with no ready endpoint", "object"))  # fmt: skip
+        yield finding(
+            NO_SERVE_ENDPOINTS,
+            cluster=ref,
+            obj=ref,
+            severity="error",
+            title=f"{serve_name} has no ready endpoint: requests to it fail",
+            evidence=evidence,
+            explanation=f"The serve Service selects the Pods of RayCluster {active} labelled {c.RAY_SERVE_LABEL}="
+            "true; KubeRay labels the head so only while Serve's proxy on it answers its health check, and "
+            "workers count once their readiness probe (which asks the proxy too) passes.",
+            remediation=[
+                "Check the proxies: `kubectl exec <head> -- serve status` (proxy_location, a proxy per node), and "
+                "that the Pods are Ready; with excludeHeadPodFromServeSvc, that some worker runs a replica.",
+            ],
+            symptoms=_waiting_on(namespace, active) if active else set(),
+        )
+
+
+def _clip(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,191 @@
+"""The doctor on RayJobs and RayServices: their own findings, and the RayCluster's root cause named first in their
+section when the cluster they run on is what is wrong."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from raykube.api import constants as c
+from raykube.doctor import snapshot as s
+from raykube.doctor.model import Report
+from raykube.doctor.render import render_json, render_text, to_json
+from raykube.doctor.run import Options, diagnose
+from tests.unit.test_doctor_rules import NS, World, _pending, roots, seed_spec
+
+EARLIER = "2026-01-01T11:40:00Z"  # 20 minutes before the snapshot (NOW in test_doctor_rules)
+
+
+def rayjob(name: str = "train", cluster: str = "seed", **status: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayJob",
+        "metadata": {"name": name, "namespace": NS, "uid": f"uid-{name}"},
+        "spec": {"entrypoint": "python train.py", "shutdownAfterJobFinishes": True},
+        "status": {"rayClusterName": cluster, "jobDeploymentStatus": "Initializing", "startTime": EARLIER, **status},
+    }
+
+
+def rayservice(name: str = "serve", *, active: str = "", pending: str = "", **extra: Any) -> dict[str, Any]:
+    status: dict[str, Any] = {
+        "activeServiceStatus": {"rayClusterName": active} if active else {},
+        "pendingServiceStatus": {"rayClusterName": pending} if pending else {},
+        **extra,
+    }
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayService",
+        "metadata": {"name": name, "namespace": NS, "uid": f"uid-{name}"},
+        "spec": {"serveConfigV2": "applications: []", "rayClusterConfig": seed_spec()["spec"]},
+        "status": status,
+    }
+
+
+def ready_condition(status: str, reason: str, message: str = "", since: str = EARLIER) -> dict[str, Any]:
+    return {"type": "Ready", "status": status, "reason": reason, "message": message, "lastTransitionTime": since}
+
+
+def run(world: World, *workloads: tuple[str, str]) -> Report:
+    snap = world.snapshot(targets=(), workloads=tuple((kind, NS, name) for kind, name in workloads))
+    return diagnose(snap, Options())
+
+
+def test_a_rayjob_waiting_for_a_cluster_whose_workers_cannot_be_scheduled_names_that_root_cause_first() -> None:
+    world = World()
+    _pending(world, world.pods("worker"), "0/3 nodes are available: 3 Insufficient memory.")
+    world.add("rayjobs", rayjob(spec_deadline := "train"))
+    world.objects["rayjobs"][0]["spec"]["activeDeadlineSeconds"] = 1230
+    report = run(world, ("RayJob", spec_deadline))
+    assert [(t.kind, t.name) for t in report.targets] == [("RayJob", "train"), ("RayCluster", "seed")]
+    [waiting] = [f for f in report.findings if f.rule == "J03"]
+    assert waiting.severity == "error"  # 20 minutes, and the deadline 30 s away
+    assert "activeDeadlineSeconds 1230: 30s left" in waiting.title
+    assert [r.rule for r in roots(report)] == ["B02"]
+    text = render_text(report)
+    job_section = text.split("RayJob ml/train:", 1)[1].split("RayCluster ml/seed:", 1)[0]
+    assert "Root cause (in what it runs on)" in job_section and "in RayCluster ml/seed" in job_section
+    assert job_section.index("UNSCHEDULABLE_RESOURCES") < job_section.index("RAYJOB_WAITING_FOR_CLUSTER")
+    target = next(t for t in to_json(report)["targets"] if t["kind"] == "RayJob")
+    assert target["rootCauses"] == [next(f.id for f in report.findings if f.rule == "B02")]
+    assert "Summary: 1 RayJob, 1 RayCluster checked" in text
+    assert report.exit_code() == 1
+
+
+def test_a_rayjob_on_a_ready_cluster_with_a_failing_submitter() -> None:
+    world = World()
+    world.add("rayjobs", rayjob(jobDeploymentStatus="Running", jobStatus="RUNNING"))
+    world.add("jobs", {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "train", "namespace": NS},
+                       "spec": {"backoffLimit": 2}, "status": {"failed": 3, "conditions": [
+                           {"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded",
+                            "message": "Job has reached the specified backoff limit"}]}})  # fmt: skip
+    report = run(world, ("RayJob", "train"))
+    [submitter] = [f for f in report.findings if f.rule == "J04"]
+    assert submitter.title == "The submitter Job train has 3 failed Pod(s) and gave up"
+    assert "kubectl -n ml logs job/train" in submitter.remediation[0]
+    assert not [f for f in report.findings if f.rule == "J03"]  # its cluster is ready
+
+
+def test_rayjob_dead_ends_and_failures_say_what_kuberay_does_and_what_to_do() -> None:
+    world = World()
+    world.add("rayjobs", rayjob("bad", jobDeploymentStatus="ValidationFailed", reason="ValidationFailed",
+                                message="The RayJob spec is invalid: entrypoint must be set"))  # fmt: skip
+    world.add("rayjobs", rayjob("late", cluster="gone", jobDeploymentStatus="Failed", reason="DeadlineExceeded",
+                                message="The RayJob has passed the activeDeadlineSeconds."))  # fmt: skip
+    world.add("rayjobs", rayjob("elsewhere", cluster="nope"))
+    world.objects["rayjobs"][-1]["spec"]["clusterSelector"] = {c.RAY_CLUSTER_LABEL: "nope"}
+    report = run(world, ("RayJob", "bad"), ("RayJob", "late"), ("RayJob", "elsewhere"))
+    by_rule = {f.rule: f for f in report.findings}
+    assert "entrypoint must be set" in by_rule["J01"].title
+    assert "delete the RayJob and create it again" in by_rule["J01"].remediation[0]
+    assert by_rule["J05"].title == "The RayJob failed: DeadlineExceeded"
+    assert "activeDeadlineSeconds" in by_rule["J05"].remediation[0]
+    assert by_rule["J06"].severity == "info" and "gone (spec.shutdownAfterJobFinishes)" in by_rule["J06"].title
+    assert by_rule["J02"].title == "spec.clusterSelector names RayCluster nope, which does not exist"
+    waiting = by_rule["J03"]
+    assert waiting.caused_by == [by_rule["J02"].id]  # the missing cluster explains the wait
+
+
+def test_a_rayservice_whose_pending_cluster_cannot_start_and_a_failed_serve_application() -> None:
+    world = World(seed_spec("serve-abcde"), seed_spec("serve-fghij"))
+    pending_workers = [p for p in world.pods("worker") if p["metadata"]["labels"][c.RAY_CLUSTER_LABEL] == "serve-fghij"]
+    _pending(world, pending_workers, "0/3 nodes are available: 3 Insufficient cpu.")
+    world.objects["rayclusters"][0]["status"]["state"] = "ready"  # _pending unreadies the first cluster: undo
+    world.one("rayclusters", "serve-fghij")["status"]["state"] = ""
+    apps = {
+        "fruit": {
+            "status": "DEPLOY_FAILED",
+            "message": "ModuleNotFoundError: No module named 'fruit'",
+            "serveDeploymentStatuses": {"Mango": {"status": "UNHEALTHY", "message": "replica crashed"}},
+        }
+    }
+    service = rayservice(active="serve-abcde", pending="serve-fghij", conditions=[
+        ready_condition("True", "NonZeroServeEndpoints"),
+        {"type": "UpgradeInProgress", "status": "True", "reason": "BothActivePendingClustersExist",
+         "lastTransitionTime": EARLIER}])  # fmt: skip
+    service["status"]["activeServiceStatus"]["applicationStatuses"] = apps
+    world.add("rayservices", service)
+    report = run(world, ("RayService", "serve"))
+    assert [(t.kind, t.name) for t in report.targets] == [
+        ("RayService", "serve"), ("RayCluster", "serve-abcde"), ("RayCluster", "serve-fghij")]  # fmt: skip
+    by_rule = {f.rule: f for f in report.findings}
+    stuck = by_rule["S05"]
+    assert stuck.severity == "error"
+    assert stuck.title.startswith("Pending RayCluster serve-fghij is no state yet after 20m: its upgrade is stuck")
+    assert by_rule["S03"].title == "Serve application fruit is DEPLOY_FAILED on RayCluster serve-abcde"
+    assert any("No module named 'fruit'" in str(e.value) for e in by_rule["S03"].evidence)
+    assert any("replica crashed" in str(e.value) for e in by_rule["S03"].evidence)
+    section = render_text(report).split("RayService ml/serve:", 1)[1].split("RayCluster ml/serve-abcde:", 1)[0]
+    assert "in RayCluster ml/serve-fghij" in section and "UNSCHEDULABLE_RESOURCES" in section
+
+
+def test_rayservice_terminal_timeout_validation_and_zero_endpoints() -> None:
+    world = World(seed_spec("live-abcde"))
+    world.add(
+        "rayservices",
+        rayservice(
+            "late",
+            conditions=[
+                ready_condition(
+                    "False",
+                    "InitializingTimeout",
+                    "RayService failed to become ready within the configured timeout of 10s",
+                )
+            ],
+        ),
+    )
+    world.objects["rayservices"][-1]["metadata"]["annotations"] = {"ray.io/initializing-timeout": "10s"}
+    world.add(
+        "rayservices",
+        rayservice(
+            "bad",
+            conditions=[
+                ready_condition("False", "ValidationFailed", "RayService name should be no more than 40 characters")
+            ],
+        ),
+    )
+    world.add("rayservices", rayservice("quiet", active="live-abcde", numServeEndpoints=0,
+                                        conditions=[ready_condition("False", "ZeroServeEndpoints")]))  # fmt: skip
+    report = run(world, ("RayService", "late"), ("RayService", "bad"), ("RayService", "quiet"))
+    by_rule = {f.rule: f for f in report.findings}
+    assert "delete the RayService and create it again" in by_rule["S02"].remediation[0]
+    assert any(e.path == "metadata.annotations[ray.io/initializing-timeout]" for e in by_rule["S02"].evidence)
+    assert "no more than 40 characters" in by_rule["S01"].title
+    quiet = by_rule["S04"]
+    assert quiet.title == "quiet-serve-svc has no ready endpoint: requests to it fail"
+    assert any(e.path == "metadata.labels[ray.io/serve]" and e.value == "(unset)" for e in quiet.evidence)
+    assert render_json(report)  # and the JSON renders
+
+
+def test_a_missing_workload_target_is_reported_and_makes_the_run_incomplete() -> None:
+    world = World()
+    report = run(world, ("RayJob", "absent"))
+    assert [(m.kind, m.name) for m in report.missing_targets] == [("RayJob", "absent")]
+    assert "RayJob ml/absent not found" in render_text(report)
+    assert report.exit_code() == 3
+
+
+def test_all_includes_every_rayjob_and_rayservice_and_their_clusters_once() -> None:
+    world = World()
+    world.add("rayjobs", rayjob(jobDeploymentStatus="Running"))
+    report = diagnose(world.snapshot(), Options())  # --all: targets and workloads None
+    assert [(t.kind, t.name) for t in report.targets] == [("RayJob", "train"), ("RayCluster", "seed")]
+    assert s.workload_cluster_names(world.objects["rayjobs"][0]) == ["seed"]
