@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import copy
 import json
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -265,3 +267,35 @@ async def test_a_deleted_head_pod_is_recreated_and_the_serve_service_follows_it(
             return await greet(port, "again")
 
         assert await wait_for(greeting, 60, what="the app on the new head") == "Hello, again!\n"
+
+
+async def test_doctor_names_a_serve_application_that_cannot_deploy(
+    proc: ProcessSandbox, pkube: AsyncClient, ns: str, proc_operator: Manager
+) -> None:
+    """Real Ray Serve refuses an application whose module does not exist; `raykube doctor rayservice/NAME` names it
+    (S03) with Serve's own message as evidence, and the RayService is not Ready."""
+    await create(pkube, ns, serve_app(ns))
+    config = copy.deepcopy(serve_config())
+    config["applications"][0]["import_path"] = "no_such_module:app"
+    await create(pkube, ns, rayservice("broken", config))
+
+    async def failed() -> dict[str, Any] | NotYet:
+        status = await service_status(pkube, ns, "broken")
+        for side in ("activeServiceStatus", "pendingServiceStatus"):
+            app = ((status.get(side) or {}).get("applicationStatuses") or {}).get("hello") or {}
+            if app.get("status") == "DEPLOY_FAILED":
+                return status
+        return NotYet(json.dumps(status)[:400])
+
+    await wait_for(failed, SERVE_READY, what="the application DEPLOY_FAILED")
+    run = subprocess.run(
+        [sys.executable, "-m", "raykube.cli.main", "doctor", "rayservice/broken", "-n", ns, "-o", "json",
+         "--kubeconfig", str(proc.kubeconfig)], capture_output=True, text=True, check=False, timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 1, run.stdout + run.stderr
+    report = json.loads(run.stdout)
+    [serve] = [f for f in report["findings"] if f["rule"] == "S03"]
+    assert serve["title"].startswith("Serve application hello is DEPLOY_FAILED on RayCluster broken-")
+    assert any("no_such_module" in str(e.get("value")) for e in serve["evidence"]), serve["evidence"]
+    [target] = [t for t in report["targets"] if t["kind"] == "RayService"]
+    assert serve["id"] in target["rootCauses"]

@@ -110,10 +110,13 @@ def test_a_rayservice_whose_pending_cluster_cannot_start_and_a_failed_serve_appl
     _pending(world, pending_workers, "0/3 nodes are available: 3 Insufficient cpu.")
     world.objects["rayclusters"][0]["status"]["state"] = "ready"  # _pending unreadies the first cluster: undo
     world.one("rayclusters", "serve-fghij")["status"]["state"] = ""
+    frames = '  File "build.py", line 9, in build\n    import_attr(path)\n' * 20
+    traceback = f"Deploying app 'fruit' failed with exception:\nTraceback (most recent call last):\n{frames}"
+    traceback += "ModuleNotFoundError: No module named 'fruit'\n"
     apps = {
         "fruit": {
             "status": "DEPLOY_FAILED",
-            "message": "ModuleNotFoundError: No module named 'fruit'",
+            "message": traceback,
             "serveDeploymentStatuses": {"Mango": {"status": "UNHEALTHY", "message": "replica crashed"}},
         }
     }
@@ -131,7 +134,10 @@ def test_a_rayservice_whose_pending_cluster_cannot_start_and_a_failed_serve_appl
     assert stuck.severity == "error"
     assert stuck.title.startswith("Pending RayCluster serve-fghij is no state yet after 20m: its upgrade is stuck")
     assert by_rule["S03"].title == "Serve application fruit is DEPLOY_FAILED on RayCluster serve-abcde"
-    assert any("No module named 'fruit'" in str(e.value) for e in by_rule["S03"].evidence)
+    assert any(
+        e.value == "ModuleNotFoundError: No module named 'fruit' (the last line of a 43-line traceback)"
+        for e in by_rule["S03"].evidence
+    ), by_rule["S03"].evidence
     assert any("replica crashed" in str(e.value) for e in by_rule["S03"].evidence)
     section = render_text(report).split("RayService ml/serve:", 1)[1].split("RayCluster ml/serve-abcde:", 1)[0]
     assert "in RayCluster ml/serve-fghij" in section and "UNSCHEDULABLE_RESOURCES" in section

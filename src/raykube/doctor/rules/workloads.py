@@ -511,4 +511,9 @@ def check_serve_endpoints(snap: Snapshot) -> Iterator[Finding]:
 
 
 def _clip(text: str, limit: int = 300) -> str:
+    """A message as evidence: a Python traceback (what Serve reports for an application that fails to build) by its
+    last line, the exception, which is what tells the cause; anything else cut at ``limit`` characters."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    if "Traceback (most recent call last)" in text and lines:
+        text = f"{lines[-1]} (the last line of a {len(lines)}-line traceback)"
     return text if len(text) <= limit else text[: limit - 1] + "…"
