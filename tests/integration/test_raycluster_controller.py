@@ -23,7 +23,7 @@ RAY_IMAGE = "rayproject/ray:2.52.0"
 
 
 def seed_cluster(name: str = CLUSTER, workers: int = 2, **group: Any) -> dict[str, Any]:
-    """The seed chapter's cluster: 1 head + N workers, env from a ConfigMap and a Secret, a PVC at /tmp/ray."""
+    """The seed chapter's cluster: 1 head + N workers, env from a ConfigMap and a Secret, a PVC at /home/ray/shared."""
 
     def template(container: str, cpu: str, memory: str) -> dict[str, Any]:
         return {
@@ -40,7 +40,7 @@ def seed_cluster(name: str = CLUSTER, workers: int = 2, **group: Any) -> dict[st
                             {"configMapRef": {"name": "ray-env"}},
                             {"secretRef": {"name": "minio-credentials"}},
                         ],
-                        "volumeMounts": [{"name": "shared-data", "mountPath": "/tmp/ray"}],
+                        "volumeMounts": [{"name": "shared-data", "mountPath": "/home/ray/shared"}],
                     }
                 ],
                 "volumes": [{"name": "shared-data", "persistentVolumeClaim": {"claimName": "ray-shared-data"}}],
@@ -164,7 +164,7 @@ async def test_the_seed_cluster_becomes_ready_with_its_service_endpoints(
     for pod in pods:
         container = pod["spec"]["containers"][0]
         assert {"configMapRef": {"name": "ray-env"}} in container["envFrom"]
-        assert {"name": "shared-data", "mountPath": "/tmp/ray"} in container["volumeMounts"]
+        assert {"name": "shared-data", "mountPath": "/home/ray/shared"} in container["volumeMounts"]
         assert pod["metadata"]["ownerReferences"][0]["kind"] == "RayCluster"
 
     service = await runtime_kube.get(SERVICES, f"{CLUSTER}-head-svc", namespace)

@@ -44,7 +44,7 @@ Objects = dict[str, list[dict[str, Any]]]
 
 
 def seed_spec(name: str = "seed", workers: int = 2) -> dict[str, Any]:
-    """The seed chapter's RayCluster: 1 head + N workers, envFrom a ConfigMap and a Secret, a PVC at /tmp/ray."""
+    """The seed chapter's RayCluster: 1 head + N workers, envFrom a ConfigMap and a Secret, a shared PVC."""
 
     def template(container: str, cpu: str, memory: str) -> dict[str, Any]:
         return {
@@ -57,7 +57,7 @@ def seed_spec(name: str = "seed", workers: int = 2) -> dict[str, Any]:
                                       "requests": {"cpu": cpu, "memory": memory}},
                         "envFrom": [{"configMapRef": {"name": "ray-env"}},
                                     {"secretRef": {"name": "minio-credentials"}}],
-                        "volumeMounts": [{"name": "shared-data", "mountPath": "/tmp/ray"}],
+                        "volumeMounts": [{"name": "shared-data", "mountPath": "/home/ray/shared"}],
                     }
                 ],
                 "volumes": [{"name": "shared-data", "persistentVolumeClaim": {"claimName": "ray-shared-data"}}],
@@ -800,7 +800,34 @@ def test_an_edited_selector_and_a_missing_service() -> None:
 def test_a_dashboard_bound_to_localhost() -> None:
     world = World()
     world.objects["rayclusters"][0]["spec"]["headGroupSpec"]["rayStartParams"]["dashboard-host"] = "127.0.0.1"
-    root(world.diagnose(), "F01", "F07")
+    report = world.diagnose()
+    finding = root(report, "F01")
+    # kubectl port-forward connects to localhost inside the Pod: it still opens the dashboard (no F07); what fails is
+    # the head Service's address from other Pods and Ingresses.
+    assert "F07" not in rules_of(report)
+    assert "`kubectl port-forward` (to the Service or the Pod) still works" in finding.explanation
+
+
+def test_a_shared_volume_over_ray_temp_dir_is_a_warning_and_a_path_of_its_own_is_fine() -> None:
+    world = World()
+    for pod_template in (world.objects["rayclusters"][0]["spec"]["headGroupSpec"],
+                         world.objects["rayclusters"][0]["spec"]["workerGroupSpecs"][0]):  # fmt: skip
+        pod_template["template"]["spec"]["containers"][0]["volumeMounts"] = [
+            {"name": "shared-data", "mountPath": "/tmp/ray"}
+        ]
+    report = world.diagnose()
+    [finding] = [f for f in report.findings if f.rule == "B12"]
+    assert finding.severity == "warning"
+    assert (
+        finding.title == 'PVC "ray-shared-data" is mounted over Ray\'s temp directory in 3 Pods at once (ReadWriteMany)'
+    )
+    assert "/home/ray/shared" in finding.remediation[0]
+    # Ray's temp dir moved elsewhere (rayStartParams temp-dir): /tmp/ray is just a path then.
+    for group in (world.objects["rayclusters"][0]["spec"]["headGroupSpec"],
+                  world.objects["rayclusters"][0]["spec"]["workerGroupSpecs"][0]):  # fmt: skip
+        group["rayStartParams"]["temp-dir"] = "/tmp/ray-local"
+    assert "B12" not in rules_of(world.diagnose())
+    assert "B12" not in rules_of(World().diagnose())  # the seed: /home/ray/shared
 
 
 def test_a_network_policy_that_cuts_workers_off_the_gcs() -> None:
@@ -835,8 +862,10 @@ def test_why_there_are_fewer_workers() -> None:
          "fieldsV1": {"f:spec": {"f:workerGroupSpecs": {}}}},
     ]  # fmt: skip
     group["scaleStrategy"] = {"workersToDelete": ["seed-workers-worker-w0001"]}
-    rules = rules_of(world.diagnose())
-    assert {"G02", "G04", "G08", "G09"} <= rules
+    report = world.diagnose()
+    assert {"G02", "G04", "G08", "G09"} <= rules_of(report)
+    [hpa] = [f for f in report.findings if f.rule == "G04"]
+    assert "cannot scale" in hpa.title and not hpa.effects  # no scale subresource: it explains no missing worker
 
 
 # --------------------------------------------------------------------------------------------------------------------

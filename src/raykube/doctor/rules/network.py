@@ -359,8 +359,6 @@ def check_reachability(snap: Snapshot) -> Iterator[Finding]:  # noqa: PLR0912 - 
             reasons.append("the head Service has no endpoint")
         if snap.has(s.SERVICES) and not state["missing"] and not state["dashboard_port"]:
             reasons.append("the head Service has no dashboard port")
-        if str(head_params.get("dashboard-host") or "") in ("127.0.0.1", "localhost", "::1"):
-            reasons.append("the dashboard listens on localhost")
         if str(head_params.get("include-dashboard") or "").lower() == "false":
             reasons.append("the dashboard is disabled")
         if not reasons:

@@ -408,12 +408,15 @@ def check_static_ports(snap: Snapshot) -> Iterator[Finding]:
                 cluster=view.ref,
                 obj=view.ref,
                 severity="error",
-                title=f"The dashboard listens on {host} only: the head Service cannot reach it",
+                title=f"The dashboard listens on {host} only: nothing reaches it through the head Service",
                 evidence=[
                     field_evidence(view.ref, "spec.headGroupSpec.rayStartParams.dashboard-host", host, "cr.spec")
                 ],
-                explanation="KubeRay sets --dashboard-host=0.0.0.0 only when unset. Bound to localhost, port-forwards "
-                'to the Service and Ingresses get "connection refused" (port-forward to the Pod works).',
+                explanation="KubeRay sets --dashboard-host=0.0.0.0 only when unset. Bound to localhost, everything "
+                "that reaches the dashboard over the network is refused: the head Service's address from other "
+                "Pods (a RayJob's submitter, `ray job submit --address http://<head-svc>:8265`, KubeRay's own "
+                "RayJob and RayService calls), Ingresses. `kubectl port-forward` (to the Service or the Pod) still "
+                "works: it connects to localhost inside the Pod.",
                 remediation=[
                     "Remove dashboard-host from rayStartParams (and protect the dashboard with authOptions "
                     "token auth instead)."

@@ -43,6 +43,12 @@ RWO_SHARED = rule(
     STAGE_PLACEMENT,
     "A ReadWriteOnce(Pod) claim is mounted by several Ray Pods: it is not shared storage",
 )
+RAY_DIR_ON_VOLUME = rule(
+    "B12",
+    "PVC_AT_RAY_TEMP_DIR",
+    STAGE_PLACEMENT,
+    "A PVC is mounted over Ray's temp directory (/tmp/ray): shared by several Pods it breaks their raylets",
+)
 MOUNT_FAILED = rule(
     "B10",
     "VOLUME_MOUNT_FAILED",
@@ -237,10 +243,67 @@ def _shared(snap: Snapshot, view: ClusterView, pvc: Obj, users: list[tuple[str, 
         ),
         remediation=[
             "Use a ReadWriteMany claim (a StorageClass that supports it: NFS, CephFS, EFS, Filestore) for data "
-            "shared by several Ray Pods,",
+            "shared by several Ray Pods, mounted at a path of its own (/home/ray/shared, not /tmp/ray: that is "
+            "each Ray node's own session directory),",
             "or give each Pod its own volume (an ephemeral volumeClaimTemplate in the Pod template).",
         ],
     )
+
+
+def _covers(mount_path: str, directory: str) -> bool:
+    """A volume mounted at ``mount_path`` holds ``directory`` (the same path, or a parent of it)."""
+    mount = mount_path.rstrip("/") or "/"
+    return directory == mount or directory.startswith(mount if mount == "/" else mount + "/")
+
+
+@checker(RAY_DIR_ON_VOLUME)
+def check_ray_dir_on_volume(snap: Snapshot) -> Iterator[Finding]:
+    """Ray keeps each node's session (logs, the raylet's and plasma's Unix sockets, ``session_latest``) under its temp
+    directory, ``/tmp/ray`` unless rayStartParams ``temp-dir`` moves it. A PVC mounted there (or over a parent of it)
+    puts that per-node state on the volume; a shared one puts every node's in the same directory."""
+    if not snap.has(s.PVCS):
+        return
+    for view in facts.cluster_views(snap):
+        found: dict[str, list[str]] = {}
+        pods = 0
+        for group, path, template in view.templates():
+            params = view.head_spec.get("rayStartParams") if group == c.HEAD_GROUP_NAME else next(
+                (g.spec.get("rayStartParams") for g in view.groups if g.name == group), None)  # fmt: skip
+            ray_dir = str((params or {}).get("temp-dir") or c.RAY_LOG_MOUNT_PATH)
+            spec = facts.pod_spec(template)
+            claims = dict(facts.claim_names(spec))
+            for index, container in enumerate(spec.get("containers") or []):
+                for mount in container.get("volumeMounts") or []:
+                    claim = claims.get(str(mount.get("name")))
+                    if claim and _covers(str(mount.get("mountPath") or ""), ray_dir):
+                        field = f"{path}.spec.containers[{index}].volumeMounts[{mount.get('name')}].mountPath"
+                        found.setdefault(claim, []).append(f"{field} = {mount.get('mountPath')}")
+                        replicas = 1 if group == c.HEAD_GROUP_NAME else next(
+                            (g.desired or 0 for g in view.groups if g.name == group), 0)  # fmt: skip
+                        pods += replicas
+        for claim, where in sorted(found.items()):
+            pvc = snap.get(s.PVCS, view.namespace, claim)
+            modes = _modes(pvc) if pvc is not None else []
+            shared = bool(SHARED_MODES & set(modes))
+            claim_ref = ObjectRef("PersistentVolumeClaim", claim, view.namespace)
+            yield finding(
+                RAY_DIR_ON_VOLUME,
+                cluster=view.ref,
+                obj=claim_ref,
+                severity="warning",
+                title=f'PVC "{claim}" is mounted over Ray\'s temp directory'
+                + (f" in {plural(pods, 'Pod')} at once ({'/'.join(modes)})" if shared and pods > 1 else ""),
+                evidence=[field_evidence(view.ref, w.split(" = ")[0], w.split(" = ")[1], "cr.spec") for w in where[:3]]
+                + ([field_evidence(claim_ref, "status.accessModes", modes)] if modes else []),
+                explanation="Ray writes each node's session there: logs, the raylet's and the object store's Unix "
+                "sockets, and the session_latest link. On a volume several Ray Pods share, every node writes into "
+                "the same directory (session_latest points at whichever started last, logs mix, sockets on network "
+                "file systems fail), a known source of raylets that cannot start or connect.",
+                remediation=[
+                    "Mount shared data at a path of its own (for example /home/ray/shared) and leave /tmp/ray to each "
+                    "Pod; to keep Ray's logs, ship them (a log sidecar) or give each Pod its own volume.",
+                ],
+            )
 
 
 @checker(MOUNT_FAILED)

@@ -71,13 +71,13 @@ def check_hpa(snap: Snapshot) -> Iterator[Finding]:
                 cluster=view.ref,
                 obj=ref,
                 severity="warning",
-                title=f"HorizontalPodAutoscaler {s.name_of(hpa)} targets this RayCluster",
+                title=f"HorizontalPodAutoscaler {s.name_of(hpa)} targets this RayCluster, which it cannot scale",
                 evidence=evidence,
-                explanation="The RayCluster CRD has no scale subresource and an HPA cannot choose which Ray node to "
-                "remove: it kills busy workers (or the head's work) at random. Ray's own autoscaler scales by "
-                "pending tasks and drains idle nodes.",
+                explanation="The RayCluster CRD (KubeRay's, and raykube's) has no scale subresource, so an HPA "
+                "cannot read or change its replicas: it reports AbleToScale=False (FailedGetScale) and does "
+                "nothing. It neither adds nor removes workers; whoever expects it to is waiting in vain. Ray's "
+                "own autoscaler scales by pending tasks and drains idle nodes.",
                 remediation=["Delete the HPA and set spec.enableInTreeAutoscaling: true with min/maxReplicas."],
-                effects={t.workers(view.key, g.name) for g in view.groups},
             )
 
 
