@@ -1,0 +1,205 @@
+"""Every rule fires on its case and stays quiet on the healthy seed: one case per rule that no other test triggered
+(A07, D06, D08, F08, F10, N01, H01, C04, G06, B11, SEC09), each also checked against a near miss.
+
+``test_every_rule_fires_somewhere`` keeps the count of untested rules at 0: a rule added later must bring its case.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from raykube.api import constants as c
+from raykube.doctor.rules import CATALOGUE
+from tests.unit.test_doctor_rules import NS, World, rules_of
+
+Mutation = Callable[[World], None]
+
+
+def _cluster(world: World) -> dict[str, Any]:
+    cluster: dict[str, Any] = world.objects["rayclusters"][0]
+    return cluster
+
+
+def _head(world: World) -> dict[str, Any]:
+    head: dict[str, Any] = _cluster(world)["spec"]["headGroupSpec"]
+    return head
+
+
+def _group(world: World) -> dict[str, Any]:
+    group: dict[str, Any] = _cluster(world)["spec"]["workerGroupSpecs"][0]
+    return group
+
+
+def _ray_container(template_holder: dict[str, Any]) -> dict[str, Any]:
+    container: dict[str, Any] = template_holder["template"]["spec"]["containers"][0]
+    return container
+
+
+def port_clash(world: World) -> None:  # D06: two Ray components on one port
+    _head(world)["rayStartParams"]["dashboard-port"] = "6379"
+
+
+def port_distinct(world: World) -> None:
+    _head(world)["rayStartParams"]["dashboard-port"] = "8266"
+
+
+def worker_not_ready(world: World) -> None:  # D08: a worker Running, not Ready, while the head is Ready
+    pod = world.pods("worker")[0]
+    pod["status"]["conditions"] = [{"type": "Ready", "status": "False"}, {"type": "PodScheduled", "status": "True"}]
+    for status in pod["status"]["containerStatuses"]:
+        status["ready"] = False
+
+
+def worker_not_ready_nor_head(world: World) -> None:  # not D08: the head is down too (its own rule)
+    worker_not_ready(world)
+    head = world.pods("head")[0]
+    head["status"]["conditions"] = [{"type": "Ready", "status": "False"}, {"type": "PodScheduled", "status": "True"}]
+    for status in head["status"]["containerStatuses"]:
+        status["ready"] = False
+
+
+def _head_service(world: World) -> dict[str, Any]:
+    return next(s for s in world.objects["services"] if s["metadata"]["name"] == "seed-head-svc")
+
+
+def service_without_dashboard(world: World) -> None:  # F08
+    service = _head_service(world)
+    service["spec"]["ports"] = [p for p in service["spec"]["ports"] if p.get("name") != "dashboard"]
+
+
+def service_with_renamed_metrics(world: World) -> None:  # not F08: only the metrics port changed
+    for port in _head_service(world)["spec"]["ports"]:
+        if port.get("name") == "metrics":
+            port["name"] = "prometheus"
+
+
+def dashboard_disabled(world: World) -> None:  # F10
+    _head(world)["rayStartParams"]["include-dashboard"] = "false"
+
+
+def dashboard_enabled(world: World) -> None:
+    _head(world)["rayStartParams"]["include-dashboard"] = "true"
+
+
+def node_not_ready(world: World) -> None:  # N01: the head's node stopped reporting
+    node = world.one("nodes", "node-0")
+    node["status"]["conditions"] = [{"type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown"}]
+
+
+def node_pressure_only(world: World) -> None:  # not N01: Ready, with an unrelated condition
+    node = world.one("nodes", "node-0")
+    node["status"]["conditions"].append({"type": "DiskPressure", "status": "False"})
+
+
+def store_above_memory(world: World) -> None:  # H01
+    _group(world)["rayStartParams"]["object-store-memory"] = "4000000000"
+    _ray_container(_group(world))["resources"] = {"limits": {"cpu": "1", "memory": "2Gi"}}
+
+
+def store_within_memory(world: World) -> None:
+    _group(world)["rayStartParams"]["object-store-memory"] = "1000000000"
+    _ray_container(_group(world))["resources"] = {"limits": {"cpu": "1", "memory": "2Gi"}}
+
+
+def versions_differ(world: World) -> None:  # C04
+    _ray_container(_group(world))["image"] = "rayproject/ray:2.51.0"
+
+
+def versions_same_tag_variant(world: World) -> None:  # not C04: the same Ray, another Python build
+    _ray_container(_group(world))["image"] = "rayproject/ray:2.52.0-py311"
+
+
+def odd_gpu_key(world: World) -> None:  # G06
+    _ray_container(_group(world))["resources"] = {"limits": {"cpu": "1", "aliyun.com/gpu-mem": "8"}}
+
+
+def odd_gpu_key_counted(world: World) -> None:  # not G06: num-gpus says how many
+    odd_gpu_key(world)
+    _group(world)["rayStartParams"]["num-gpus"] = "1"
+
+
+def gated(world: World) -> None:  # B11
+    world.pods("worker")[0]["spec"]["schedulingGates"] = [{"name": "kueue.x-k8s.io/admission"}]
+
+
+def not_gated(world: World) -> None:
+    world.pods("worker")[0]["spec"]["schedulingGates"] = []
+
+
+def _ingress(tls: bool) -> dict[str, Any]:
+    backend = {"service": {"name": "seed-head-svc", "port": {"number": c.DEFAULT_DASHBOARD_PORT}}}
+    spec: dict[str, Any] = {"rules": [{"http": {"paths": [{"path": "/", "pathType": "Prefix", "backend": backend}]}}]}
+    if tls:
+        spec["tls"] = [{"hosts": ["ray.example.com"], "secretName": "ray-tls"}]
+    return {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+            "metadata": {"name": "ray-dashboard", "namespace": NS}, "spec": spec}  # fmt: skip
+
+
+def ingress_without_tls(world: World) -> None:  # SEC09
+    world.add("ingresses", _ingress(tls=False))
+
+
+def ingress_with_tls(world: World) -> None:
+    world.add("ingresses", _ingress(tls=True))
+
+
+def spec_image_changed(world: World) -> None:  # A07: the template asks for a new image, the Pods run the old one
+    _ray_container(_group(world))["image"] = "rayproject/ray:2.52.0-py311"
+
+
+def spec_and_pods_changed(world: World) -> None:  # not A07: the Pods were recreated with it
+    spec_image_changed(world)
+    for pod in world.pods("worker"):
+        pod["spec"]["containers"][0]["image"] = "rayproject/ray:2.52.0-py311"
+
+
+CASES: dict[str, tuple[Mutation, Mutation]] = {
+    "A07": (spec_image_changed, spec_and_pods_changed),
+    "D06": (port_clash, port_distinct),
+    "D08": (worker_not_ready, worker_not_ready_nor_head),
+    "F08": (service_without_dashboard, service_with_renamed_metrics),
+    "F10": (dashboard_disabled, dashboard_enabled),
+    "N01": (node_not_ready, node_pressure_only),
+    "H01": (store_above_memory, store_within_memory),
+    "C04": (versions_differ, versions_same_tag_variant),
+    "G06": (odd_gpu_key, odd_gpu_key_counted),
+    "B11": (gated, not_gated),
+    "SEC09": (ingress_without_tls, ingress_with_tls),
+}
+
+
+@pytest.mark.parametrize("rule", sorted(CASES))
+def test_the_rule_fires_on_its_case_and_not_on_the_near_miss(rule: str) -> None:
+    fires, near_miss = CASES[rule]
+    world = World()
+    fires(world)
+    report = world.diagnose()
+    assert rule in rules_of(report), f"{rule} did not fire: {sorted(rules_of(report))}"
+    world = World()
+    near_miss(world)
+    assert rule not in rules_of(world.diagnose())
+    assert rule not in rules_of(World().diagnose())
+
+
+def _string_constants(path: Path) -> set[str]:
+    return {
+        n.value
+        for n in ast.walk(ast.parse(path.read_text()))
+        if isinstance(n, ast.Constant) and isinstance(n.value, str)
+    }
+
+
+def test_every_rule_fires_somewhere() -> None:
+    """Each rule id appears as a string in some doctor test (as an asserted rule, a root, a case here): 0 untested."""
+    tests = Path(__file__).resolve().parents[1]
+    files = [*tests.glob("unit/test_doctor*.py"), tests / "integration" / "test_doctor.py",
+             tests / "integration" / "test_rayservice.py"]  # fmt: skip
+    mentioned = set().union(*(_string_constants(f) for f in files))
+    mentioned |= {token for text in mentioned for token in text.replace(",", " ").split()}
+    untested = sorted(rule for rule in CATALOGUE if rule not in mentioned)
+    assert untested == [], f"rules no test triggers: {untested}"
