@@ -1005,3 +1005,26 @@ def test_every_rule_survives_an_empty_and_an_odd_snapshot() -> None:
     report = odd.diagnose()
     assert report.rule_failures == [], report.rule_failures
     assert "A05" in rules_of(report)
+
+
+def test_a_cluster_that_is_starting_is_progress_until_the_grace_runs_out() -> None:
+    """A head still pulling its image a minute after the cluster was made: progress (info, exit 0) within the
+    starting grace, a problem (exit 1) without it; a real cause (an unschedulable worker) is never softened."""
+    world = World()
+    cluster = world.objects["rayclusters"][0]
+    cluster["metadata"]["creationTimestamp"] = "2026-01-01T11:59:00Z"
+    head = world.pods("head")[0]
+    head["metadata"]["creationTimestamp"] = "2026-01-01T11:59:00Z"
+    creating = {"name": head["spec"]["containers"][0]["name"], "ready": False, "restartCount": 0,
+                "state": {"waiting": {"reason": "ContainerCreating"}}}  # fmt: skip
+    head["status"] = {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "True"}],
+                      "containerStatuses": [creating]}  # fmt: skip
+    cluster["status"]["state"] = ""
+    starting = world.diagnose()
+    assert starting.exit_code() == 0, render_text(starting)
+    softened = [f for f in starting.findings if f.title.startswith("Starting (grace 4m left): ")]
+    assert softened and all(f.severity == "info" for f in softened), render_text(starting)
+    assert world.diagnose(starting_grace=0).exit_code() == 1
+
+    _pending(world, world.pods("worker"), "0/3 nodes are available: 3 Insufficient memory.")
+    assert root(world.diagnose(), "B02").severity == "error"

@@ -41,6 +41,19 @@ def _parse_target(target: str) -> tuple[str, str]:
     return KINDS[kind.lower()], name
 
 
+def _seconds(text: str) -> float:
+    """``300``, ``300s``, ``5m``, ``1h`` as seconds."""
+    units = {"s": 1, "m": 60, "h": 3600}
+    value = text.strip().lower()
+    try:
+        if value and value[-1] in units:
+            return float(value[:-1]) * units[value[-1]]
+        return float(value)
+    except ValueError:
+        raise typer.BadParameter(f"{text!r}: give seconds (300) or a duration (300s, 5m, 1h)",
+                                 param_hint="--starting-grace") from None  # fmt: skip
+
+
 def _rules(values: list[str] | None) -> frozenset[str]:
     return frozenset(v.strip().upper() for item in values or [] for v in item.split(",") if v.strip())
 
@@ -74,6 +87,14 @@ def doctor(
     skip: Annotated[list[str] | None, typer.Option("--skip", help="Skip these rule ids.")] = None,
     no_security: Annotated[bool, typer.Option("--no-security", help="Skip the SEC* rules.")] = False,
     exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Always exit 0 once a report is printed.")] = False,
+    starting_grace: Annotated[
+        str,
+        typer.Option(
+            "--starting-grace",
+            help="A RayCluster (or a not-Ready Pod of it) younger than this is starting: 'not Ready yet' is reported "
+            "as progress, not as a problem (300s, 5m; 0 turns it off).",
+        ),
+    ] = "5m",
 ) -> None:
     """Diagnose RayClusters, RayJobs and RayServices: walks operator and RBAC, the custom resource, Pods and
     scheduling, the head Service and its EndpointSlices, ConfigMaps, Secrets and PVCs, and names the root cause
@@ -100,6 +121,7 @@ def doctor(
         only=_rules(only),
         skip=_rules(skip),
         security=not no_security,
+        starting_grace=_seconds(starting_grace),
     )
     report = _from_dump(from_dump, namespace, wanted, all_namespaces, options) if from_dump else None
     if report is None:

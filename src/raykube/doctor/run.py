@@ -16,7 +16,7 @@ from raykube.api import constants as c
 from raykube.doctor import dump as dumps
 from raykube.doctor import facts
 from raykube.doctor import snapshot as s
-from raykube.doctor.correlate import correlate
+from raykube.doctor.correlate import correlate, root_of
 from raykube.doctor.gather import Scope, gather
 from raykube.doctor.model import Finding, NotChecked, ObjectRef, Report, RuleFailure, Severity
 from raykube.doctor.rules import CHECKERS
@@ -30,12 +30,23 @@ IN_POD_CHECKS: Final = NotChecked(
 )
 
 
+# How long a cluster may take to come up before "not Ready yet" is a problem: a first image pull and Ray's start.
+DEFAULT_STARTING_GRACE: Final = 300.0
+# Rules that say only "not Ready yet" (the symptoms, and a readiness probe that has not passed): while a cluster is
+# starting, a chain whose root cause is one of these is progress. A real cause found (unschedulable, an image that
+# does not exist, a crash loop, a missing Secret) stays what it is.
+PROGRESS_RULES: Final = frozenset({"X01", "X02", "X03", "F02", "F07", "E01", "D02", "D08"})
+
+
 @dataclass(frozen=True)
 class Options:
     fail_on: Severity = "error"
     only: frozenset[str] = frozenset()
     skip: frozenset[str] = frozenset()
     security: bool = True
+    # A RayCluster created, or with a not-Ready Pod created, less than this long ago is starting: what only says
+    # "not Ready yet" is reported as progress (info), not as a problem (``--starting-grace``).
+    starting_grace: float = DEFAULT_STARTING_GRACE
 
 
 def _wanted(finding: Finding, options: Options) -> bool:
@@ -59,6 +70,7 @@ def diagnose(snap: Snapshot, options: Options | None = None) -> Report:
             continue
         findings.extend(f for f in found if _wanted(f, options))
     ordered = correlate(findings)
+    _soften_progress(snap, ordered, options.starting_grace)
     # The RayJobs and RayServices first, then the RayClusters (theirs and those asked for).
     workloads = [facts.ref(o, c.KIND_RAYJOB) for o in snap.rayjobs]
     workloads += [facts.ref(o, c.KIND_RAYSERVICE) for o in snap.rayservices]
@@ -89,6 +101,52 @@ def diagnose(snap: Snapshot, options: Options | None = None) -> Report:
         fail_on=options.fail_on,
         missing_targets=missing,
     )
+
+
+def starting_clusters(snap: Snapshot, grace: float) -> dict[ObjectRef, float]:
+    """The RayClusters still starting: created less than ``grace`` seconds ago, or with a Ray Pod that is not Ready
+    and was created less than ``grace`` seconds ago (a scale-up, a recreated Pod); with the seconds left."""
+    out: dict[ObjectRef, float] = {}
+    for view in facts.cluster_views(snap):
+        ages = [facts.seconds_since(s.meta(view.obj).get("creationTimestamp"), snap.now)]
+        ages += [
+            facts.seconds_since(s.meta(pod).get("creationTimestamp"), snap.now)
+            for pod in view.pods
+            if not facts.is_ready(pod) and not facts.terminating(pod)
+        ]
+        young = [age for age in ages if age is not None and age < grace]
+        if young:
+            out[view.ref] = grace - min(young)
+    return out
+
+
+def _progress(root: Finding) -> bool:
+    """A root cause that only says "not there yet": a symptom rule; the operator not having reconciled a RayCluster
+    made seconds ago (A12 is an error only once it is not young); a PVC not Bound yet with no cause known (B04
+    without a missing StorageClass or a failed provisioning: its volume is being provisioned)."""
+    if root.rule in PROGRESS_RULES:
+        return True
+    if root.rule == "A12":
+        return root.severity != "error"
+    return root.rule == "B04" and root.confidence != "confirmed"
+
+
+def _soften_progress(snap: Snapshot, findings: list[Finding], grace: float) -> None:
+    """A starting cluster's findings whose every root cause only says "not Ready yet" become info: progress."""
+    if grace <= 0:
+        return
+    starting = starting_clusters(snap, grace)
+    if not starting:
+        return
+    by_id = {f.id: f for f in findings}
+    for finding in findings:
+        left = starting.get(finding.cluster) if finding.cluster is not None else None
+        if left is None:
+            continue
+        if all(_progress(root) for root in root_of(finding, by_id)):
+            finding.severity = "info"
+            finding.confidence = "possible"
+            finding.title = f"Starting (grace {facts.human_age(left)} left): {finding.title}"
 
 
 def client_for(kubeconfig: Path | None, context: str | None = None) -> tuple[Kube, str]:
