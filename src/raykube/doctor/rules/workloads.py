@@ -7,8 +7,8 @@ that cluster's ``cluster:C`` and ``runs-on:C`` tokens, so correlation hangs it u
 report names that root cause first in the RayJob's or RayService's own section.
 
 KubeRay's vocabulary is in :mod:`raykube.api.constants` (``JOB_DEPLOYMENT_STATUS_*``, ``JOB_REASON_*``,
-``REASON_RAYSERVICE_*``, ``SERVE_APP_*``); the behaviour behind the fixes is ``docs/rayjob.md``-style knowledge of
-KubeRay's controllers (``../shared/research/rayjob-rayservice.md`` §3-§4): a RayJob in ``ValidationFailed`` is never
+``REASON_RAYSERVICE_*``, ``SERVE_APP_*``); the fixes follow what KubeRay v1.6.1's controllers do, as raykube's
+(``controllers/rayjob.py``, ``controllers/rayservice.py``) reproduce it: a RayJob in ``ValidationFailed`` is never
 validated again, a RayService recovers from ``ValidationFailed`` by itself once fixed, ``InitializingTimeout`` is
 terminal.
 """
@@ -78,7 +78,14 @@ RAYSERVICE_WAITING_FOR_CLUSTER = rule(
 SLOW_SECONDS: Final = 600.0
 FAILED_APP_STATUSES: Final = (c.SERVE_APP_DEPLOY_FAILED, c.SERVE_APP_UNHEALTHY)
 TERMINAL_JOB_STATUSES: Final = (c.JOB_DEPLOYMENT_STATUS_COMPLETE, c.JOB_DEPLOYMENT_STATUS_FAILED)
-K8S_JOB_MODE: Final = "K8sJobMode"  # KubeRay rayjob_types.go JobSubmissionMode, the default
+# Ray Serve DeploymentStatus values of a deployment that is fine or on its way (KubeRay's DeploymentStatusEnum).
+SETTLING_DEPLOYMENT_STATUSES: Final = (
+    None,
+    c.SERVE_DEPLOYMENT_HEALTHY,
+    c.SERVE_DEPLOYMENT_UPDATING,
+    c.SERVE_DEPLOYMENT_UPSCALING,
+    c.SERVE_DEPLOYMENT_DOWNSCALING,
+)
 
 
 def _status(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -123,7 +130,8 @@ def check_rayjob_status(snap: Snapshot) -> Iterator[Finding]:
                 obj=ref,
                 severity="error",
                 title=f"The RayJob is invalid: {status.get('message') or 'see its events'}",
-                evidence=evidence + _events(snap, job, ref, "InvalidRayJobSpec", "InvalidRayJobMetadata"),
+                evidence=evidence
+                + _events(snap, job, ref, c.EVENT_INVALID_RAYJOB_SPEC, c.EVENT_INVALID_RAYJOB_METADATA),
                 explanation="KubeRay validated the RayJob and refused it. A RayJob in ValidationFailed is a dead "
                 "end: KubeRay does not validate it again when the spec changes.",
                 remediation=[
@@ -260,8 +268,8 @@ def _events(snap: Snapshot, obj: Obj, ref: ObjectRef, *reasons: str) -> list[Evi
 def check_submitter(snap: Snapshot) -> Iterator[Finding]:
     """KubeRay's submitter Job is named after the RayJob (K8sJobMode) and owned by it."""
     for job in snap.rayjobs:
-        mode = str((job.get("spec") or {}).get("submissionMode") or K8S_JOB_MODE)
-        if mode != K8S_JOB_MODE:
+        mode = str((job.get("spec") or {}).get("submissionMode") or c.SUBMISSION_MODE_K8S_JOB)
+        if mode != c.SUBMISSION_MODE_K8S_JOB:
             continue
         submitter = snap.get(s.JOBS, s.namespace_of(job), s.name_of(job))
         if submitter is None:
@@ -350,7 +358,8 @@ def check_rayservice_status(snap: Snapshot) -> Iterator[Finding]:
                 obj=ref,
                 severity="error",
                 title=f"The RayService is invalid: {ready.get('message') or 'see its events'}",
-                evidence=evidence + _events(snap, service, ref, "InvalidRayServiceSpec", "InvalidRayServiceMetadata"),
+                evidence=evidence
+                + _events(snap, service, ref, c.EVENT_INVALID_RAYSERVICE_SPEC, c.EVENT_INVALID_RAYSERVICE_METADATA),
                 explanation="KubeRay refused the spec and does nothing else with the RayService until it is fixed.",
                 remediation=["Fix the field the message names; KubeRay validates the new spec by itself."],
             )
@@ -444,7 +453,7 @@ def check_serve_applications(snap: Snapshot) -> Iterator[Finding]:
                     evidence.append(field_evidence(ref, f"status.{side}.applicationStatuses[{app_name}].message",
                                                    _clip(str(app["message"])), "cr.status"))  # fmt: skip
                 for deployment, info in sorted(((app or {}).get("serveDeploymentStatuses") or {}).items()):
-                    if (info or {}).get("status") not in (None, "HEALTHY", "UPDATING", "UPSCALING", "DOWNSCALING"):
+                    if (info or {}).get("status") not in SETTLING_DEPLOYMENT_STATUSES:
                         text = f"{info.get('status')}" + (
                             f": {_clip(str(info['message']))}" if info.get("message") else ""
                         )
