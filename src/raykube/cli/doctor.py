@@ -95,6 +95,15 @@ def doctor(
             "as progress, not as a problem (300s, 5m; 0 turns it off).",
         ),
     ] = "5m",
+    exec_: Annotated[
+        bool | None,
+        typer.Option(
+            "--exec/--no-exec",
+            help="Look inside the Ray Pods: ray status, listening ports, DNS and TCP from a worker to the head, Ray "
+            "logs. Default: on for a named target where you may create pods/exec; --all needs --exec.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Diagnose RayClusters, RayJobs and RayServices: walks operator and RBAC, the custom resource, Pods and
     scheduling, the head Service and its EndpointSlices, ConfigMaps, Secrets and PVCs, and names the root cause
@@ -122,6 +131,7 @@ def doctor(
         skip=_rules(skip),
         security=not no_security,
         starting_grace=_seconds(starting_grace),
+        exec_mode="auto" if exec_ is None else ("on" if exec_ else "off"),
     )
     report = _from_dump(from_dump, namespace, wanted, all_namespaces, options) if from_dump else None
     if report is None:

@@ -54,7 +54,7 @@ def write(snap: Snapshot, directory: Path) -> list[Path]:
         path = directory / f"{key}.yaml"
         path.write_text(yaml.dump(document, Dumper=_Dumper, sort_keys=False, default_flow_style=False))
         written.append(path)
-    meta = {
+    meta: dict[str, Any] = {
         "apiVersion": SCHEMA_VERSION,
         "kind": META_KIND,
         "capturedAt": facts.format_time(snap.now),
@@ -64,6 +64,10 @@ def write(snap: Snapshot, directory: Path) -> list[Path]:
         "gathered": sorted(snap.gathered),
         "notChecked": [{"what": n.what, "reason": n.reason, "core": n.core} for n in snap.not_checked],
     }
+    if snap.inside_note or snap.inside:
+        # What --exec read inside the Pods (matching log lines only), so --from-dump diagnoses the same.
+        meta["inPodChecks"] = snap.inside_note
+        meta["inside"] = snap.inside
     path = directory / META_FILE
     path.write_text(yaml.dump(meta, Dumper=_Dumper, sort_keys=False, default_flow_style=False))
     written.append(path)
@@ -178,7 +182,7 @@ def read(  # noqa: PLR0912 - each document shape of a kubectl dump is one branch
             key: [o for o in items if not s.BY_KEY[key].namespaced or s.namespace_of(o) in wanted or _operator(o)]
             for key, items in objects.items()
         }
-    return s.build(
+    snap = s.build(
         objects,
         gathered=gathered,
         not_checked=not_checked,
@@ -188,6 +192,10 @@ def read(  # noqa: PLR0912 - each document shape of a kubectl dump is one branch
         targets=targets,
         workloads=workloads,
     )
+    if meta is not None and isinstance(meta.get("inside"), Mapping):
+        snap.inside = {str(k): dict(v) for k, v in meta["inside"].items() if isinstance(v, Mapping)}
+        snap.inside_note = str(meta.get("inPodChecks") or "") + " (from the dump)"
+    return snap
 
 
 def _operator(obj: Mapping[str, Any]) -> bool:

@@ -24,7 +24,18 @@ from typing import Any, Final, Literal
 Severity = Literal["critical", "error", "warning", "info"]
 Confidence = Literal["confirmed", "likely", "possible"]
 EvidenceSource = Literal[
-    "cr.spec", "cr.status", "pod.spec", "pod.status", "event", "rbac", "static", "object", "node", "operator"
+    "cr.spec",
+    "cr.status",
+    "pod.spec",
+    "pod.status",
+    "event",
+    "rbac",
+    "static",
+    "object",
+    "node",
+    "operator",
+    "ray",  # read inside a Ray Pod (--exec): ray status, listening sockets, DNS and TCP from a worker
+    "log",  # a container's or Ray's log line
 ]
 
 SEVERITIES: Final[tuple[Severity, ...]] = ("critical", "error", "warning", "info")
@@ -210,6 +221,7 @@ class Report:
     captured_at: str
     fail_on: Severity = "error"
     missing_targets: list[ObjectRef] = field(default_factory=list)
+    in_pod: str = ""  # how the in-Pod checks went (--exec), empty when they were not considered
 
     def for_cluster(self, ref: ObjectRef | None) -> list[Finding]:
         return [f for f in self.findings if f.cluster == ref]

@@ -215,7 +215,10 @@ def text_lines(report: Report) -> list[Line]:
     if report.rule_failures:
         for failure in report.rule_failures:
             lines.append([("! ", "bold red"), (f"rule {failure.rule} failed: {failure.error}", "")])
-    lines.append([("Not checked: ", "bold"), ("; ".join(str(n) for n in report.not_checked), "")])
+    if report.in_pod:
+        lines.append([("In-Pod checks: ", "bold"), (report.in_pod, "")])
+    if report.not_checked:
+        lines.append([("Not checked: ", "bold"), ("; ".join(str(n) for n in report.not_checked), "")])
     unhealthy = sum(1 for t in report.targets if _status(report.for_cluster(t), report.fail_on) == "UNHEALTHY")
     kinds: dict[str, int] = {}
     for target in report.targets:
@@ -278,6 +281,7 @@ def to_json(report: Report) -> dict[str, Any]:
         "environment": {
             "operators": [op.to_json() for op in report.operators],
             "crdVersions": list(report.crd_versions),
+            **({"inPodChecks": report.in_pod} if report.in_pod else {}),
         },
         "targets": [_target_json(t, report) for t in report.targets],
         "missingTargets": [m.to_json() for m in report.missing_targets],
@@ -367,6 +371,7 @@ JSON_SCHEMA: Final[dict[str, Any]] = {
                     },
                 },
                 "crdVersions": {"type": "array", "items": {"type": "string"}},
+                "inPodChecks": {"type": "string"},
             },
             "additionalProperties": False,
         },
@@ -432,6 +437,8 @@ JSON_SCHEMA: Final[dict[str, Any]] = {
                                         "object",
                                         "node",
                                         "operator",
+                                        "ray",
+                                        "log",
                                     ]
                                 },
                                 "object": _REF,

@@ -18,15 +18,16 @@ from raykube.doctor import facts
 from raykube.doctor import snapshot as s
 from raykube.doctor.correlate import correlate, root_of
 from raykube.doctor.gather import Scope, gather
+from raykube.doctor.inside import ExecMode, look_inside
 from raykube.doctor.model import Finding, NotChecked, ObjectRef, Report, RuleFailure, Severity
 from raykube.doctor.rules import CHECKERS
 from raykube.doctor.snapshot import Snapshot
 from raykube.kube.client import Kube
 
-# Always said: the doctor reads objects, it does not run anything inside the Pods.
+# Said when the in-Pod checks were not considered at all (a dump without them, a library caller).
 IN_POD_CHECKS: Final = NotChecked(
     "ray status, Ray logs, in-Pod DNS and ports",
-    "the doctor reads Kubernetes objects only; run `kubectl exec <head> -- ray status` for Ray's own view",
+    "they run live with --exec, which needs create pods/exec and get pods/log",
 )
 
 
@@ -47,6 +48,9 @@ class Options:
     # A RayCluster created, or with a not-Ready Pod created, less than this long ago is starting: what only says
     # "not Ready yet" is reported as progress (info), not as a problem (``--starting-grace``).
     starting_grace: float = DEFAULT_STARTING_GRACE
+    # Look inside Ray Pods (``--exec``/``--no-exec``): "auto" where pods/exec is allowed and the run names its
+    # targets, "on", or "off" (what a caller of :func:`diagnose_live` gets unless it asks).
+    exec_mode: ExecMode = "off"
 
 
 def _wanted(finding: Finding, options: Options) -> bool:
@@ -92,7 +96,7 @@ def diagnose(snap: Snapshot, options: Options | None = None) -> Report:
     return Report(
         targets=targets,
         findings=ordered,
-        not_checked=[*snap.not_checked, IN_POD_CHECKS],
+        not_checked=[*snap.not_checked, *([] if snap.inside_note else [IN_POD_CHECKS])],
         rule_failures=failures,
         operators=facts.operators(snap),
         crd_versions=crd_versions,
@@ -100,6 +104,7 @@ def diagnose(snap: Snapshot, options: Options | None = None) -> Report:
         captured_at=facts.format_time(snap.now),
         fail_on=options.fail_on,
         missing_targets=missing,
+        in_pod=snap.inside_note,
     )
 
 
@@ -166,7 +171,11 @@ async def diagnose_live(
     dump_to: Path | None = None,
     now: datetime | None = None,
 ) -> tuple[Report, Snapshot]:
+    options = options or Options()
     snap = await gather(client, scope, now=now)
+    named = scope.targets is not None or scope.workloads is not None
+    if options.exec_mode != "off":
+        await look_inside(client, snap, options.exec_mode, named=named)
     if dump_to is not None:
         dumps.write(snap, dump_to)
     return diagnose(snap, options), snap

@@ -184,6 +184,10 @@ class Snapshot:
     targets: tuple[tuple[str, str], ...] | None = None  # (namespace, name) asked for; None: every RayCluster
     # (kind, namespace, name) of the RayJobs and RayServices asked for; None: every one in scope
     workloads: tuple[tuple[str, str, str], ...] | None = None
+    # What was read inside Ray Pods (``--exec``), by Pod key; see :mod:`raykube.doctor.facts.inside`.
+    inside: dict[str, Any] = field(default_factory=dict)
+    # How the in-Pod checks went ("ran in 3 Pods ...", "off: ..."); empty when they were not considered.
+    inside_note: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 
     def has(self, resource: ResourceType) -> bool:

@@ -23,6 +23,8 @@ token                      broken link
 ``dashboard:C``            ``kubectl port-forward svc/<head-svc> 8265`` (or an Ingress) reaches the dashboard
 ``cluster:C``              the RayCluster is ready (every Pod Running and Ready)
 ``runs-on:C``              what runs on the RayCluster can (a RayJob's job, a RayService's Serve applications)
+``ray-start:P``            ``ray start`` in the Pod keeps running (it does not exit, its GCS or raylet does not die)
+``ray-node:P``             the Pod's raylet is a live node of the Ray cluster (``ray status``)
 =========================  ===========================================================================================
 """
 
@@ -80,6 +82,14 @@ def cluster_ready(cluster: str) -> str:
 def runs_on(cluster: str) -> str:
     """What runs on the RayCluster (a RayJob's job, a RayService's Serve applications) can run."""
     return f"runs-on:{cluster}"
+
+
+def ray_start(pod: str) -> str:
+    return f"ray-start:{pod}"
+
+
+def ray_node(pod: str) -> str:
+    return f"ray-node:{pod}"
 
 
 def pod_down(pod: str) -> frozenset[str]:

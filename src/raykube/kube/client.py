@@ -12,6 +12,7 @@ dependency), several times faster than the standard library on Pod lists.
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from typing import Any, Protocol
 
 import httpx2
 import msgspec
+from httpx2.websockets import WebSocketDisconnect, WebSocketUpgradeError
 from lightkube import KubeConfig
 from lightkube.config.client_adapter import ConnectionParams
 
@@ -73,6 +75,50 @@ class TokenBucket:
 class ListResult:
     items: list[dict[str, Any]]
     resource_version: str
+
+
+def _upgrade_error(response: httpx2.Response) -> ApiError:
+    """The API server's refusal of a WebSocket upgrade: its Status when the body was read, else the code alone."""
+    try:
+        return _error(response)
+    except httpx2.StreamError:
+        return ApiError(response.status_code, response.reason_phrase, "the API server refused the exec stream", {})
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """What a command run in a container (``pods/exec``) wrote and how it ended."""
+
+    stdout: str
+    stderr: str
+    exit_code: int
+
+
+# The exec streaming protocol (KEP-4006, WebSockets): each binary message starts with its channel.
+EXEC_PROTOCOLS = ["v5.channel.k8s.io", "v4.channel.k8s.io"]
+_STDOUT, _STDERR, _ERROR = 1, 2, 3
+
+
+def exec_status(message: bytes) -> int:
+    """The exit code in the error channel's Status: 0 on Success, the ``ExitCode`` cause of a ``NonZeroExitCode``;
+    any other failure (no such container, the container runtime refused) raises :class:`ApiError`."""
+    status = _decode(message) if message.strip() else {}
+    if not isinstance(status, dict) or status.get("status") != "Failure":
+        return 0
+    if status.get("reason") == "NonZeroExitCode":
+        for cause in (status.get("details") or {}).get("causes") or []:
+            if cause.get("reason") == "ExitCode":
+                try:
+                    return int(cause.get("message", ""))
+                except ValueError:
+                    break
+        return -1
+    # kwok (and Go's os/exec behind some runtimes) report a command's failure as an error "...: exit status N".
+    if found := re.search(r"exit status (\d+)$", str(status.get("message", ""))):
+        return int(found.group(1))
+    raise ApiError(
+        int(status.get("code") or 500), str(status.get("reason", "")), str(status.get("message", "")), status
+    )
 
 
 @dataclass(frozen=True)
@@ -454,6 +500,89 @@ class Kube:
         except ApiError as exc:
             if not (missing_ok and exc.not_found):
                 raise
+
+    async def exec(
+        self,
+        res: Resource,
+        name: str,
+        namespace: str,
+        command: Sequence[str],
+        *,
+        container: str | None = None,
+        timeout: float = 10.0,  # noqa: ASYNC109 - the whole exec's deadline, as in kubectl's --request-timeout
+        limit: int = 1 << 20,
+    ) -> ExecResult:
+        """Run ``command`` in a container of Pod ``name`` (``kubectl exec``), over the API server's WebSocket
+        protocol, with no stdin and no TTY; its output (at most ``limit`` bytes of each stream) and exit code.
+
+        Raises :class:`ApiError` when the API server or the container runtime refuses (403 without ``create
+        pods/exec``, 404, 400 for a container that is not running) and :class:`TimeoutError` after ``timeout``."""
+        self._check("create", res, "exec")
+        await self.limiter.acquire()
+        params: list[tuple[str, str | int | float | bool | None]] = [("command", part) for part in command]
+        params += [("stdout", "true"), ("stderr", "true")]
+        if container:
+            params.append(("container", container))
+        started = time.monotonic()
+        code = 0
+        out = [bytearray(), bytearray()]
+        status: bytes | None = None
+        try:
+            async with asyncio.timeout(timeout):
+                try:
+                    async with self.http.websocket(
+                        res.path(namespace, name, "exec"), subprotocols=EXEC_PROTOCOLS, params=params
+                    ) as ws:
+                        code = 101
+                        while status is None:
+                            message = await ws.receive_bytes()
+                            channel, body = message[0], message[1:]
+                            if channel in (_STDOUT, _STDERR):
+                                buffer = out[channel - 1]
+                                buffer += body[: max(0, limit - len(buffer))]
+                            elif channel == _ERROR:
+                                status = body
+                except WebSocketDisconnect:  # closed with no Status on the error channel: the stream was cut
+                    pass
+                except WebSocketUpgradeError as exc:  # the API server answered with a Status, not a stream
+                    code = exc.response.status_code
+                    raise _upgrade_error(exc.response) from None
+                except BaseExceptionGroup as group:  # the WebSocket's task group wraps what went wrong in it
+                    raise group.exceptions[0] if len(group.exceptions) == 1 else group from None
+            exit_code = -1 if status is None else exec_status(status)
+            return ExecResult(out[0].decode(errors="replace"), out[1].decode(errors="replace"), exit_code)
+        finally:
+            if self.observer:
+                self.observer.observe("create", f"{res}/exec", code, time.monotonic() - started)
+
+    async def logs(
+        self,
+        res: Resource,
+        name: str,
+        namespace: str,
+        *,
+        container: str | None = None,
+        previous: bool = False,
+        tail_lines: int | None = None,
+        limit_bytes: int | None = None,
+    ) -> str:
+        """A container's log (``kubectl logs``); ``previous`` for the instance before its last restart."""
+        response = await self.send(
+            "get",
+            "GET",
+            res,
+            res.path(namespace, name, "log"),
+            params={
+                "container": container,
+                "previous": "true" if previous else None,
+                "tailLines": tail_lines,
+                "limitBytes": limit_bytes,
+            },
+            subresource="log",
+        )
+        if response.status_code >= 400:
+            raise _error(response)
+        return response.content.decode(errors="replace")
 
     async def delete_collection(self, res: Resource, namespace: str, labels: Mapping[str, str]) -> None:
         selector = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))

@@ -109,6 +109,26 @@ class ClusterView:
         heads = self.head_pods
         return heads[0] if heads else None
 
+    def start_port(self, param: str, default: int) -> int:
+        """A port of the head's ``ray start`` (``rayStartParams``), else KubeRay's default."""
+        value = (self.head_spec.get("rayStartParams") or {}).get(param)
+        try:
+            return int(value) if value is not None else default
+        except (TypeError, ValueError):
+            return default
+
+    @property
+    def gcs_port(self) -> int:
+        return self.start_port("port", c.DEFAULT_GCS_SERVER_PORT)
+
+    @property
+    def dashboard_port(self) -> int:
+        return self.start_port("dashboard-port", c.DEFAULT_DASHBOARD_PORT)
+
+    @property
+    def client_port(self) -> int:
+        return self.start_port("ray-client-server-port", c.DEFAULT_CLIENT_PORT)
+
     @property
     def age_seconds(self) -> float | None:
         return seconds_since(s.meta(self.obj).get("creationTimestamp"), self.snap.now)

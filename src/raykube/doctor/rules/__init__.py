@@ -21,6 +21,7 @@ from __future__ import annotations
 from raykube.doctor.rules import (
     config,
     control,
+    inside,
     network,
     pods,
     runtime,
@@ -39,6 +40,7 @@ __all__ = [
     "RuleSpec",
     "config",
     "control",
+    "inside",
     "network",
     "pods",
     "runtime",

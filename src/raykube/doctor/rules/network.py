@@ -71,19 +71,11 @@ NETPOL = rule(
 
 
 def dashboard_port(view: ClusterView) -> int:
-    value = (view.head_spec.get("rayStartParams") or {}).get("dashboard-port")
-    try:
-        return int(value) if value is not None else c.DEFAULT_DASHBOARD_PORT
-    except ValueError:
-        return c.DEFAULT_DASHBOARD_PORT
+    return view.dashboard_port
 
 
 def gcs_port(view: ClusterView) -> int:
-    value = (view.head_spec.get("rayStartParams") or {}).get("port")
-    try:
-        return int(value) if value is not None else c.DEFAULT_GCS_SERVER_PORT
-    except ValueError:
-        return c.DEFAULT_GCS_SERVER_PORT
+    return view.gcs_port
 
 
 def _has_port(service: Mapping[str, Any], number: int, name: str) -> bool:

@@ -13,6 +13,7 @@ from raykube.doctor import facts
 from raykube.doctor import snapshot as s
 from raykube.doctor import tokens as t
 from raykube.doctor.facts import ClusterView
+from raykube.doctor.facts import inside as fi
 from raykube.doctor.model import Evidence, Finding, ObjectRef
 from raykube.doctor.rules.base import (
     STAGE_START,
@@ -177,8 +178,26 @@ def check_crashes(snap: Snapshot) -> Iterator[Finding]:
                     f"kubectl logs {s.name_of(pod)} -n {view.namespace} -c {state.name} --previous",
                     "On the head: /tmp/ray/session_latest/logs/gcs_server.out and raylet.out.",
                 ],
+                symptoms={t.ray_start(s.key_of(p)) for p in pods},
                 effects=_pod_tokens(view, pods) | ({t.gcs(view.key)} if head else set()),
             )
+
+
+def _dashboard_seen_inside(view: ClusterView) -> list[Evidence]:
+    """With --exec: where the head's dashboard port listens, and what a worker got connecting to it."""
+    port = view.dashboard_port
+    out = []
+    for pod in view.pods:
+        result = fi.probe(view.snap, pod)
+        if result is None:
+            continue
+        if facts.node_type(pod) == c.NODE_TYPE_HEAD:
+            addrs = fi.listeners(result, port) or "nothing"
+            out.append(field_evidence(facts.ref(pod, "Pod"), f"listening on port {port}", addrs, "ray"))
+        for host, number, error in result.get("connect") or []:
+            if number == port:
+                out.append(field_evidence(facts.ref(pod, "Pod"), f"connect {host}:{number}", error or "ok", "ray"))
+    return out
 
 
 def _probe_text(container: Mapping[str, Any]) -> str:
@@ -410,7 +429,8 @@ def check_static_ports(snap: Snapshot) -> Iterator[Finding]:
                 severity="error",
                 title=f"The dashboard listens on {host} only: nothing reaches it through the head Service",
                 evidence=[
-                    field_evidence(view.ref, "spec.headGroupSpec.rayStartParams.dashboard-host", host, "cr.spec")
+                    field_evidence(view.ref, "spec.headGroupSpec.rayStartParams.dashboard-host", host, "cr.spec"),
+                    *_dashboard_seen_inside(view),
                 ],
                 explanation="KubeRay sets --dashboard-host=0.0.0.0 only when unset. Bound to localhost, everything "
                 "that reaches the dashboard over the network is refused: the head Service's address from other "

@@ -1,0 +1,228 @@
+"""Facts read inside Ray Pods (``--exec``): what the in-Pod probe and the container logs said, and how to read it.
+
+The probe's results are plain JSON in :attr:`raykube.doctor.snapshot.Snapshot.inside`, keyed by Pod
+(``<namespace>/<name>``), so a dump carries them and ``--from-dump`` diagnoses the same way:
+
+``{"role": "head"|"worker", "container": name, "probe": {...} | None, "error": text | None, "logs": [LogLine...]}``
+
+where ``probe`` is :mod:`raykube.doctor.probe_script`'s output and a ``LogLine`` is
+``{"source": "kubectl logs -c C [--previous]" | "<file in /tmp/ray/session_latest/logs>", "line": text}``: only lines
+that match :data:`LOG_PATTERN`, so neither the snapshot nor a dump holds a whole log.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from raykube.doctor.snapshot import Obj, Snapshot, key_of
+
+
+@dataclass(frozen=True)
+class LogSign:
+    key: str
+    pattern: re.Pattern[str]
+    meaning: str
+
+
+# What Ray (2.x) and KubeRay's wait-gcs-ready init container write when the chain breaks, most specific first.
+LOG_SIGNS: Final = (
+    LogSign(
+        "port-in-use",
+        re.compile(
+            r"[Aa]ddress already in use|EADDRINUSE|Failed to bind|is already in use|port .* is not available|"
+            r"Failed to start the grpc server|Failed to add any wildcard listeners"
+        ),
+        "a port Ray needs is already taken in the Pod",
+    ),
+    LogSign(
+        "version-mismatch",
+        re.compile(r"[Vv]ersion mismatch|versions? (do not|does not|don't) match|was started with Ray version"),
+        "the Ray or Python versions of the Pods differ",
+    ),
+    LogSign(
+        "auth",
+        re.compile(
+            r"(?i:\bunauthenticated\b|authentication (failed|token)|invalid (auth(entication)? )?token)|RAY_AUTH"
+        ),
+        "Ray's token authentication refused a connection",
+    ),
+    LogSign(
+        "oom",
+        re.compile(r"running low on memory|killed due to memory pressure|[Mm]emory monitor|OutOfMemoryError"),
+        "Ray's memory monitor killed tasks or actors",
+    ),
+    LogSign(
+        "gcs-unreachable",
+        re.compile(
+            r"Failed to connect to GCS|Unable to connect to GCS|Failed to get cluster ID from GCS|GCS .*(?:unavailable|"
+            r"timed out|not ready)|Waiting for GCS to be ready|[Cc]ould not (?:connect|read) .*gcs"
+        ),
+        "a Ray process cannot reach the GCS",
+    ),
+)
+LOG_PATTERN: Final = "|".join(f"(?:{sign.pattern.pattern})" for sign in LOG_SIGNS)
+_MASK = re.compile(r"(?i)((?:password|passwd|token|secret|api[_-]?key)[\"']?\s*[=:]\s*[\"']?)[^\s\"',;]+")
+
+
+def sign_of(line: str) -> LogSign | None:
+    for sign in LOG_SIGNS:
+        if sign.pattern.search(line):
+            return sign
+    return None
+
+
+EXCERPT: Final = 400
+
+
+def excerpt(line: str, start: int) -> str:
+    """At most :data:`EXCERPT` characters of ``line`` around position ``start`` (where a pattern matched)."""
+    if len(line) <= EXCERPT:
+        return line
+    begin = max(0, min(start - 120, len(line) - EXCERPT))
+    return ("…" if begin else "") + line[begin : begin + EXCERPT]
+
+
+def matching_lines(text: str, limit: int = 20) -> list[str]:
+    """The last ``limit`` lines of ``text`` that match a :data:`LOG_SIGNS` pattern (the part around the match, when
+    long), credentials masked."""
+    pattern = re.compile(LOG_PATTERN)
+    found = [(line, m.start()) for line in text.splitlines() if (m := pattern.search(line))]
+    return [mask(excerpt(line, start)) for line, start in found[-limit:]]
+
+
+def mask(line: str) -> str:
+    """``password=...``/``token: ...`` and the like with the value replaced (a quoted line may hold one)."""
+    return _MASK.sub(r"\1***", line)
+
+
+@dataclass(frozen=True)
+class LogHit:
+    pod: str  # <namespace>/<name>
+    source: str
+    line: str
+    sign: LogSign
+
+
+def log_hits(snap: Snapshot, pod: Obj) -> list[LogHit]:
+    """Every classified log line gathered for ``pod``."""
+    entry = snap.inside.get(key_of(pod)) or {}
+    hits = []
+    for item in entry.get("logs") or []:
+        line = str(item.get("line", ""))
+        sign = sign_of(line)
+        if sign is not None:
+            hits.append(LogHit(key_of(pod), str(item.get("source", "")), line, sign))
+    return hits
+
+
+def probe(snap: Snapshot, pod: Obj) -> Mapping[str, Any] | None:
+    entry = snap.inside.get(key_of(pod)) or {}
+    result = entry.get("probe")
+    return result if isinstance(result, Mapping) else None
+
+
+def _loopback(address: str) -> bool:
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_loopback
+
+
+def listeners(result: Mapping[str, Any], port: int) -> list[str]:
+    """The addresses a port listens on in the Pod (empty: it does not listen)."""
+    return [str(a) for a, p in result.get("listening") or [] if p == port]
+
+
+def loopback_only(addresses: Sequence[str]) -> bool:
+    return bool(addresses) and all(_loopback(a) for a in addresses)
+
+
+def cluster_domain(result: Mapping[str, Any], namespace: str) -> str | None:
+    """The DNS domain in the Pod's resolv.conf (``<namespace>.svc.<domain>`` is the first search entry a kubelet
+    writes); None when the Pod's DNS is not the cluster's."""
+    prefix = f"{namespace}.svc."
+    for entry in result.get("search") or []:
+        if str(entry).startswith(prefix):
+            return str(entry)[len(prefix) :].rstrip(".")
+    return None
+
+
+@dataclass
+class RayStatus:
+    """What ``ray status -v`` printed: the live nodes (by name, with their group, when Ray names them), the node
+    counts per type in Active/Idle, pending nodes, recent failures, resource totals and pending demands."""
+
+    nodes: dict[str, str] = field(default_factory=dict)  # node name (the Pod's, with KubeRay) -> group
+    counts: dict[str, int] = field(default_factory=dict)  # node type -> live nodes
+    pending: list[str] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    totals: dict[str, tuple[float, float, str]] = field(default_factory=dict)  # resource -> (used, total, text)
+    demands: list[str] = field(default_factory=list)
+
+    @property
+    def live(self) -> int:
+        return sum(self.counts.values())
+
+
+_SECTIONS = {"Active:", "Idle:", "Pending:", "Recent failures:", "Total Usage:", "Pending Demands:"}
+_NODE = re.compile(r"^Node:\s+(\S+)(?:\s+\((.*)\))?\s*$")
+_COUNT = re.compile(r"^\s*(\d+)\s+(\S+)\s*$")
+_USAGE = re.compile(r"^\s*([\d.]+)((?:[KMGTP]i?)?B)?/([\d.]+)((?:[KMGTP]i?)?B)?\s+(\S+)")
+_UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40, "PiB": 1 << 50}
+
+
+def parse_ray_status(text: str) -> RayStatus:
+    status = RayStatus()
+    section = ""
+    for raw in text.splitlines():
+        line = raw.rstrip()
+        stripped = line.strip()
+        if node := _NODE.match(stripped):
+            status.nodes[node.group(1)] = node.group(2) or ""
+            section = "Node"
+            continue
+        if stripped in _SECTIONS:
+            section = stripped
+            continue
+        if not stripped or stripped.startswith("(") or set(stripped) <= {"-", "="}:
+            continue
+        if not line.startswith(" "):  # a heading of its own ("Resources", "From request_resources:")
+            section = ""
+            continue
+        if section in ("Active:", "Idle:") and (count := _COUNT.match(stripped)):
+            status.counts[count.group(2)] = status.counts.get(count.group(2), 0) + int(count.group(1))
+        elif section == "Pending:":
+            status.pending.append(stripped)
+        elif section == "Recent failures:":
+            status.failures.append(stripped)
+        elif section == "Total Usage:" and (usage := _USAGE.match(stripped)):
+            used, total = float(usage.group(1)), float(usage.group(3))
+            used *= _UNITS.get(usage.group(2) or "", 1)
+            total *= _UNITS.get(usage.group(4) or "", 1)
+            status.totals[usage.group(5)] = (used, total, stripped)
+        elif section == "Pending Demands:":
+            status.demands.append(stripped)
+    return status
+
+
+def ray_status(snap: Snapshot, head: Obj) -> tuple[RayStatus, str] | None:
+    """``ray status -v`` as run on ``head`` (parsed, and as printed), when it ran and exited 0."""
+    result = probe(snap, head)
+    run = (result or {}).get("status") or {}
+    if not isinstance(run, Mapping) or run.get("exit") != 0:
+        return None
+    text = str(run.get("stdout", ""))
+    return parse_ray_status(text), text
+
+
+def status_lines(text: str, wanted: Iterable[str]) -> list[str]:
+    """The lines of ``ray status`` output that mention any of ``wanted``."""
+    keys = list(wanted)
+    return [line.strip() for line in text.splitlines() if any(k in line for k in keys)]

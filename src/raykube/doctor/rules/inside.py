@@ -1,0 +1,463 @@
+"""What the in-Pod checks (``--exec``) found inside Ray: the failures where every object looks right.
+
+They read :attr:`~raykube.doctor.snapshot.Snapshot.inside` (see :mod:`raykube.doctor.facts.inside`) and fire only
+on what was observed there: a name that does not resolve from a worker, a port a worker cannot connect to, a Ray
+port that listens on localhost only, ``ray start`` failing on a port already taken, log lines that say the versions
+differ or authentication failed or the memory monitor killed work, and Ready Pods whose raylet is not in ``ray
+status``. Without ``--exec`` they say nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from raykube.api import constants as c
+from raykube.doctor import facts
+from raykube.doctor import snapshot as s
+from raykube.doctor import tokens as t
+from raykube.doctor.facts import inside as fi
+from raykube.doctor.facts.cluster import ClusterView
+from raykube.doctor.model import Evidence, Finding, ObjectRef
+from raykube.doctor.rules.base import (
+    STAGE_DOWNSTREAM,
+    STAGE_GCS,
+    STAGE_SERVICE,
+    STAGE_START,
+    STAGE_WORKERS,
+    STAGE_WORKLOAD,
+    checker,
+    field_evidence,
+    finding,
+    listing,
+    plural,
+    rule,
+)
+from raykube.doctor.snapshot import Obj, Snapshot
+
+NODE_MISSING = rule(
+    "R01",
+    "RAY_NODE_MISSING",
+    STAGE_WORKERS,
+    "A Ready Pod's raylet is not a node of the Ray cluster (ray status)",
+    ["ray-project/kuberay#2412"],
+)
+NAME_UNRESOLVED = rule(
+    "R02",
+    "HEAD_NAME_UNRESOLVED",
+    STAGE_SERVICE,
+    "A worker cannot resolve the head Service's name (in-Pod DNS)",
+    ["ray-project/kuberay#1041"],
+)
+PORT_UNREACHABLE = rule(
+    "R03",
+    "HEAD_PORT_UNREACHABLE",
+    STAGE_GCS,
+    "A worker cannot connect to the GCS, dashboard or client port of the head (blocked on the way)",
+    ["ray-project/kuberay#1578"],
+)
+LOOPBACK = rule(
+    "R04",
+    "RAY_PORT_ON_LOCALHOST",
+    STAGE_START,
+    "A Ray port on the head listens on localhost only, or not at all",
+    ["ray-project/ray#25909"],
+)
+PORT_IN_USE = rule(
+    "R05",
+    "RAY_PORT_IN_USE",
+    STAGE_START,
+    "ray start failed: a port Ray needs is already taken in the Pod (Address already in use)",
+    ["ray-project/ray#31393"],
+)
+VERSION = rule(
+    "R06",
+    "RAY_VERSION_MISMATCH",
+    STAGE_START,
+    "Ray's logs say the Ray or Python versions of the Pods differ",
+    ["ray-project/kuberay#1224"],
+)
+AUTH = rule("R07", "RAY_AUTH_REFUSED", STAGE_GCS, "Ray's token authentication refuses connections (logs)")
+MEMORY_MONITOR = rule(
+    "R08",
+    "RAY_MEMORY_MONITOR_KILLS",
+    STAGE_WORKLOAD,
+    "Ray's memory monitor killed tasks or actors (logs)",
+    ["ray-project/ray#36345"],
+)
+RESOURCES = rule(
+    "R09",
+    "RAY_RESOURCES_SHORT",
+    STAGE_DOWNSTREAM,
+    "ray status shows less CPU or memory than the RayCluster's status.desiredCPU/desiredMemory, or demands that wait",
+)
+
+
+def _pod_ref(pod: Obj) -> ObjectRef:
+    return facts.ref(pod, "Pod")
+
+
+def _log_evidence(snap: Snapshot, pod: Obj, key: str, limit: int = 2) -> list[Evidence]:
+    hits = [h for h in fi.log_hits(snap, pod) if h.sign.key == key]
+    # The newest lines, without repeats (a crash loop writes the same line each restart).
+    seen: dict[str, fi.LogHit] = {}
+    for hit in reversed(hits):
+        seen.setdefault(_shape(hit.line), hit)
+    return [
+        Evidence(source="log", object=_pod_ref(pod), path=h.source, value=h.line) for h in list(seen.values())[:limit]
+    ]
+
+
+def _shape(line: str) -> str:
+    """A log line without its timestamps and numbers, to spot repeats."""
+    return "".join(ch for ch in line if not ch.isdigit())[:160]
+
+
+def _ports(view: ClusterView) -> dict[int, str]:
+    return {view.gcs_port: "GCS", view.dashboard_port: "dashboard", view.client_port: "Ray client"}
+
+
+def _workers_of(view: ClusterView, pod: Obj) -> tuple[str, list[Obj]]:
+    group = facts.group_of(pod)
+    pods = next((g.live_pods for g in view.groups if g.name == group), [pod])
+    return group, pods
+
+
+def _probed_workers(view: ClusterView) -> Iterator[tuple[Obj, Mapping[str, Any], str]]:
+    for pod in view.pods:
+        entry = view.snap.inside.get(s.key_of(pod)) or {}
+        result = entry.get("probe")
+        if entry.get("role") == "worker" and isinstance(result, Mapping):
+            yield pod, result, str(entry.get("container") or "")
+
+
+@checker(NAME_UNRESOLVED, PORT_UNREACHABLE)
+def check_worker_paths(snap: Snapshot) -> Iterator[Finding]:
+    for view in facts.cluster_views(snap):
+        head = view.head
+        head_result = fi.probe(snap, head) if head is not None else None
+        for pod, result, container in _probed_workers(view):
+            group, group_pods = _workers_of(view, pod)
+            ray_nodes = {t.ray_node(s.key_of(p)) for p in group_pods}
+            where = f"from {s.name_of(pod)} (container {container})"
+            resolved: Mapping[str, Any] = result.get("resolve") or {}
+            failed = {host: r["error"] for host, r in resolved.items() if isinstance(r, Mapping) and r.get("error")}
+            domain = result.get("domain")
+            if failed:
+                host, error = next(iter(failed.items()))
+                evidence = [
+                    field_evidence(_pod_ref(pod), f"getaddrinfo({host})", error, "ray"),
+                    field_evidence(_pod_ref(pod), "/etc/resolv.conf nameservers", result.get("nameservers"), "ray"),
+                    field_evidence(
+                        _pod_ref(pod), "spec.dnsPolicy", (pod.get("spec") or {}).get("dnsPolicy"), "pod.spec"
+                    ),
+                    *_gcs_log_lines(snap, pod),
+                ]
+                fixes = [f"kubectl exec {s.name_of(pod)} -n {view.namespace} -c {container} -- getent hosts {host}"]
+                if domain is None:
+                    why = "its resolv.conf has no search entry of the cluster's DNS: the Pod does not use cluster DNS"
+                    fixes.insert(0, "Use dnsPolicy ClusterFirst (or ClusterFirstWithHostNet with hostNetwork).")
+                elif domain != c.DEFAULT_CLUSTER_DOMAIN:
+                    why = f"the cluster's DNS domain is {domain}"
+                    fixes.insert(
+                        0, f"Set {c.CLUSTER_DOMAIN_ENV}={domain} in the operator's environment (Helm value env)."
+                    )
+                else:
+                    why = "the cluster DNS does not answer it from this Pod"
+                    fixes.insert(
+                        0,
+                        "Check the Pod's dnsPolicy/dnsConfig, that CoreDNS runs, and that no egress NetworkPolicy "
+                        "blocks UDP/TCP 53 from the Ray Pods.",
+                    )
+                yield finding(
+                    NAME_UNRESOLVED,
+                    cluster=view.ref,
+                    obj=_pod_ref(pod),
+                    severity="error",
+                    title=f"Worker group {group} cannot resolve the head Service's name: {why}",
+                    evidence=evidence,
+                    explanation="Workers reach the GCS by the head Service's DNS name; when it does not resolve "
+                    f'they stay in {c.WAIT_GCS_READY_INIT_CONTAINER} ("Waiting for GCS to be ready") although the '
+                    "head, its Service and its endpoints are all fine.",
+                    remediation=fixes,
+                    symptoms={t.create_service(view.key)},
+                    effects={t.gcs(view.key), t.workers(view.key, group), *ray_nodes},
+                )
+                continue
+            blocked = [(h, p, e) for h, p, e in result.get("connect") or [] if e]
+            if not blocked or head is None or not facts.is_ready(head):
+                continue  # a head that is not Ready explains a refused port: the object rules say why
+            names = _ports(view)
+            gcs_blocked = any(p == view.gcs_port for _, p, _ in blocked)
+            heard = {p: fi.listeners(head_result, p) for _, p, _ in blocked} if head_result else {}
+            evidence = [field_evidence(_pod_ref(pod), f"connect {h}:{p}", e, "ray") for h, p, e in blocked]
+            if heard:
+                evidence += [
+                    field_evidence(facts.ref(head, "Pod"), f"listening on port {p}", addrs or "nothing", "ray")
+                    for p, addrs in heard.items()
+                ]
+            if any(not addrs or fi.loopback_only(addrs) for addrs in heard.values()):
+                continue  # the head does not listen there (R04/R05 say why), nothing blocks the way
+            policies = (
+                [s.name_of(np) for np in snap.in_namespace(s.NETWORKPOLICIES, view.namespace)]
+                if snap.has(s.NETWORKPOLICIES)
+                else []
+            )
+            ports = ", ".join(f"{p} ({names.get(p, 'port')})" for _, p, _ in blocked)
+            yield finding(
+                PORT_UNREACHABLE,
+                cluster=view.ref,
+                obj=_pod_ref(pod),
+                severity="error" if gcs_blocked else "warning",
+                title=f"Worker group {group} cannot connect to the head on {ports} although the head listens "
+                "there: something between the Pods drops or rejects it",
+                evidence=[*evidence, *_gcs_log_lines(snap, pod)],
+                explanation="The name resolves and the head listens on its Pod address, yet the connection fails "
+                f"{where}: a NetworkPolicy (or a CNI/host firewall, a service mesh sidecar) is in the way. Ray needs "
+                "the GCS port from every worker, and many more ports between all Ray Pods.",
+                remediation=[
+                    (
+                        f"Allow the Ray Pods to reach each other: NetworkPolicies in {view.namespace}: "
+                        f"{listing(policies)} (kubectl describe networkpolicy -n {view.namespace})"
+                        if policies
+                        else "No NetworkPolicy here: look at the CNI's policies, host firewalls or a mesh sidecar "
+                        "that intercepts the Pod's traffic."
+                    ),
+                    f"kubectl exec {s.name_of(pod)} -n {view.namespace} -c {container} -- "
+                    f"python3 -c \"import socket; socket.create_connection(('{blocked[0][0]}', {blocked[0][1]}), 3)\"",
+                ],
+                effects=(
+                    {t.gcs(view.key), t.workers(view.key, group), *ray_nodes}
+                    if gcs_blocked
+                    else {t.dashboard(view.key)}
+                ),
+            )
+
+
+def _gcs_log_lines(snap: Snapshot, pod: Obj) -> list[Evidence]:
+    return _log_evidence(snap, pod, "gcs-unreachable", limit=1)
+
+
+@checker(LOOPBACK, PORT_IN_USE)
+def check_head_ports(snap: Snapshot) -> Iterator[Finding]:
+    for view in facts.cluster_views(snap):
+        head = view.head
+        if head is None:
+            continue
+        head_key = s.key_of(head)
+        taken = _log_evidence(snap, head, "port-in-use")
+        head_tokens = {t.ray_start(head_key), t.pod_ready(head_key), t.head(view.key), t.gcs(view.key)}
+        if taken:
+            others = [
+                str(ctr.get("name"))
+                for ctr in (head.get("spec") or {}).get("containers") or []
+                if ctr.get("name") != facts.ray_container(head.get("spec") or {}).get("name")
+            ]
+            result = fi.probe(snap, head)
+            holders = (
+                [
+                    field_evidence(
+                        _pod_ref(head), f"listening on port {view.gcs_port}", fi.listeners(result, view.gcs_port), "ray"
+                    )
+                ]
+                if result and fi.listeners(result, view.gcs_port)
+                else []
+            )
+            yield finding(
+                PORT_IN_USE,
+                cluster=view.ref,
+                obj=_pod_ref(head),
+                severity="critical",
+                title="The head's ray start fails: a port Ray needs is already in use in the Pod"
+                + (f" (other containers in the Pod: {listing(others)})" if others else ""),
+                evidence=[*taken, *holders],
+                explanation="All containers of a Pod share one network namespace: a sidecar (a Redis, a metrics "
+                "exporter, a proxy) or a second process listening on 6379, 8265, 10001 or another Ray port makes "
+                "the GCS (or another Ray component) fail to bind, and `ray start` exits or the GCS crashes.",
+                remediation=[
+                    "Move the other listener to a free port, or give Ray other ports in rayStartParams "
+                    "(port, dashboard-port, ray-client-server-port).",
+                    f"kubectl logs {s.name_of(head)} -n {view.namespace} --all-containers --previous",
+                ],
+                effects=head_tokens,
+            )
+            continue
+        result = fi.probe(snap, head)
+        if result is None or not facts.is_ready(head):
+            continue
+        names = _ports(view)
+        params = view.head_spec.get("rayStartParams") or {}
+        for port, what in names.items():
+            addrs = fi.listeners(result, port)
+            if not fi.loopback_only(addrs):
+                continue
+            if what == "dashboard" and str(params.get("dashboard-host", "")).strip() in (
+                "127.0.0.1",
+                "localhost",
+                "::1",
+            ):
+                continue  # F01 says it from the spec, with the fix
+            yield finding(
+                LOOPBACK,
+                cluster=view.ref,
+                obj=_pod_ref(head),
+                severity="error" if what == "GCS" else "warning",
+                title=f"The head's {what} port {port} listens on {listing(addrs)} only: other Pods cannot reach it",
+                evidence=[field_evidence(_pod_ref(head), f"listening on port {port}", addrs, "ray")],
+                explanation="A socket bound to the loopback address answers only inside the Pod; the head Service "
+                "and the workers connect to the Pod's address. Something in the container's command or environment "
+                "binds Ray to localhost (--node-ip-address, --dashboard-host, a RAY_* variable).",
+                remediation=["Let Ray bind to the Pod IP (KubeRay's defaults); remove the localhost override."],
+                effects={t.gcs(view.key)} if what == "GCS" else {t.dashboard(view.key)},
+            )
+
+
+@checker(VERSION, AUTH, MEMORY_MONITOR)
+def check_log_signs(snap: Snapshot) -> Iterator[Finding]:
+    for view in facts.cluster_views(snap):
+        for spec, key, severity in ((VERSION, "version-mismatch", "error"), (AUTH, "auth", "error")):
+            pods = [p for p in view.pods if _log_evidence(snap, p, key, 1)]
+            if not pods:
+                continue
+            evidence = [e for p in pods[:2] for e in _log_evidence(snap, p, key, 1)]
+            if spec is VERSION:
+                images = sorted({str(facts.ray_container(p.get("spec") or {}).get("image")) for p in view.pods})
+                evidence.append(field_evidence(view.ref, "images of the Ray Pods", images, "pod.spec"))
+            yield finding(
+                spec,
+                cluster=view.ref,
+                obj=_pod_ref(pods[0]),
+                severity=severity,  # type: ignore[arg-type]
+                title=(
+                    f"Ray's logs in {plural(len(pods), 'Pod')} say the versions differ"
+                    if spec is VERSION
+                    else f"Ray refuses connections for authentication in {plural(len(pods), 'Pod')}"
+                ),
+                evidence=evidence,
+                explanation=(
+                    "Every Ray Pod (and every client: ray job submit, Ray Client) must run the same Ray and Python "
+                    "versions; a worker or driver with another one cannot join."
+                    if spec is VERSION
+                    else "With token authentication every Ray process and client needs the cluster's token; one "
+                    "started without it (or with an old one) is refused."
+                ),
+                remediation=(
+                    ["Use one image (same Ray and Python) for the head and every worker group, and set rayVersion."]
+                    if spec is VERSION
+                    else [
+                        "Give every Pod and client the same token: spec.authOptions (KubeRay mounts the Secret); "
+                        "ray job submit needs RAY_AUTH_TOKEN."
+                    ]
+                ),
+                effects={t.ray_start(s.key_of(p)) for p in pods} | {t.runs_on(view.key)},
+            )
+        pods = [p for p in view.pods if _log_evidence(snap, p, "oom", 1)]
+        if pods:
+            yield finding(
+                MEMORY_MONITOR,
+                cluster=view.ref,
+                obj=_pod_ref(pods[0]),
+                severity="warning",
+                title=f"Ray's memory monitor killed tasks or actors in {plural(len(pods), 'Pod')}",
+                evidence=[e for p in pods[:2] for e in _log_evidence(snap, p, "oom", 1)],
+                explanation="Before the kernel OOM-kills a container, Ray kills the newest retriable tasks when "
+                "the node's memory passes RAY_memory_usage_threshold (0.95): jobs slow down or fail with "
+                "OutOfMemoryError, and the Pods stay Running.",
+                remediation=[
+                    "Give the Pods more memory (requests = limits), ask for memory in the tasks (memory=...), or "
+                    "lower their concurrency."
+                ],
+                effects={t.runs_on(view.key)},
+            )
+
+
+@checker(NODE_MISSING, RESOURCES)
+def check_ray_status(snap: Snapshot) -> Iterator[Finding]:
+    for view in facts.cluster_views(snap):
+        head = view.head
+        if head is None or not facts.is_ready(head):
+            continue
+        read = fi.ray_status(snap, head)
+        if read is None:
+            continue
+        status, _ = read
+        ready = [p for p in view.pods if facts.is_ready(p) and not facts.terminating(p)]
+        missing: list[Obj]
+        if status.nodes:
+            missing = [p for p in ready if s.name_of(p) not in status.nodes]
+        else:  # a Ray that does not name its nodes: compare the counts
+            missing = ready[status.live :] if status.live < len(ready) else []
+        head_ref = _pod_ref(head)
+        summary = field_evidence(
+            head_ref,
+            "ray status -v",
+            f"{plural(status.live, 'live node')}: "
+            + (
+                listing(sorted(status.nodes), 6)
+                if status.nodes
+                else listing(f"{n} {k}" for k, n in status.counts.items())
+            ),
+            "ray",
+        )
+        if missing:
+            evidence = [summary, *[field_evidence(_pod_ref(p), "status", "Ready", "pod.status") for p in missing[:3]]]
+            evidence += [field_evidence(head_ref, "ray status: recent failure", f, "ray") for f in status.failures[:2]]
+            for pod in missing[:2]:
+                evidence += _gcs_log_lines(snap, pod)
+            yield finding(
+                NODE_MISSING,
+                cluster=view.ref,
+                obj=_pod_ref(missing[0]),
+                severity="error",
+                title=f"{plural(len(missing), 'Ready Pod')} ({listing(s.name_of(p) for p in missing)}) "
+                f"{'is' if len(missing) == 1 else 'are'} not in the Ray cluster: ray status shows "
+                f"{status.live} of {len(ready)} nodes",
+                evidence=evidence,
+                explanation="A Pod's readiness probe checks its own raylet; a raylet that registered with another "
+                "GCS, lost its GCS connection, or died after start leaves a Ready Pod that Ray cannot use. Tasks "
+                "and actors that need its resources wait.",
+                remediation=[
+                    f"kubectl logs {s.name_of(missing[0])} -n {view.namespace} | grep -i gcs",
+                    f"kubectl delete pod {s.name_of(missing[0])} -n {view.namespace}  # the operator recreates it",
+                ],
+                symptoms={t.ray_node(s.key_of(p)) for p in missing},
+                effects={t.runs_on(view.key)},
+            )
+            continue
+        short = _short_resources(view, status)
+        if short or status.demands:
+            yield finding(
+                RESOURCES,
+                cluster=view.ref,
+                obj=view.ref,
+                severity="warning",
+                title="Ray has "
+                + (" and ".join(short) if short else "resource demands it cannot place now")
+                + (f"; {plural(len(status.demands), 'pending demand')}" if short and status.demands else ""),
+                evidence=[
+                    summary,
+                    *[
+                        field_evidence(head_ref, "ray status: total", total[2], "ray")
+                        for total in status.totals.values()
+                    ],
+                    *[field_evidence(head_ref, "ray status: pending demand", d, "ray") for d in status.demands[:3]],
+                ],
+                explanation="status.desiredCPU/desiredMemory add up the Pods' requests; Ray counts what each "
+                "raylet registered (num-cpus, memory in rayStartParams override them). Demands that no node type "
+                "can hold wait forever unless the autoscaler can add a node that fits.",
+                remediation=["kubectl exec " + s.name_of(head) + f" -n {view.namespace} -- ray status -v"],
+                effects={t.runs_on(view.key)},
+            )
+
+
+def _short_resources(view: ClusterView, status: fi.RayStatus) -> list[str]:
+    out = []
+    wanted: Sequence[tuple[str, str, str]] = (("desiredCPU", "CPU", "CPU"), ("desiredMemory", "memory", "memory"))
+    for field_name, resource, label in wanted:
+        desired = facts.quantity(view.status.get(field_name))
+        total = status.totals.get(resource)
+        if desired is None or total is None or desired.value <= 0:
+            continue
+        if total[1] < float(desired.value) * 0.99:
+            out.append(f"{label} {total[2].split()[0].split('/')[1]} of the {view.status.get(field_name)} desired")
+    return out

@@ -1,0 +1,195 @@
+"""``raykube doctor`` inside real Ray (process nodes): the failures where every Kubernetes object looks right.
+
+Each test breaks a real Ray cluster the way users meet it, then runs ``raykube doctor raycluster/NAME`` as a user
+does (a subprocess, default options: the in-Pod checks run because the caller may create ``pods/exec``) and asserts
+the root cause it names and the evidence it quotes from inside the Pods:
+
+* a worker whose DNS cannot resolve the head Service (``dnsPolicy: None`` pointing at a resolver that is not there);
+* a block of TCP 6379 between a worker and the head (an init container adds ``ip rule ... dport 6379 prohibit`` in
+  the worker's network namespace: what a NetworkPolicy that drops the GCS port does, with no object to show it);
+* a dashboard bound to 127.0.0.1 (seen listening there, and refused from a worker);
+* a port conflict: a sidecar listening on 6379 before the GCS starts ("Address already in use", a crash loop).
+
+And the chapter's healthy cluster: exit 0 with nothing at warning or above, while starting and once ready, with the
+in-Pod checks run on the head and one worker.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from lightkube import AsyncClient
+from lightkube.resources.core_v1 import Pod
+
+from raykube.doctor.model import at_least
+from raykube.runtime.manager import Manager
+from raykube.waiting import NotYet, wait_for
+from tests.integration.process import ProcessSandbox
+from tests.integration.test_process_runtime import RAY_READY, RAYCLUSTER, apply_all, seed, wait_cluster
+
+IMAGE = "rayproject/ray:2.52.0"
+
+
+def doctor(proc: ProcessSandbox, ns: str, name: str, *extra: str) -> tuple[int, dict[str, Any]]:
+    run = subprocess.run(
+        [sys.executable, "-m", "raykube.cli.main", "doctor", f"raycluster/{name}", "-n", ns, "-o", "json",
+         "--kubeconfig", str(proc.kubeconfig), *extra],
+        capture_output=True, text=True, timeout=120, check=False, env={**os.environ, "COLUMNS": "200"},
+    )  # fmt: skip
+    assert run.stdout, run.stderr
+    return run.returncode, json.loads(run.stdout)
+
+
+def roots(report: dict[str, Any]) -> list[dict[str, Any]]:
+    return [f for f in report["findings"] if not f.get("causedBy") and at_least(f["severity"], "error")]
+
+
+def small_cluster(name: str, *, head: Callable[[dict[str, Any]], None] | None = None,
+                  worker: Callable[[dict[str, Any]], None] | None = None,
+                  head_params: dict[str, str] | None = None) -> dict[str, Any]:  # fmt: skip
+    """1 head + 1 worker of 250m/256Mi (process nodes do not enforce memory; the scheduler counts the requests)."""
+    resources = {"limits": {"cpu": "250m", "memory": "256Mi"}, "requests": {"cpu": "250m", "memory": "256Mi"}}
+    head_spec: dict[str, Any] = {"containers": [{"name": "ray-head", "image": IMAGE, "resources": resources}]}
+    worker_spec: dict[str, Any] = {"containers": [{"name": "ray-worker", "image": IMAGE, "resources": resources}]}
+    if head:
+        head(head_spec)
+    if worker:
+        worker(worker_spec)
+    return {
+        "apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": name},
+        "spec": {
+            "rayVersion": "2.52.0",
+            "headGroupSpec": {"rayStartParams": head_params or {}, "template": {"spec": head_spec}},
+            "workerGroupSpecs": [{"groupName": "w", "replicas": 1, "minReplicas": 0, "maxReplicas": 2,
+                                  "rayStartParams": {}, "template": {"spec": copy.deepcopy(worker_spec)}}],
+        },
+    }  # fmt: skip
+
+
+async def pods(pkube: AsyncClient, ns: str, cluster: str) -> list[Pod]:
+    return [p async for p in pkube.list(Pod, namespace=ns, labels={"ray.io/cluster": cluster})]
+
+
+def _ready(pod: Pod) -> bool:
+    return any(c.type == "Ready" and c.status == "True" for c in (pod.status.conditions or []) if pod.status)
+
+
+def _waiting_for_gcs(pod: Pod) -> bool:
+    statuses = (pod.status.initContainerStatuses or []) if pod.status else []
+    return any(s.name == "wait-gcs-ready" and s.state and s.state.running for s in statuses)
+
+
+async def head_ready_worker_waiting(pkube: AsyncClient, ns: str, cluster: str) -> None:
+    async def check() -> bool | NotYet:
+        found = await pods(pkube, ns, cluster)
+        head = [p for p in found if (p.metadata.labels or {}).get("ray.io/node-type") == "head"]  # type: ignore[union-attr]
+        workers = [p for p in found if p not in head]
+        if head and _ready(head[0]) and workers and _waiting_for_gcs(workers[0]):
+            return True
+        return NotYet(f"{cluster}: head Ready {bool(head) and _ready(head[0])}, worker waiting for the GCS "
+                      f"{bool(workers) and _waiting_for_gcs(workers[0])}")  # fmt: skip
+
+    await wait_for(check, RAY_READY, what=f"{cluster}: the head Ready and its worker in wait-gcs-ready")
+
+
+async def test_the_healthy_chapter_cluster_is_healthy_inside_ray_too(
+    proc: ProcessSandbox, pkube: AsyncClient, ns: str, proc_operator: Manager
+) -> None:
+    await apply_all(pkube, ns, seed(ns))
+
+    async def head_exists() -> bool | NotYet:
+        found = await pods(pkube, ns, "raycluster-demo")
+        return True if found else NotYet("no Pod yet")
+
+    await wait_for(head_exists, 60, what="the first Ray Pod")
+    # While it starts (default --starting-grace): progress, exit 0, whatever the in-Pod checks meet.
+    code, report = doctor(proc, ns, "raycluster-demo")
+    assert code == 0, [(f["id"], f["title"]) for f in report["findings"] if at_least(f["severity"], "warning")]
+
+    await wait_cluster(pkube, ns, "raycluster-demo", lambda s: s.get("state") == "ready", "ready")
+
+    async def three_nodes() -> dict[str, Any] | NotYet:
+        code, report = doctor(proc, ns, "raycluster-demo", "--starting-grace", "0")
+        serious = [(f["id"], f["title"]) for f in report["findings"] if at_least(f["severity"], "warning")]
+        # ray status lags the Pods' readiness by a moment: R01 until the last raylet is listed.
+        if code != 0 or serious:
+            return NotYet(json.dumps(serious)[:800])
+        return report
+
+    report = await wait_for(three_nodes, 120, what="doctor to find the ready chapter cluster healthy inside Ray")
+    assert report["environment"]["inPodChecks"] == "ran in 2 Pods (pods/exec allowed)"
+    assert not any("ray status" in n["what"] for n in report["notChecked"])
+
+
+async def test_failures_inside_ray_are_named_with_what_was_seen_there(
+    proc: ProcessSandbox, pkube: AsyncClient, ns: str, proc_operator: Manager
+) -> None:
+    def no_dns(spec: dict[str, Any]) -> None:
+        spec["dnsPolicy"] = "None"
+        spec["dnsConfig"] = {"nameservers": ["127.0.0.1"], "searches": [f"{ns}.svc.cluster.local"]}
+
+    def block_gcs(spec: dict[str, Any]) -> None:
+        block = ["ip", "rule", "add", "ipproto", "tcp", "dport", "6379", "prohibit"]
+        spec["initContainers"] = [{"name": "netpol", "image": IMAGE, "command": block}]
+
+    def sidecar_on_6379(spec: dict[str, Any]) -> None:
+        spec["containers"].append(
+            {"name": "cache", "image": IMAGE, "command": ["python3", "-m", "http.server", "6379"]}
+        )
+
+    clusters = {
+        "nodns": small_cluster("nodns", worker=no_dns),
+        "blocked": small_cluster("blocked", worker=block_gcs),
+        "localdash": small_cluster("localdash", head_params={"dashboard-host": "127.0.0.1"}),
+        "portclash": small_cluster("portclash", head=sidecar_on_6379),
+    }
+    for body in clusters.values():
+        await pkube.create(RAYCLUSTER.from_dict(body), namespace=ns)
+
+    # A worker whose DNS does not answer: R02 first, the workers waiting for the GCS under it.
+    await head_ready_worker_waiting(pkube, ns, "nodns")
+    code, report = doctor(proc, ns, "nodns")
+    assert code == 1
+    (root,) = roots(report)
+    assert root["rule"] == "R02", [(f["id"], f["title"]) for f in roots(report)]
+    assert any("name resolution" in str(e.get("value")) and e["source"] == "ray" for e in root["evidence"])
+    assert "E01" in {f["rule"] for f in report["findings"] if f.get("causedBy")}
+
+    # TCP 6379 dropped on the way while the head listens: R03, with the refused connect and the head's listener.
+    await head_ready_worker_waiting(pkube, ns, "blocked")
+    code, report = doctor(proc, ns, "blocked")
+    (root,) = roots(report)
+    assert root["rule"] == "R03", [(f["id"], f["title"]) for f in roots(report)]
+    values = {e.get("path"): str(e.get("value")) for e in root["evidence"]}
+    assert any(path.endswith(":6379") and "EACCES" in value for path, value in values.items()), values
+    assert values["listening on port 6379"] != "nothing"
+
+    # The dashboard on 127.0.0.1: F01, confirmed inside (listening there, refused from the worker).
+    await wait_cluster(pkube, ns, "localdash", lambda s: s.get("state") == "ready", "ready")
+    code, report = doctor(proc, ns, "localdash")
+    (root,) = roots(report)
+    assert root["rule"] == "F01"
+    seen = {e.get("path"): str(e.get("value")) for e in root["evidence"] if e["source"] == "ray"}
+    assert seen.get("listening on port 8265") == "['127.0.0.1']", seen
+    assert any("ECONNREFUSED" in v for p, v in seen.items() if p.startswith("connect ")), seen
+
+    # A sidecar holding 6379: R05 quotes Ray's own line; the crash loop and everything after hang under it.
+    async def crashed() -> bool | NotYet:
+        found = await pods(pkube, ns, "portclash")
+        head = [p for p in found if (p.metadata.labels or {}).get("ray.io/node-type") == "head"]  # type: ignore[union-attr]
+        statuses = (head[0].status.containerStatuses or []) if head and head[0].status else []
+        restarts = max((s.restartCount for s in statuses if s.name == "ray-head"), default=0)
+        return True if restarts >= 1 else NotYet(f"ray-head restarts: {restarts}")
+
+    await wait_for(crashed, RAY_READY, what="portclash: the head's Ray container to fail and restart")
+    code, report = doctor(proc, ns, "portclash")
+    assert code == 1
+    (root,) = roots(report)
+    assert root["rule"] == "R05" and "cache" in root["title"], [(f["id"], f["title"]) for f in roots(report)]
+    assert any(e["source"] == "log" and "6379" in str(e.get("value")) for e in root["evidence"]), root["evidence"]

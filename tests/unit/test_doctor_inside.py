@@ -1,0 +1,312 @@
+"""The in-Pod checks (``--exec``): reading ``ray status -v`` and log lines, and the R rules over what a probe saw.
+
+Each R rule fires on its case and stays quiet on a near miss; the healthy seed with a healthy probe gives nothing. The
+probe data has the shape :mod:`raykube.doctor.inside` stores (what ``raykube doctor --exec --dump`` writes); the
+sample ``ray status -v`` is Ray 2.52's output on the chapter's cluster in the sandbox.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from raykube.doctor import dump as dumps
+from raykube.doctor.facts import inside as fi
+from raykube.doctor.model import Report
+from raykube.doctor.probe_script import SCRIPT
+from raykube.doctor.render import render_text
+from raykube.doctor.run import Options, diagnose
+from raykube.kube.client import exec_status
+from raykube.kube.errors import ApiError
+from tests.unit.test_doctor_rules import NS, World, roots, rules_of
+
+HEAD = "seed-head-h0001"
+WORKERS = ["seed-workers-worker-w0000", "seed-workers-worker-w0001"]
+
+RAY_STATUS = """======== Autoscaler status: 2026-12-04 03:12:36.966490 ========
+GCS request time: 0.001595s
+
+Node status
+---------------------------------------------------------------
+Active:
+ (no active nodes)
+Idle:
+ 1 headgroup
+ 2 workers
+Pending:
+ (no pending nodes)
+Recent failures:
+ (no failures)
+
+Resources
+---------------------------------------------------------------
+Total Usage:
+ 0.0/3.0 CPU
+ 0B/4.00GiB memory
+ 0B/19.67GiB object_store_memory
+
+From request_resources:
+ (none)
+Pending Demands:
+ (no resource demands)
+
+Node: seed-head-h0001 (headgroup)
+ Id: 05fc1e03811765899d7226ca8061063d6ad9126aafe1d6709a163007
+ Usage:
+  0.0/1.0 CPU
+Node: seed-workers-worker-w0000 (workers)
+ Id: 7d058092ee4b193dae5eb063e21db188b869b5ece085262e3167b971
+Node: seed-workers-worker-w0001 (workers)
+ Id: 7b14b958618c37c9915ba762306740f03a8f88e05900866d17715fb5
+"""
+
+
+def _head_probe(**change: Any) -> dict[str, Any]:
+    probe: dict[str, Any] = {
+        "listening": [["::", 6379], ["0.0.0.0", 8265], ["10.244.0.11", 10001], ["127.0.0.1", 10001]],
+        "search": [f"{NS}.svc.cluster.local", "svc.cluster.local", "cluster.local"],
+        "nameservers": ["10.96.0.10"],
+        "resolve": {},
+        "connect": [],
+        "status": {"exit": 0, "stdout": RAY_STATUS, "stderr": ""},
+    }
+    probe.update(change)
+    return probe
+
+
+def _worker_probe(**change: Any) -> dict[str, Any]:
+    host = f"seed-head-svc.{NS}.svc.cluster.local"
+    probe: dict[str, Any] = {
+        "listening": [],
+        "search": [f"{NS}.svc.cluster.local", "svc.cluster.local", "cluster.local"],
+        "nameservers": ["10.96.0.10"],
+        "domain": "cluster.local",
+        "resolve": {host: {"addresses": ["10.244.0.11"]}},
+        "connect": [[host, 6379, None], [host, 8265, None], [host, 10001, None]],
+    }
+    probe.update(change)
+    return probe
+
+
+def _inside(head: dict[str, Any] | None = None, worker: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {
+        f"{NS}/{HEAD}": {"role": "head", "container": "ray-head", "probe": head or _head_probe(), "logs": []},
+        f"{NS}/{WORKERS[0]}": {"role": "worker", "container": "ray-worker", "probe": worker or _worker_probe(),
+                               "logs": []},
+    }  # fmt: skip
+
+
+def _diagnose(world: World, inside: dict[str, Any]) -> Report:
+    snap = world.snapshot()
+    snap.inside = inside
+    snap.inside_note = "ran in 2 Pods (pods/exec allowed)"
+    return diagnose(snap, Options(starting_grace=0))
+
+
+def _log(inside: dict[str, Any], pod: str, source: str, line: str) -> dict[str, Any]:
+    inside[f"{NS}/{pod}"].setdefault("logs", []).append({"source": source, "line": line})
+    return inside
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Reading what the probe returns
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def test_ray_status_is_read_by_node_name_with_totals() -> None:
+    status = fi.parse_ray_status(RAY_STATUS)
+    assert status.nodes == {HEAD: "headgroup", WORKERS[0]: "workers", WORKERS[1]: "workers"}
+    assert status.counts == {"headgroup": 1, "workers": 2} and status.live == 3
+    assert status.totals["CPU"][:2] == (0.0, 3.0)
+    assert status.totals["memory"][1] == 4 * 1024**3
+    assert status.pending == [] and status.failures == [] and status.demands == []
+
+
+@pytest.mark.parametrize(
+    ("line", "key"),
+    [
+        (
+            "E1204 chttp2_server.cc:1063] UNKNOWN:No address added ... Failed to add any wildcard listeners",
+            "port-in-use",
+        ),
+        ("OSError: [Errno 98] Address already in use", "port-in-use"),
+        ("RuntimeError: Version mismatch: The cluster was started with: Ray: 2.52.0", "version-mismatch"),
+        ("Task was killed due to the node running low on memory.", "oom"),
+        ("Failed to get cluster ID from GCS server: TimedOut", "gcs-unreachable"),
+        ("38 seconds elapsed: Waiting for GCS to be ready.", "gcs-unreachable"),
+        ("grpc status UNAUTHENTICATED: invalid authentication token", "auth"),
+    ],
+)
+def test_log_lines_are_classified(line: str, key: str) -> None:
+    sign = fi.sign_of(line)
+    assert sign is not None and sign.key == key
+    assert fi.matching_lines(line) == [line]
+
+
+def test_a_long_line_keeps_the_part_that_matched_and_credentials_are_masked() -> None:
+    line = "x" * 1000 + " Address already in use " + "y" * 1000
+    (kept,) = fi.matching_lines(line)
+    assert "Address already in use" in kept and len(kept) <= fi.EXCERPT + 1
+    assert fi.mask("connect redis password=hunter22 token: abc.def") == "connect redis password=*** token: ***"
+    assert fi.matching_lines("INFO all fine\nDEBUG nothing") == []
+
+
+def test_exec_status_reads_exit_codes_as_kubelets_and_kwok_report_them() -> None:
+    assert exec_status(b'{"status":"Success"}') == 0
+    failure = {"status": "Failure", "reason": "NonZeroExitCode",
+               "details": {"causes": [{"reason": "ExitCode", "message": "3"}]}}  # fmt: skip
+    assert exec_status(json.dumps(failure).encode()) == 3
+    kwok = {"status": "Failure", "code": 500, "reason": "InternalError",
+            "message": "error executing command in container: cmd wait: sh -c exit 3: exit status 3"}  # fmt: skip
+    assert exec_status(json.dumps(kwok).encode()) == 3
+    with pytest.raises(ApiError):
+        exec_status(json.dumps({"status": "Failure", "code": 500, "message": "container not found"}).encode())
+
+
+def test_the_probe_script_runs_and_masks_credentials(tmp_path: Path) -> None:
+    """The in-Pod program, run here as it runs in a Pod: JSON out, a credential's value never in a returned line."""
+    log = tmp_path / "gcs_server.out"
+    log.write_text("ok\nFailed to connect to GCS with password s3cr3t-value\n")
+    args = {"logs": [str(tmp_path / "gcs_server*")], "pattern": fi.LOG_PATTERN, "resolve": ["localhost"],
+            "connect": [["127.0.0.1", 9]], "timeout": 0.5}  # fmt: skip
+    env = {"PATH": "/usr/bin:/bin", "MINIO_SECRET_KEY": "s3cr3t-value"}
+    run = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps(args)], capture_output=True, text=True, env=env,
+                         check=True, timeout=30)  # fmt: skip
+    result = json.loads(run.stdout)
+    assert result["logs"] == [["gcs_server.out", "Failed to connect to GCS with password ***"]]
+    assert "s3cr3t-value" not in run.stdout
+    assert result["resolve"]["localhost"].get("addresses")
+    assert result["connect"][0][2] is not None  # nothing listens on port 9 here
+    assert isinstance(result["listening"], list) and "status" not in result
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# The rules
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def test_the_healthy_seed_with_a_healthy_probe_has_no_finding_from_inside() -> None:
+    report = _diagnose(World(), _inside())
+    assert not {r for r in rules_of(report) if r.startswith("R")}
+    assert report.in_pod.startswith("ran in 2 Pods")
+    assert all("ray status" not in n.what for n in report.not_checked)
+    assert "In-Pod checks: ran in 2 Pods" in render_text(report)
+
+
+def test_r01_a_ready_pod_missing_from_ray_status_is_named() -> None:
+    missing = RAY_STATUS.replace("Node: seed-workers-worker-w0001 (workers)", "").replace(" 2 workers", " 1 workers")
+    report = _diagnose(World(), _inside(head=_head_probe(status={"exit": 0, "stdout": missing})))
+    (found,) = [f for f in report.findings if f.rule == "R01"]
+    assert WORKERS[1] in found.title and "2 of 3 nodes" in found.title
+    assert found.object.name == WORKERS[1]
+    # Near miss: ray status could not run (exit 1), so nothing is claimed about the nodes.
+    report = _diagnose(World(), _inside(head=_head_probe(status={"exit": 1, "stdout": "", "stderr": "no GCS"})))
+    assert "R01" not in rules_of(report)
+
+
+def test_r02_a_worker_that_cannot_resolve_the_head_is_the_root_cause() -> None:
+    host = f"seed-head-svc.{NS}.svc.cluster.local"
+    failed = {host: {"error": "[Errno -3] Temporary failure in name resolution"}}
+    report = _diagnose(World(), _inside(worker=_worker_probe(resolve=failed, connect=[])))
+    (found,) = [f for f in report.findings if f.rule == "R02"]
+    assert found in roots(report) and "cannot resolve" in found.title
+    assert any(e.source == "ray" and "Temporary failure" in str(e.value) for e in found.evidence)
+    # Another DNS domain: the fix is the operator's CLUSTER_DOMAIN.
+    report = _diagnose(World(), _inside(worker=_worker_probe(resolve=failed, connect=[], domain="corp.internal")))
+    (found,) = [f for f in report.findings if f.rule == "R02"]
+    assert "corp.internal" in found.title and any("CLUSTER_DOMAIN=corp.internal" in r for r in found.remediation)
+    # Near miss: it resolves.
+    assert "R02" not in rules_of(_diagnose(World(), _inside()))
+
+
+def test_r03_a_blocked_gcs_port_with_the_head_listening_is_the_root_cause() -> None:
+    host = f"seed-head-svc.{NS}.svc.cluster.local"
+    blocked = [[host, 6379, "timed out after 2s"], [host, 8265, None], [host, 10001, None]]
+    line = "rpc_client.h:153: Failed to connect to GCS at address seed-head-svc:6379 within 5 seconds."
+    inside = _log(_inside(worker=_worker_probe(connect=blocked)), WORKERS[0], "kubectl logs -c ray-worker", line)
+    report = _diagnose(World(), inside)
+    (found,) = [f for f in report.findings if f.rule == "R03"]
+    assert found.severity == "error" and found in roots(report)
+    assert any(e.source == "log" and "Failed to connect to GCS" in str(e.value) for e in found.evidence)
+    # Only the dashboard: a warning.
+    dash = [[host, 6379, None], [host, 8265, "ECONNREFUSED: Connection refused"], [host, 10001, None]]
+    (found,) = [f for f in _diagnose(World(), _inside(worker=_worker_probe(connect=dash))).findings if f.rule == "R03"]
+    assert found.severity == "warning"
+    # Near miss: the head does not listen on 6379 at all; nothing on the way is to blame.
+    head = _head_probe(listening=[["0.0.0.0", 8265]])
+    assert "R03" not in rules_of(_diagnose(World(), _inside(head=head, worker=_worker_probe(connect=blocked))))
+
+
+def test_r04_a_ray_port_on_localhost_only() -> None:
+    head = _head_probe(listening=[["127.0.0.1", 6379], ["0.0.0.0", 8265], ["10.244.0.11", 10001]])
+    (found,) = [f for f in _diagnose(World(), _inside(head=head)).findings if f.rule == "R04"]
+    assert "6379" in found.title and found.severity == "error"
+    # Near miss: the client port on the Pod IP and on localhost (as Ray binds it) is reachable.
+    assert "R04" not in rules_of(_diagnose(World(), _inside()))
+
+
+def test_r05_a_port_in_use_is_the_root_of_the_crash_loop() -> None:
+    world = World()
+    head = world.one("pods", HEAD)
+    head["spec"]["containers"].append({"name": "cache", "image": "redis:7"})
+    head["status"]["containerStatuses"][0].update(
+        ready=False, restartCount=4, state={"waiting": {"reason": "CrashLoopBackOff"}},
+        lastState={"terminated": {"exitCode": 1, "reason": "Error"}},
+    )  # fmt: skip
+    for condition in head["status"]["conditions"]:
+        if condition["type"] in ("Ready", "ContainersReady"):
+            condition["status"] = "False"
+    inside = {f"{NS}/{HEAD}": {"role": "head", "container": "ray-head", "probe": None, "logs": []}}
+    _log(inside, HEAD, "kubectl logs -c ray-head --previous",
+         "Check failed: server_ Failed to start the grpc server. The specified port is 6379.")  # fmt: skip
+    report = _diagnose(world, inside)
+    (found,) = [f for f in report.findings if f.rule == "R05"]
+    assert found in roots(report) and "cache" in found.title
+    assert "D07" in rules_of(report) and all(f.rule != "D07" for f in roots(report))
+    # Near miss: the same crash loop with an unrelated log line stays D07's.
+    inside[f"{NS}/{HEAD}"]["logs"] = [{"source": "kubectl logs -c ray-head", "line": "ModuleNotFoundError: x"}]
+    report = _diagnose(world, inside)
+    assert "R05" not in rules_of(report) and any(f.rule == "D07" for f in roots(report))
+
+
+@pytest.mark.parametrize(
+    ("rule", "line"),
+    [
+        ("R06", "RuntimeError: Version mismatch: The cluster was started with Ray 2.52.0, this is 2.9.3"),
+        ("R07", "grpc UNAUTHENTICATED: invalid authentication token"),
+        ("R08", "Task was killed due to the node running low on memory. Memory on the node was 1.9GB / 2GB"),
+    ],
+)
+def test_r06_r07_r08_log_signs_are_quoted(rule: str, line: str) -> None:
+    inside = _log(_inside(), WORKERS[0], "/tmp/ray/session_latest/logs/raylet.out", line)
+    (found,) = [f for f in _diagnose(World(), inside).findings if f.rule == rule]
+    assert any(e.source == "log" and e.value == line for e in found.evidence)
+    # Near miss: the same log without the line.
+    assert rule not in rules_of(_diagnose(World(), _inside()))
+
+
+def test_r09_ray_has_less_cpu_than_the_raycluster_asks_for() -> None:
+    world = World()
+    world.one("rayclusters", "seed")["status"].update(desiredCPU="5", desiredMemory="4Gi")
+    (found,) = [f for f in _diagnose(world, _inside()).findings if f.rule == "R09"]
+    assert "CPU 3.0 of the 5 desired" in found.title and found.severity == "warning"
+    # Near miss: what Ray has is what the Pods ask for.
+    world.one("rayclusters", "seed")["status"].update(desiredCPU="3", desiredMemory="4Gi")
+    assert "R09" not in rules_of(_diagnose(world, _inside()))
+
+
+def test_what_was_seen_inside_travels_in_a_dump(tmp_path: Path) -> None:
+    host = f"seed-head-svc.{NS}.svc.cluster.local"
+    failed = {host: {"error": "[Errno -2] Name or service not known"}}
+    snap = World().snapshot()
+    snap.inside = _inside(worker=_worker_probe(resolve=failed, connect=[]))
+    snap.inside_note = "ran in 2 Pods (--exec)"
+    dumps.write(snap, tmp_path)
+    back = dumps.read(tmp_path)
+    assert back.inside == snap.inside and back.inside_note == "ran in 2 Pods (--exec) (from the dump)"
+    assert "R02" in rules_of(diagnose(back, Options(starting_grace=0)))
