@@ -95,6 +95,10 @@ def test_golden_text_and_json_of_the_healthy_seed_cluster(tmp_path: Path) -> Non
     check_golden("healthy.txt", render_text(report))
     check_golden("healthy.json", render_json(report))
     assert report.exit_code() == 0
+    # The default text shows what needs action; -v (or --fail-on info) adds the info findings it only counted.
+    assert "SEC03" not in render_text(report).split("Not shown")[0]
+    assert "[SEC03-1] TOKEN_AUTH_DISABLED" in render_text(report, verbose=True)
+    assert "Not shown" not in render_text(report, verbose=True)
 
 
 def test_the_json_report_follows_its_schema() -> None:

@@ -888,6 +888,45 @@ def test_a_dashboard_on_a_load_balancer_without_auth_is_critical() -> None:
     assert "SEC01" not in rules and "SEC03" not in rules and "SEC02" in rules
 
 
+@pytest.mark.parametrize(
+    "annotations",
+    [
+        {"service.beta.kubernetes.io/aws-load-balancer-scheme": "internal"},
+        {"networking.gke.io/load-balancer-type": "Internal"},
+        {"service.beta.kubernetes.io/azure-load-balancer-internal": "true"},
+    ],
+)
+def test_a_dashboard_on_an_internal_load_balancer_is_a_warning_not_critical(annotations: dict[str, str]) -> None:
+    world = World()
+    service = world.one("services", "seed-head-svc")
+    service["spec"]["type"] = "LoadBalancer"
+    service["metadata"]["annotations"] = annotations
+    [exposed] = [f for f in world.diagnose().findings if f.rule == "SEC01"]
+    assert exposed.severity == "warning" and "internal load balancer" in exposed.title
+    assert any("internal:" in str(e.value) for e in exposed.evidence)
+
+
+def test_a_dashboard_behind_an_authenticating_ingress_is_a_warning_and_an_open_one_critical() -> None:
+    world = World()
+
+    def ingress(name: str, annotations: dict[str, str]) -> None:
+        world.add(
+            "ingresses",
+            {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+             "metadata": {"name": name, "namespace": NS, "annotations": annotations},
+             "spec": {"tls": [{"hosts": ["ray.example.com"]}], "rules": [{"http": {"paths": [{"path": "/",
+                      "pathType": "Prefix", "backend": {"service": {"name": "seed-head-svc",
+                                                                    "port": {"number": 8265}}}}]}}]}},
+        )  # fmt: skip
+
+    ingress("dash", {"nginx.ingress.kubernetes.io/auth-url": "https://oauth2-proxy.example.com/oauth2/auth"})
+    [exposed] = [f for f in world.diagnose().findings if f.rule == "SEC01"]
+    assert exposed.severity == "warning"
+    ingress("open", {})
+    [exposed] = [f for f in world.diagnose().findings if f.rule == "SEC01"]
+    assert exposed.severity == "critical"
+
+
 def test_credentials_in_plain_spec_are_redacted_everywhere() -> None:
     world = World()
     container = world.objects["rayclusters"][0]["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0]

@@ -87,6 +87,12 @@ def doctor(
     skip: Annotated[list[str] | None, typer.Option("--skip", help="Skip these rule ids.")] = None,
     no_security: Annotated[bool, typer.Option("--no-security", help="Skip the SEC* rules.")] = False,
     exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Always exit 0 once a report is printed.")] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose", "-v", help="Also show info findings that need no action (hygiene, advisories); JSON has all."
+        ),
+    ] = False,
     starting_grace: Annotated[
         str,
         typer.Option(
@@ -139,7 +145,7 @@ def doctor(
     if output == "json":
         sys.stdout.write(render.render_json(report))
     else:
-        render.print_text(report, out)
+        render.print_text(report, out, verbose=verbose)
     raise typer.Exit(0 if exit_zero else report.exit_code())
 
 

@@ -146,7 +146,19 @@ def _external_root_lines(findings: list[Finding], report: Report, shown: set[str
     return lines
 
 
-def _subject_lines(title: str, findings: list[Finding], report: Report) -> list[Line]:
+def hidden_info(report: Report, verbose: bool = False) -> list[Finding]:
+    """What the default text output leaves out: info findings that stand alone (hygiene and advisories such as SEC03,
+    SEC08, G09), unless ``-v`` or ``--fail-on info``. Progress on a starting cluster and consequences stay."""
+    if verbose or report.fail_on == "info":
+        return []
+    return [
+        f
+        for f in report.findings
+        if f.severity == "info" and not f.caused_by and not f.causes and not f.title.startswith("Starting (")
+    ]
+
+
+def _subject_lines(title: str, findings: list[Finding], report: Report, hidden: set[str]) -> list[Line]:
     by_id = {f.id: f for f in report.findings}
     status = _status(findings, report.fail_on)
     counts = _counts_text(findings)
@@ -169,6 +181,7 @@ def _subject_lines(title: str, findings: list[Finding], report: Report) -> list[
             also = [child for child in root.causes if child not in listed]
             if also:
                 lines.append([("      also explains ", "dim"), (", ".join(also), "")])
+    shown |= hidden
     for label, severity in (("Warnings", "warning"), ("Info", "info")):
         rest = [f for f in findings if f.id not in shown and f.severity == severity and not f.caused_by]
         if rest:
@@ -181,12 +194,12 @@ def _subject_lines(title: str, findings: list[Finding], report: Report) -> list[
         lines.append([("Other consequences", "bold underline")])
         for f in leftover:
             lines.extend(_finding_lines(f, "  ", full=False, by_id=by_id))
-    if not findings:
+    if not [f for f in findings if f.id not in hidden]:
         lines.append([("  ✓ ", "green"), ("no problems found", "")])
     return lines
 
 
-def text_lines(report: Report) -> list[Line]:
+def text_lines(report: Report, verbose: bool = False) -> list[Line]:
     lines: list[Line] = []
     env = []
     for op in report.operators:
@@ -198,13 +211,15 @@ def text_lines(report: Report) -> list[Line]:
     header = f"raykube doctor · {report.source} · {report.captured_at}"
     lines.append([(header, "bold")] + ([(" · " + " · ".join(env), "dim")] if env else []))
     lines.append([])
+    hidden_findings = hidden_info(report, verbose)
+    hidden = {f.id for f in hidden_findings}
     global_findings = report.for_cluster(None)
     if global_findings:
-        lines.extend(_subject_lines("Cluster-wide", global_findings, report))
+        lines.extend(_subject_lines("Cluster-wide", global_findings, report, hidden))
         lines.append([])
     for target in report.targets:
         title = f"{target.kind} {target.namespace}/{target.name}"
-        lines.extend(_subject_lines(title, report.for_cluster(target), report))
+        lines.extend(_subject_lines(title, report.for_cluster(target), report, hidden))
         lines.append([])
     for missing in report.missing_targets:
         lines.append([("✖ ", "bold red"), (f"{missing.kind} {missing.namespace}/{missing.name} not found", "bold")])
@@ -219,6 +234,9 @@ def text_lines(report: Report) -> list[Line]:
         lines.append([("In-Pod checks: ", "bold"), (report.in_pod, "")])
     if report.not_checked:
         lines.append([("Not checked: ", "bold"), ("; ".join(str(n) for n in report.not_checked), "")])
+    if hidden_findings:
+        rules = ", ".join(sorted({f.rule for f in hidden_findings}))
+        lines.append([("Not shown: ", "bold"), (f"{len(hidden_findings)} info ({rules}); -v shows them", "dim")])
     unhealthy = sum(1 for t in report.targets if _status(report.for_cluster(t), report.fail_on) == "UNHEALTHY")
     kinds: dict[str, int] = {}
     for target in report.targets:
@@ -236,13 +254,13 @@ def text_lines(report: Report) -> list[Line]:
     return lines
 
 
-def render_text(report: Report) -> str:
+def render_text(report: Report, verbose: bool = False) -> str:
     """Plain text, no styles (golden files, logs)."""
-    return "\n".join("".join(text for text, _ in line).rstrip() for line in text_lines(report)) + "\n"
+    return "\n".join("".join(text for text, _ in line).rstrip() for line in text_lines(report, verbose)) + "\n"
 
 
-def print_text(report: Report, console: Console) -> None:
-    for line in text_lines(report):
+def print_text(report: Report, console: Console, verbose: bool = False) -> None:
+    for line in text_lines(report, verbose):
         console.print(Text.assemble(*line) if line else Text(""), soft_wrap=True)
 
 

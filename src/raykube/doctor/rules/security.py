@@ -5,7 +5,7 @@ variables are never printed."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, Final
 
 from raykube.api import constants as c
 from raykube.api.validation import ray_version_at_least
@@ -47,6 +47,47 @@ NO_ISOLATION = rule(
 NO_TLS = rule("SEC09", "INGRESS_NO_TLS", STAGE_ADVISORY, "An Ingress to the head has no TLS")
 
 EXTERNAL_TYPES = ("LoadBalancer", "NodePort")
+# Annotations that make a LoadBalancer internal (reachable from the VPC/VNet only), per cloud provider's docs.
+INTERNAL_LB_ANNOTATIONS: Final = {
+    "service.beta.kubernetes.io/aws-load-balancer-internal": ("true",),
+    "service.beta.kubernetes.io/aws-load-balancer-scheme": ("internal",),
+    "networking.gke.io/load-balancer-type": ("internal",),
+    "cloud.google.com/load-balancer-type": ("internal",),
+    "service.beta.kubernetes.io/azure-load-balancer-internal": ("true",),
+    "service.beta.kubernetes.io/oci-load-balancer-internal": ("true",),
+    "service.beta.kubernetes.io/alibaba-cloud-loadbalancer-address-type": ("intranet",),
+}
+# Ingress annotations that put authentication (or an internal-only scheme) in front of the backend.
+INGRESS_AUTH_ANNOTATIONS: Final = {
+    "nginx.ingress.kubernetes.io/auth-url": None,  # external auth (oauth2-proxy and the like)
+    "nginx.ingress.kubernetes.io/auth-type": None,  # basic/digest
+    "alb.ingress.kubernetes.io/auth-type": ("cognito", "oidc"),
+    "alb.ingress.kubernetes.io/scheme": ("internal",),
+}
+
+
+def _internal_lb(service: Mapping[str, Any]) -> str | None:
+    """Why a LoadBalancer Service is not on the internet: an internal-LB annotation, or source ranges without
+    0.0.0.0/0; None when nothing says so."""
+    annotations = s.meta(service).get("annotations") or {}
+    for key, values in INTERNAL_LB_ANNOTATIONS.items():
+        if str(annotations.get(key, "")).strip().lower() in values:
+            return f"{key}: {annotations[key]}"
+    ranges = (service.get("spec") or {}).get("loadBalancerSourceRanges") or []
+    if ranges and not {"0.0.0.0/0", "::/0"} & set(ranges):
+        return f"loadBalancerSourceRanges {', '.join(ranges[:3])}"
+    return None
+
+
+def _ingress_guard(ingress: Mapping[str, Any]) -> str | None:
+    annotations = s.meta(ingress).get("annotations") or {}
+    for key, values in INGRESS_AUTH_ANNOTATIONS.items():
+        value = str(annotations.get(key, "")).strip()
+        if value and (values is None or value.lower() in values):
+            return f"{key}: {value}"
+    return None
+
+
 RAY_PRIVATE_PORTS = {
     c.DEFAULT_GCS_SERVER_PORT: "GCS",
     c.DEFAULT_CLIENT_PORT: "Ray client",
@@ -106,6 +147,7 @@ def check_exposure(snap: Snapshot) -> Iterator[Finding]:  # noqa: PLR0912 - one 
     for view in facts.cluster_views(snap):
         auth = auth_enabled(view)
         dashboard_exposed: list[Evidence] = []
+        guarded: list[Evidence] = []  # reachable beyond the cluster, but only from the network or after a login
         private_exposed: list[Evidence] = []
         for service in _head_services(snap, view) if snap.has(s.SERVICES) else []:
             kind = (service.get("spec") or {}).get("type") or c.SERVICE_TYPE_CLUSTER_IP
@@ -115,7 +157,9 @@ def check_exposure(snap: Snapshot) -> Iterator[Finding]:  # noqa: PLR0912 - one 
             for port in (service.get("spec") or {}).get("ports") or []:
                 number = _port_of(port)
                 if number == c.DEFAULT_DASHBOARD_PORT or port.get("name") == c.DASHBOARD_PORT_NAME:
-                    dashboard_exposed.append(field_evidence(ref, "spec.type/ports", f"{kind} port {port.get('port')}"))
+                    internal = _internal_lb(service) if kind == "LoadBalancer" else None
+                    value = f"{kind} port {port.get('port')}" + (f" (internal: {internal})" if internal else "")
+                    (guarded if internal else dashboard_exposed).append(field_evidence(ref, "spec.type/ports", value))
                 elif number in RAY_PRIVATE_PORTS:
                     private_exposed.append(
                         field_evidence(
@@ -131,14 +175,10 @@ def check_exposure(snap: Snapshot) -> Iterator[Finding]:  # noqa: PLR0912 - one 
             for ingress, port in _ingresses_to(snap, view):
                 ref = facts.ref(ingress, "Ingress")
                 if port in (c.DEFAULT_DASHBOARD_PORT, c.DASHBOARD_PORT_NAME):
-                    annotations = s.meta(ingress).get("annotations") or {}
-                    scheme = annotations.get("alb.ingress.kubernetes.io/scheme")
-                    dashboard_exposed.append(
-                        field_evidence(
-                            ref,
-                            "spec.rules[*].backend",
-                            f"{view.head_service_name}:{port}" + (f" (scheme {scheme})" if scheme else ""),
-                        )
+                    guard = _ingress_guard(ingress)
+                    value = f"{view.head_service_name}:{port}" + (f" (behind {guard})" if guard else "")
+                    (guarded if guard else dashboard_exposed).append(
+                        field_evidence(ref, "spec.rules[*].backend", value)
                     )
                 if not (ingress.get("spec") or {}).get("tls"):
                     yield finding(
@@ -162,15 +202,23 @@ def check_exposure(snap: Snapshot) -> Iterator[Finding]:  # noqa: PLR0912 - one 
                             "cr.spec",
                         )
                     )
-        if dashboard_exposed and not auth:
+        if (dashboard_exposed or guarded) and not auth:
             yield finding(
                 EXPOSED,
                 cluster=view.ref,
                 obj=view.ref,
-                severity="critical",
-                title="The Ray dashboard and Jobs API are exposed outside the cluster without authentication",
+                # Behind an internal load balancer or an authenticating Ingress it is not open to the internet,
+                # but everyone on that network (or with a login) can still run code: a warning, not critical.
+                severity="critical" if dashboard_exposed else "warning",
+                title=(
+                    "The Ray dashboard and Jobs API are exposed outside the cluster without authentication"
+                    if dashboard_exposed
+                    else "The Ray dashboard and Jobs API are reachable beyond the cluster (internal load balancer or "
+                    "authenticating Ingress) without Ray's token authentication"
+                ),
                 evidence=[
                     *dashboard_exposed,
+                    *guarded,
                     field_evidence(
                         view.ref,
                         "spec.authOptions.mode",
