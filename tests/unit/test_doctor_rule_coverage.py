@@ -7,6 +7,8 @@
 from __future__ import annotations
 
 import ast
+import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -203,3 +205,92 @@ def test_every_rule_fires_somewhere() -> None:
     mentioned |= {token for text in mentioned for token in text.replace(",", " ").split()}
     untested = sorted(rule for rule in CATALOGUE if rule not in mentioned)
     assert untested == [], f"rules no test triggers: {untested}"
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# docs/doctor.md names, for every rule, the tests that make it fire
+# --------------------------------------------------------------------------------------------------------------------
+
+RULE_ID = re.compile(r"\b(?:SEC\d{2}|[A-Z]\d{2})\b")
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "doctor.md"
+SECTION = "## The tests of each rule"
+
+
+def _test_files() -> list[Path]:
+    tests = Path(__file__).resolve().parents[1]
+    return sorted([*tests.glob("unit/test_doctor*.py"), *tests.glob("integration/test_doctor*.py"),
+                   tests / "integration" / "test_rayservice.py"])  # fmt: skip
+
+
+def _ids_in(node: ast.AST) -> set[str]:
+    found: set[str] = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Constant) and isinstance(sub.value, str):
+            found |= {m for m in RULE_ID.findall(sub.value) if m in CATALOGUE}
+    return found
+
+
+def _names_in(node: ast.AST) -> set[str]:
+    return {sub.id for sub in ast.walk(node) if isinstance(sub, ast.Name)}
+
+
+def rule_tests() -> dict[str, list[str]]:
+    """Rule id -> the tests (``path::function``) that name it: in their body or decorators, or in a module-level
+    case table or helper function they use (one level deep)."""
+    root = DOCS.parents[1]
+    out: dict[str, list[str]] = {rule: [] for rule in CATALOGUE}
+    for path in _test_files():
+        tree = ast.parse(path.read_text())
+        module: dict[str, set[str]] = {}
+        for node in tree.body:
+            if isinstance(node, ast.Assign | ast.AnnAssign):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    if isinstance(target, ast.Name) and node.value is not None:
+                        module[target.id] = _ids_in(node.value)
+            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and not node.name.startswith("test_"):
+                module[node.name] = _ids_in(node)
+        for node in tree.body:
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) or not node.name.startswith("test_"):
+                continue
+            ids = _ids_in(node)
+            for name in _names_in(node) & module.keys():
+                ids |= module[name]
+            for rule in sorted(ids):
+                out[rule].append(f"{path.relative_to(root)}::{node.name}")
+    return out
+
+
+def docs_table() -> str:
+    """The section of docs/doctor.md: each rule with up to three tests, the sandbox ones (integration) first."""
+    lines = [SECTION, "",
+             "Every rule with up to three of the tests that name it (they assert it fires, or that it stays quiet on a",
+             "near miss). Integration tests break a real cluster on the sandbox and come first; unit tests build the",
+             "snapshot by hand. Generated from the tests:",
+             "`UPDATE_GOLDEN=1 pytest tests/unit/test_doctor_rule_coverage.py` rewrites it, and the test fails when it",
+             "is stale or a rule has no test.", "",
+             "| Rule | Tests |", "|---|---|"]  # fmt: skip
+    for rule, tests in sorted(rule_tests().items()):
+        ranked = sorted(tests, key=lambda t: (not t.startswith("tests/integration"), t))
+        shown = "<br>".join(f"`{t}`" for t in ranked[:3]) + (f" (+{len(ranked) - 3})" if len(ranked) > 3 else "")
+        lines.append(f"| {rule} | {shown} |")
+    return "\n".join(lines) + "\n"
+
+
+def test_the_docs_name_the_tests_that_fire_each_rule() -> None:
+    text = DOCS.read_text()
+    table = docs_table()
+    if SECTION not in text or os.environ.get("UPDATE_GOLDEN"):
+        start = text.find(SECTION)
+        if start < 0:
+            text = text.rstrip("\n") + "\n\n" + table
+        else:
+            end = text.find("\n## ", start + 1)
+            text = text[:start] + table + (text[end:] if end >= 0 else "")
+        if os.environ.get("UPDATE_GOLDEN"):
+            DOCS.write_text(text)
+    start = text.index(SECTION)
+    end = text.find("\n## ", start + 1)
+    documented = text[start : end + 1 if end >= 0 else len(text)]
+    assert documented.strip() == table.strip(), "docs/doctor.md's test table is stale: run with UPDATE_GOLDEN=1"
+    assert all(rule_tests().values()), [r for r, t in rule_tests().items() if not t]
