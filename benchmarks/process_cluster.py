@@ -1,6 +1,9 @@
 """Benchmark: a 3-node Ray cluster on process nodes, from `kubectl apply` to Ready, and the memory its Pods use.
 
 Target (issue 11): the chapter's RayCluster (1 head + 2 workers, examples/01..04) Ready in under 30 s and under 2 GB.
+Then (issue 19) `raykube doctor raycluster/raycluster-demo` on the ready cluster, three times with the in-Pod checks
+(`--exec`: ray status, ports, DNS and TCP from a worker, logs) and three without, as a user runs it (a fresh process);
+target with `--exec`: under 10 s and exit 0.
 "Ready" is the RayCluster's ``status.state == ready`` (every Ray Pod passed Ray's own probes); the benchmark also
 times until ``ray status`` in the head lists 3 nodes. Memory is the PSS of every process of the Pods (those whose
 root is inside the sandbox), at that moment. Each run uses a fresh process sandbox on free ports in a temporary
@@ -74,6 +77,23 @@ def ray_nodes(output: str) -> int:
 
 
 MILESTONES = ("PodScheduled", "Initialized", "running", "Ready")
+# `raykube doctor` on the ready cluster as a user runs it (a fresh process), with and without the in-Pod checks.
+DOCTOR_MODES = ("--exec", "--no-exec")
+DOCTOR_TARGET_SECONDS = 10.0  # issue 19: with --exec on the chapter's cluster
+
+
+async def time_doctor(kubeconfig: Path, mode: str) -> dict[str, Any]:
+    argv = ["raykube", "doctor", "raycluster/raycluster-demo", "-n", NAMESPACE, mode, "-o", "json",
+            "--starting-grace", "0", "--kubeconfig", str(kubeconfig)]  # fmt: skip
+    started = time.monotonic()
+    run = await asyncio.to_thread(subprocess.run, argv, capture_output=True, text=True, check=False)
+    seconds = time.monotonic() - started
+    report = json.loads(run.stdout) if run.stdout.startswith("{") else {}
+    return {
+        "seconds": round(seconds, 2),
+        "exit": run.returncode,
+        "in_pod_checks": (report.get("environment") or {}).get("inPodChecks", ""),
+    }
 
 
 async def follow_pods(kube: AsyncClient, started: float, timeline: dict[str, dict[str, float]]) -> None:
@@ -143,6 +163,7 @@ async def one_run() -> dict[str, Any]:
 
             await wait_for(three, 180, what="ray status to list 3 nodes")
             status_seconds = time.monotonic() - started
+            doctor = {mode: [await time_doctor(result.kubeconfig, mode) for _ in range(3)] for mode in DOCTOR_MODES}
         finally:
             if follower is not None:
                 follower.cancel()
@@ -157,6 +178,7 @@ async def one_run() -> dict[str, Any]:
         "ray_status_3_nodes_seconds": round(status_seconds, 1),
         "pods_pss_mib": round(memory, 1),
         "pod_milestones_seconds": dict(sorted(timeline.items())),
+        "doctor": doctor,
     }
 
 
@@ -174,8 +196,22 @@ async def main_async(runs: int) -> dict[str, object]:
         "ray_status_3_nodes_seconds": [s["ray_status_3_nodes_seconds"] for s in samples],
         "pods_pss_mib": {"median": statistics.median(memory), "max": max(memory)},
         "pod_milestones_seconds": [s["pod_milestones_seconds"] for s in samples],
-        "target": {"seconds": TARGET_SECONDS, "gb": TARGET_GB},
+        "doctor_seconds": {
+            mode: {"median": statistics.median(times), "max": max(times), "exit_codes": codes}
+            for mode in DOCTOR_MODES
+            for times, codes in [
+                (
+                    [d["seconds"] for s in samples for d in s["doctor"][mode]],
+                    sorted({d["exit"] for s in samples for d in s["doctor"][mode]}),
+                )
+            ]
+        },
+        "doctor_in_pod_checks": samples[-1]["doctor"]["--exec"][-1]["in_pod_checks"],
+        "target": {"seconds": TARGET_SECONDS, "gb": TARGET_GB, "doctor_exec_seconds": DOCTOR_TARGET_SECONDS},
         "meets_target": max(ready) < TARGET_SECONDS and max(memory) < TARGET_GB * 1024,
+        "doctor_meets_target": all(
+            d["seconds"] < DOCTOR_TARGET_SECONDS and d["exit"] == 0 for s in samples for d in s["doctor"]["--exec"]
+        ),
     }
 
 

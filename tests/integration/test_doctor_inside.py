@@ -152,12 +152,12 @@ async def test_failures_inside_ray_are_named_with_what_was_seen_there(
     for body in clusters.values():
         await pkube.create(RAYCLUSTER.from_dict(body), namespace=ns)
 
-    # A worker whose DNS does not answer: R02 first, the workers waiting for the GCS under it.
+    # A worker whose DNS does not answer: E02 first, the workers waiting for the GCS under it.
     await head_ready_worker_waiting(pkube, ns, "nodns")
     code, report = doctor(proc, ns, "nodns")
     assert code == 1
     (root,) = roots(report)
-    assert root["rule"] == "R02", [(f["id"], f["title"]) for f in roots(report)]
+    assert root["rule"] == "E02", [(f["id"], f["title"]) for f in roots(report)]
     assert any("name resolution" in str(e.get("value")) and e["source"] == "ray" for e in root["evidence"])
     assert "E01" in {f["rule"] for f in report["findings"] if f.get("causedBy")}
 

@@ -138,6 +138,8 @@ def test_ray_status_is_read_by_node_name_with_totals() -> None:
         ("RuntimeError: Version mismatch: The cluster was started with: Ray: 2.52.0", "version-mismatch"),
         ("Task was killed due to the node running low on memory.", "oom"),
         ("Failed to get cluster ID from GCS server: TimedOut", "gcs-unreachable"),
+        ("[2026-12-04 03:15:50,654 C 5 5] (gcs_server) grpc_server.cc:133: An unexpected system state", "gcs-crash"),
+        ("Failed to connect to GCS within 60 seconds. GCS may have been killed.", "gcs-crash"),
         ("38 seconds elapsed: Waiting for GCS to be ready.", "gcs-unreachable"),
         ("grpc status UNAUTHENTICATED: invalid authentication token", "auth"),
     ],
@@ -209,19 +211,19 @@ def test_r01_a_ready_pod_missing_from_ray_status_is_named() -> None:
     assert "R01" not in rules_of(report)
 
 
-def test_r02_a_worker_that_cannot_resolve_the_head_is_the_root_cause() -> None:
+def test_e02_a_worker_that_cannot_resolve_the_head_is_the_root_cause() -> None:
     host = f"seed-head-svc.{NS}.svc.cluster.local"
     failed = {host: {"error": "[Errno -3] Temporary failure in name resolution"}}
     report = _diagnose(World(), _inside(worker=_worker_probe(resolve=failed, connect=[])))
-    (found,) = [f for f in report.findings if f.rule == "R02"]
+    (found,) = [f for f in report.findings if f.rule == "E02"]
     assert found in roots(report) and "cannot resolve" in found.title
     assert any(e.source == "ray" and "Temporary failure" in str(e.value) for e in found.evidence)
     # Another DNS domain: the fix is the operator's CLUSTER_DOMAIN.
     report = _diagnose(World(), _inside(worker=_worker_probe(resolve=failed, connect=[], domain="corp.internal")))
-    (found,) = [f for f in report.findings if f.rule == "R02"]
+    (found,) = [f for f in report.findings if f.rule == "E02"]
     assert "corp.internal" in found.title and any("CLUSTER_DOMAIN=corp.internal" in r for r in found.remediation)
     # Near miss: it resolves.
-    assert "R02" not in rules_of(_diagnose(World(), _inside()))
+    assert "E02" not in rules_of(_diagnose(World(), _inside()))
 
 
 def test_r03_a_blocked_gcs_port_with_the_head_listening_is_the_root_cause() -> None:
@@ -274,15 +276,26 @@ def test_r05_a_port_in_use_is_the_root_of_the_crash_loop() -> None:
     assert "R05" not in rules_of(report) and any(f.rule == "D07" for f in roots(report))
 
 
+def test_d03_a_gcs_that_crashed_is_named_from_its_own_line() -> None:
+    line = "[2026-12-04 03:15:50,654 C 5 5] (gcs_server) gcs_server.cc:266: Check failed: status.ok() Failed to load"
+    inside = _log(_inside(), HEAD, "/tmp/ray/session_latest/logs/gcs_server.err", line)
+    (found,) = [f for f in _diagnose(World(), inside).findings if f.rule == "D03"]
+    assert found.severity == "critical" and any(e.value == line for e in found.evidence)
+    # Near miss: the same crash because the port was taken is R05's, not D03's.
+    taken = "(gcs_server) grpc_server.cc:133: Check failed: server_ Failed to start the grpc server. port is 6379."
+    report = _diagnose(World(), _log(_inside(), HEAD, "kubectl logs -c ray-head", taken))
+    assert "D03" not in rules_of(report) and "R05" in rules_of(report)
+
+
 @pytest.mark.parametrize(
     ("rule", "line"),
     [
         ("R06", "RuntimeError: Version mismatch: The cluster was started with Ray 2.52.0, this is 2.9.3"),
-        ("R07", "grpc UNAUTHENTICATED: invalid authentication token"),
+        ("E05", "grpc UNAUTHENTICATED: invalid authentication token"),
         ("R08", "Task was killed due to the node running low on memory. Memory on the node was 1.9GB / 2GB"),
     ],
 )
-def test_r06_r07_r08_log_signs_are_quoted(rule: str, line: str) -> None:
+def test_r06_e05_r08_log_signs_are_quoted(rule: str, line: str) -> None:
     inside = _log(_inside(), WORKERS[0], "/tmp/ray/session_latest/logs/raylet.out", line)
     (found,) = [f for f in _diagnose(World(), inside).findings if f.rule == rule]
     assert any(e.source == "log" and e.value == line for e in found.evidence)
@@ -309,4 +322,4 @@ def test_what_was_seen_inside_travels_in_a_dump(tmp_path: Path) -> None:
     dumps.write(snap, tmp_path)
     back = dumps.read(tmp_path)
     assert back.inside == snap.inside and back.inside_note == "ran in 2 Pods (--exec) (from the dump)"
-    assert "R02" in rules_of(diagnose(back, Options(starting_grace=0)))
+    assert "E02" in rules_of(diagnose(back, Options(starting_grace=0)))

@@ -39,6 +39,14 @@ LOG_SIGNS: Final = (
         "a port Ray needs is already taken in the Pod",
     ),
     LogSign(
+        "gcs-crash",
+        re.compile(
+            r"\(gcs_server\).*(?:Check failed|An unexpected system state)|gcs_server.*(?:SIGSEGV|Segmentation fault|"
+            r"core dumped)|GCS may have been killed|GCS .*(?:terminated|killed) unexpectedly"
+        ),
+        "the GCS process failed",
+    ),
+    LogSign(
         "version-mismatch",
         re.compile(r"[Vv]ersion mismatch|versions? (do not|does not|don't) match|was started with Ray version"),
         "the Ray or Python versions of the Pods differ",

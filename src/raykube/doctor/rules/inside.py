@@ -35,6 +35,8 @@ from raykube.doctor.rules.base import (
 )
 from raykube.doctor.snapshot import Obj, Snapshot
 
+LOG_DIR = "/tmp/ray/session_latest/logs"  # noqa: S108 - Ray's session logs, a path inside the Pod
+
 NODE_MISSING = rule(
     "R01",
     "RAY_NODE_MISSING",
@@ -43,11 +45,11 @@ NODE_MISSING = rule(
     ["ray-project/kuberay#2412"],
 )
 NAME_UNRESOLVED = rule(
-    "R02",
-    "HEAD_NAME_UNRESOLVED",
+    "E02",
+    "HEAD_DNS_UNRESOLVABLE",
     STAGE_SERVICE,
-    "A worker cannot resolve the head Service's name (in-Pod DNS)",
-    ["ray-project/kuberay#1041"],
+    "A worker cannot resolve the head Service's name (in-Pod DNS; the operator's CLUSTER_DOMAIN)",
+    ["ray-project/kuberay PR#938", "ray-project/kuberay PR#951"],
 )
 PORT_UNREACHABLE = rule(
     "R03",
@@ -70,6 +72,13 @@ PORT_IN_USE = rule(
     "ray start failed: a port Ray needs is already taken in the Pod (Address already in use)",
     ["ray-project/ray#31393"],
 )
+GCS_FAILED = rule(
+    "D03",
+    "GCS_FAILED",
+    STAGE_START,
+    "The GCS on the head failed (crashed or was killed): the cluster is unusable (logs)",
+    ["ray-project/ray#44704", "ray-project/ray#36651"],
+)
 VERSION = rule(
     "R06",
     "RAY_VERSION_MISMATCH",
@@ -77,7 +86,13 @@ VERSION = rule(
     "Ray's logs say the Ray or Python versions of the Pods differ",
     ["ray-project/kuberay#1224"],
 )
-AUTH = rule("R07", "RAY_AUTH_REFUSED", STAGE_GCS, "Ray's token authentication refuses connections (logs)")
+AUTH = rule(
+    "E05",
+    "AUTH_TOKEN_MISSING_OR_MISMATCHED",
+    STAGE_GCS,
+    "Ray's token authentication refuses connections: a token missing or not the cluster's (logs)",
+    ["ray-project/ray#59453"],
+)
 MEMORY_MONITOR = rule(
     "R08",
     "RAY_MEMORY_MONITOR_KILLS",
@@ -310,6 +325,35 @@ def check_head_ports(snap: Snapshot) -> Iterator[Finding]:
                 remediation=["Let Ray bind to the Pod IP (KubeRay's defaults); remove the localhost override."],
                 effects={t.gcs(view.key)} if what == "GCS" else {t.dashboard(view.key)},
             )
+
+
+@checker(GCS_FAILED)
+def check_gcs_failed(snap: Snapshot) -> Iterator[Finding]:
+    for view in facts.cluster_views(snap):
+        head = view.head
+        if head is None or _log_evidence(snap, head, "port-in-use", 1):
+            continue  # R05 names the cause of that one
+        crashed = _log_evidence(snap, head, "gcs-crash")
+        if not crashed:
+            continue
+        head_key = s.key_of(head)
+        yield finding(
+            GCS_FAILED,
+            cluster=view.ref,
+            obj=_pod_ref(head),
+            severity="critical",
+            title="The GCS on the head failed: raylets lose it and the cluster cannot schedule anything",
+            evidence=crashed,
+            explanation="Without GCS fault tolerance the GCS, the head Pod and the whole cluster share one fate: "
+            "workers' raylets exit after failing to reach it, and every job and actor is lost. The quoted line is "
+            "the GCS's own last word; gcs_server.out/.err in the head hold the rest.",
+            remediation=[
+                f"kubectl exec {s.name_of(head)} -n {view.namespace} -- tail -n 100 {LOG_DIR}/gcs_server.out",
+                "Give the head more memory (GCS state grows with actors, tasks and nodes); enable GCS fault "
+                "tolerance (gcsFaultToleranceOptions with an external Redis) so a restart keeps the cluster.",
+            ],
+            effects={t.ray_start(head_key), t.pod_ready(head_key), t.head(view.key), t.gcs(view.key)},
+        )
 
 
 @checker(VERSION, AUTH, MEMORY_MONITOR)
