@@ -38,8 +38,7 @@ from raykube.kube.resources import PODS, SELF_SUBJECT_ACCESS_REVIEWS
 
 ExecMode = Literal["auto", "on", "off"]
 
-LOG_DIR: Final = "/tmp/ray/session_latest/logs"  # noqa: S108 - Ray's session logs, a path inside the Pod
-LOG_GLOBS: Final = tuple(f"{LOG_DIR}/{name}*" for name in ("gcs_server", "raylet", "dashboard", "monitor"))
+LOG_GLOBS: Final = tuple(f"{fi.LOG_DIR}/{name}*" for name in ("gcs_server", "raylet", "dashboard", "monitor"))
 RAY_STATUS: Final = ("ray", "status", "-v")
 # At most this many Pods per RayCluster have their logs read (the head and the worst of each group come first).
 MAX_LOG_PODS: Final = 6
@@ -168,7 +167,7 @@ class _Inside:
                     result = json.loads(run.stdout)
                     entry["probe"] = {k: v for k, v in result.items() if k != "logs"}
                     entry["logs"] += [
-                        {"source": f"{LOG_DIR}/{name}", "line": fi.mask(str(line))}
+                        {"source": f"{fi.LOG_DIR}/{name}", "line": fi.mask(str(line))}
                         for name, line in result.get("logs") or []
                     ]
                 except (ValueError, AttributeError, TypeError):

@@ -20,6 +20,8 @@ from typing import Any, Final
 
 from raykube.doctor.snapshot import Obj, Snapshot, key_of
 
+LOG_DIR: Final = "/tmp/ray/session_latest/logs"  # noqa: S108 - Ray's session logs, a path inside the Pod
+
 
 @dataclass(frozen=True)
 class LogSign:

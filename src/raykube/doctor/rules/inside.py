@@ -35,8 +35,6 @@ from raykube.doctor.rules.base import (
 )
 from raykube.doctor.snapshot import Obj, Snapshot
 
-LOG_DIR = "/tmp/ray/session_latest/logs"  # noqa: S108 - Ray's session logs, a path inside the Pod
-
 NODE_MISSING = rule(
     "R01",
     "RAY_NODE_MISSING",
@@ -348,7 +346,7 @@ def check_gcs_failed(snap: Snapshot) -> Iterator[Finding]:
             "workers' raylets exit after failing to reach it, and every job and actor is lost. The quoted line is "
             "the GCS's own last word; gcs_server.out/.err in the head hold the rest.",
             remediation=[
-                f"kubectl exec {s.name_of(head)} -n {view.namespace} -- tail -n 100 {LOG_DIR}/gcs_server.out",
+                f"kubectl exec {s.name_of(head)} -n {view.namespace} -- tail -n 100 {fi.LOG_DIR}/gcs_server.out",
                 "Give the head more memory (GCS state grows with actors, tasks and nodes); enable GCS fault "
                 "tolerance (gcsFaultToleranceOptions with an external Redis) so a restart keeps the cluster.",
             ],
