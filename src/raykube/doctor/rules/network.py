@@ -10,7 +10,7 @@ EndpointSlice means no head Pod with an IP matches the selector (the seed's "End
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, Final
 
 from raykube.api import constants as c
 from raykube.doctor import facts
@@ -65,7 +65,7 @@ NETPOL = rule(
     "E03",
     "NETWORK_POLICY_BLOCKS",
     STAGE_SERVICE,
-    "A NetworkPolicy on the head blocks workers from the GCS port",
+    "A NetworkPolicy blocks workers from the GCS port (ingress on the head) or from DNS and the GCS (their egress)",
     ["ray-project/kuberay#1282", "ray-project/kuberay#4638"],
 )
 
@@ -380,8 +380,16 @@ def _peer_allows(peer: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
     return selector is None or facts.selector_matches(selector, labels)
 
 
-def _rule_allows(rule_: Mapping[str, Any], labels: Mapping[str, str], port: int) -> bool:
-    peers = rule_.get("from")
+def _rule_allows(
+    rule_: Mapping[str, Any],
+    labels: Mapping[str, str],
+    port: int,
+    *,
+    peers_key: str = "from",
+    port_name: str = c.GCS_SERVER_PORT_NAME,
+) -> bool:
+    """Whether an ingress (``from``) or egress (``to``) rule lets Pods labelled ``labels`` through on ``port``."""
+    peers = rule_.get(peers_key)
     if peers and not any(_peer_allows(p, labels) for p in peers):
         return False
     ports = rule_.get("ports")
@@ -390,11 +398,67 @@ def _rule_allows(rule_: Mapping[str, Any], labels: Mapping[str, str], port: int)
     for item in ports:
         value = item.get("port")
         end = item.get("endPort")
-        if value is None or value == c.GCS_SERVER_PORT_NAME:
+        if value is None or value == port_name:
             return True
         if isinstance(value, int) and (value == port or (end is not None and value <= port <= int(end))):
             return True
     return False
+
+
+def _policy_types(spec: Mapping[str, Any]) -> list[str]:
+    """A policy's types as the API server defaults them: Ingress always, Egress when it has egress rules."""
+    types: list[str] = spec.get("policyTypes") or ["Ingress", *(["Egress"] if spec.get("egress") else [])]
+    return types
+
+
+# CoreDNS/kube-dns labels (k8s-app=kube-dns is what both carry in kube-system).
+DNS_LABELS: Final = {"k8s-app": "kube-dns"}
+DNS_PORT: Final = 53
+
+
+def _egress_blocks(snap: Snapshot, view: ClusterView) -> Iterator[Finding]:
+    """Egress policies on the workers that leave no way to DNS or to the head's GCS port (E03's other half)."""
+    worker = next((p for g in view.groups for p in g.live_pods), None)
+    head = view.head
+    if worker is None or head is None:
+        return
+    labels = s.labels_of(worker)
+    selecting = [
+        p
+        for p in snap.in_namespace(s.NETWORKPOLICIES, view.namespace)
+        if "Egress" in _policy_types(p.get("spec") or {})
+        and facts.selector_matches((p.get("spec") or {}).get("podSelector") or {}, labels)
+    ]
+    if not selecting:
+        return
+    rules = [r for p in selecting for r in (p.get("spec") or {}).get("egress") or []]
+    port = gcs_port(view)
+    dns = any(_rule_allows(r, DNS_LABELS, DNS_PORT, peers_key="to", port_name="dns") for r in rules)
+    gcs = any(_rule_allows(r, s.labels_of(head), port, peers_key="to") for r in rules)
+    blocked = [what for what, ok in (("DNS (port 53)", dns), (f"the head's GCS port {port}", gcs)) if not ok]
+    if not blocked:
+        return
+    yield finding(
+        NETPOL,
+        cluster=view.ref,
+        obj=facts.ref(selecting[0], "NetworkPolicy"),
+        severity="error",
+        confidence="likely",
+        title=f"Egress NetworkPolicy {listing(s.name_of(p) for p in selecting)} keeps the workers from "
+        + " and from ".join(blocked),
+        evidence=[
+            field_evidence(facts.ref(p, "NetworkPolicy"), "spec.egress", (p.get("spec") or {}).get("egress") or [])
+            for p in selecting[:2]
+        ],
+        explanation="An egress policy that selects a Pod allows only what its rules list. Workers first resolve "
+        "the head Service's name (DNS, UDP/TCP 53 to kube-dns in kube-system) and then connect to the GCS: "
+        "without both they wait in wait-gcs-ready forever.",
+        remediation=[
+            "Add egress rules: UDP and TCP 53 to the kube-dns Pods (namespaceSelector kube-system, podSelector "
+            f"k8s-app=kube-dns), and all ports to Pods labelled ray.io/cluster={view.name}."
+        ],
+        effects={t.gcs(view.key), *(t.workers(view.key, g.name) for g in view.groups)},
+    )
 
 
 @checker(NETPOL)
@@ -402,6 +466,7 @@ def check_network_policies(snap: Snapshot) -> Iterator[Finding]:
     if not snap.has(s.NETWORKPOLICIES):
         return
     for view in facts.cluster_views(snap):
+        yield from _egress_blocks(snap, view)
         head = view.head
         if head is None or not view.groups:
             continue
@@ -409,7 +474,7 @@ def check_network_policies(snap: Snapshot) -> Iterator[Finding]:
         selecting = []
         for policy in snap.in_namespace(s.NETWORKPOLICIES, view.namespace):
             spec = policy.get("spec") or {}
-            types = spec.get("policyTypes") or (["Ingress"] if "ingress" in spec or "egress" not in spec else [])
+            types = _policy_types(spec)
             if "Ingress" in types and facts.selector_matches(spec.get("podSelector") or {}, head_labels):
                 selecting.append(policy)
         if not selecting:
