@@ -1,5 +1,5 @@
 """Every rule fires on its case and stays quiet on the healthy seed: one case per rule that no other test triggered
-(A07, D06, D08, F08, F10, N01, H01, C04, G06, B11, SEC09), each also checked against a near miss.
+(A07, D06, D08, F08, F10, N01, N02, N03, H01, C04, G06, B11, SEC09), each also checked against a near miss.
 
 ``test_every_rule_fires_somewhere`` keeps the count of untested rules at 0: a rule added later must bring its case.
 """
@@ -98,6 +98,27 @@ def node_pressure_only(world: World) -> None:  # not N01: Ready, with an unrelat
     node["status"]["conditions"].append({"type": "DiskPressure", "status": "False"})
 
 
+def node_memory_pressure(world: World) -> None:  # N02: the head's node evicts
+    node = world.one("nodes", "node-0")
+    node["status"]["conditions"].append(
+        {"type": "MemoryPressure", "status": "True", "message": "kubelet has insufficient memory available"}
+    )
+
+
+def worker_preempted(world: World) -> None:  # N03: the scheduler preempted a worker
+    pod = world.pods("worker")[0]
+    pod["status"]["conditions"].append(
+        {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
+         "message": "Kubernetes Scheduler: preempting to accommodate a higher priority pod"}
+    )  # fmt: skip
+
+
+def worker_evicted_by_api(world: World) -> None:  # not N03: a drain, not a preemption
+    pod = world.pods("worker")[0]
+    drained = {"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI"}
+    pod["status"]["conditions"].append(drained)
+
+
 def store_above_memory(world: World) -> None:  # H01
     _group(world)["rayStartParams"]["object-store-memory"] = "4000000000"
     _ray_container(_group(world))["resources"] = {"limits": {"cpu": "1", "memory": "2Gi"}}
@@ -167,6 +188,8 @@ CASES: dict[str, tuple[Mutation, Mutation]] = {
     "F08": (service_without_dashboard, service_with_renamed_metrics),
     "F10": (dashboard_disabled, dashboard_enabled),
     "N01": (node_not_ready, node_pressure_only),
+    "N02": (node_memory_pressure, node_pressure_only),
+    "N03": (worker_preempted, worker_evicted_by_api),
     "H01": (store_above_memory, store_within_memory),
     "C04": (versions_differ, versions_same_tag_variant),
     "G06": (odd_gpu_key, odd_gpu_key_counted),

@@ -72,6 +72,23 @@ SCHEDULING_GATED = rule(
 )
 NODE_NOT_READY = rule("N01", "NODE_NOT_READY", STAGE_PLACEMENT, "Ray Pods sit on a node that is gone or not Ready")
 POD_FAILED = rule("P02", "POD_FAILED_OR_EVICTED", STAGE_PLACEMENT, "Ray Pods ended Failed (evicted, deadline, ...)")
+NODE_PRESSURE = rule(
+    "N02",
+    "NODE_PRESSURE",
+    STAGE_PLACEMENT,
+    "Ray Pods sit on a node under memory, disk or PID pressure: the kubelet evicts Pods and admits no new ones",
+)
+PREEMPTED = rule(
+    "N03",
+    "RAY_PODS_PREEMPTED",
+    STAGE_PLACEMENT,
+    "Ray Pods were preempted by Pods of a higher priority (the scheduler evicted them to make room)",
+)
+# The kubelet's node conditions that evict Pods (Kubernetes: node-pressure eviction).
+PRESSURE_CONDITIONS = ("MemoryPressure", "DiskPressure", "PIDPressure")
+# The scheduler's event on a preempted Pod, and the DisruptionTarget condition reason it sets (Kubernetes >= 1.26).
+PREEMPTED_EVENT = "Preempted"
+PREEMPTION_REASON = "PreemptionByScheduler"
 
 # Kubernetes scheduler: the condition and event it writes for a Pod it cannot place.
 FAILED_SCHEDULING = "FailedScheduling"
@@ -542,6 +559,71 @@ def _static_fit(
             remediation=["Fix the nodeSelector, or label the nodes the Pods should use."],
             effects=tokens,
         )
+
+
+@checker(NODE_PRESSURE, PREEMPTED)
+def check_pressure_and_preemption(snap: Snapshot) -> Iterator[Finding]:
+    nodes = {s.name_of(n): n for n in snap.all(s.NODES)} if snap.has(s.NODES) else {}
+    for view in facts.cluster_views(snap):
+        by_node: dict[str, list[Obj]] = {}
+        for pod in view.pods:
+            if name := (pod.get("spec") or {}).get("nodeName"):
+                by_node.setdefault(str(name), []).append(pod)
+        for node_name, pods in sorted(by_node.items()):
+            node = nodes.get(node_name)
+            pressing = {k: v for k, v in facts.conditions(node or {}).items() if k in PRESSURE_CONDITIONS}
+            pressing = {k: v for k, v in pressing.items() if v.get("status") == "True"}
+            if not pressing:
+                continue
+            node_ref = ObjectRef("Node", node_name)
+            yield finding(
+                NODE_PRESSURE,
+                cluster=view.ref,
+                obj=node_ref,
+                severity="warning",
+                title=f"Node {node_name} is under {' and '.join(sorted(pressing))} with "
+                f"{plural(len(pods), 'Ray Pod')} on it",
+                evidence=[
+                    field_evidence(node_ref, f"status.conditions[{k}]", v.get("message") or "True", "node")
+                    for k, v in sorted(pressing.items())
+                ]
+                + [field_evidence(facts.ref(p, "Pod"), "spec.nodeName", node_name) for p in pods[:3]],
+                explanation="Under pressure the kubelet evicts Pods (lowest priority and furthest above their "
+                "requests first: Ray Pods without requests = limits go early) and admits no new ones. Ray workers "
+                "evicted mid-job lose their tasks and objects; a head evicted takes the cluster down.",
+                remediation=[
+                    f"kubectl describe node {node_name}",
+                    "Give Ray Pods requests = limits (Guaranteed QoS); for DiskPressure, mind /tmp/ray and the "
+                    "object store's spilling directory (an emptyDir with a sizeLimit, or a volume).",
+                ],
+                effects=_pod_tokens(pods),
+            )
+        preempted = []
+        for pod in view.pods:
+            target = facts.conditions(pod).get("DisruptionTarget") or {}
+            events = [e for e in view.snap.events_for(pod) if e.get("reason") == PREEMPTED_EVENT]
+            if target.get("reason") == PREEMPTION_REASON or events:
+                preempted.append((pod, target.get("message") or (facts.event_message(events[0]) if events else "")))
+        if preempted:
+            yield finding(
+                PREEMPTED,
+                cluster=view.ref,
+                obj=facts.ref(preempted[0][0], "Pod"),
+                severity="warning",
+                title=f"{plural(len(preempted), 'Ray Pod')} preempted for higher-priority Pods: "
+                f"{listing(s.name_of(p) for p, _ in preempted)}",
+                evidence=[
+                    field_evidence(facts.ref(p, "Pod"), "preempted", message or PREEMPTION_REASON, "pod.status")
+                    for p, message in preempted[:3]
+                ],
+                explanation="The scheduler evicts lower-priority Pods to place a higher-priority one. KubeRay "
+                "recreates the Ray Pods, which then wait for room; a preempted head restarts the whole cluster.",
+                remediation=[
+                    "Give the Ray Pods a PriorityClass (template spec.priorityClassName) that matches their "
+                    "importance, or run them on nodes the preempting workloads do not use."
+                ],
+                effects=_pod_tokens([p for p, _ in preempted]),
+            )
 
 
 @checker(SCHEDULING_GATED, NODE_NOT_READY, POD_FAILED)
