@@ -1,5 +1,5 @@
 """Every rule fires on its case and stays quiet on the healthy seed: one case per rule that no other test triggered
-(A07, D06, D08, F08, F10, N01, N02, N03, H01, C04, G06, B11, SEC09), each also checked against a near miss.
+(A07, D06, D08, F08, F10, N01, N02, N03, H01, C04, G06, B11, B13, SEC09), each also checked against a near miss.
 
 ``test_every_rule_fires_somewhere`` keeps the count of untested rules at 0: a rule added later must bring its case.
 """
@@ -105,6 +105,29 @@ def node_memory_pressure(world: World) -> None:  # N02: the head's node evicts
     )
 
 
+def _limit_range(world: World) -> None:
+    world.add(
+        "limitranges",
+        {"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "defaults", "namespace": NS},
+         "spec": {"limits": [{"type": "Container", "default": {"memory": "512Mi"},
+                              "defaultRequest": {"memory": "256Mi"}}]}},
+    )  # fmt: skip
+
+
+def limit_range_defaulted(world: World) -> None:  # B13: the worker template sets no memory; the namespace's does
+    _limit_range(world)
+    resources = _ray_container(_group(world))["resources"]
+    resources["limits"].pop("memory")
+    resources["requests"].pop("memory")
+    for pod in world.pods("worker"):
+        pod["spec"]["containers"][0]["resources"]["limits"]["memory"] = "512Mi"
+        pod["spec"]["containers"][0]["resources"]["requests"]["memory"] = "256Mi"
+
+
+def limit_range_not_applied(world: World) -> None:  # not B13: every Ray container sets its own
+    _limit_range(world)
+
+
 def worker_preempted(world: World) -> None:  # N03: the scheduler preempted a worker
     pod = world.pods("worker")[0]
     pod["status"]["conditions"].append(
@@ -190,6 +213,7 @@ CASES: dict[str, tuple[Mutation, Mutation]] = {
     "N01": (node_not_ready, node_pressure_only),
     "N02": (node_memory_pressure, node_pressure_only),
     "N03": (worker_preempted, worker_evicted_by_api),
+    "B13": (limit_range_defaulted, limit_range_not_applied),
     "H01": (store_above_memory, store_within_memory),
     "C04": (versions_differ, versions_same_tag_variant),
     "G06": (odd_gpu_key, odd_gpu_key_counted),

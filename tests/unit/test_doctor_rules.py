@@ -152,7 +152,7 @@ class World:
                      "suspend", "managedBy", "upgradeStrategy")}}}}}}]},
              "status": {"conditions": [{"type": "Established", "status": "True"}]}},
         )  # fmt: skip
-        for key in ("events", "endpointslices", "services", "horizontalpodautoscalers", "resourcequotas",
+        for key in ("events", "endpointslices", "services", "horizontalpodautoscalers", "resourcequotas", "limitranges",
                     "ingresses", "networkpolicies", "subjectaccessreviews"):  # fmt: skip
             self.objects.setdefault(key, [])
         self.allow_operator()

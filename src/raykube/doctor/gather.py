@@ -4,7 +4,7 @@ One list per resource type and namespace in scope (one cluster-wide list with ``
 request per object, so a run over 100 RayClusters costs the same handful of requests as a run over one:
 
 * phase 1, all at once: RayClusters, RayJobs, RayServices, batch Jobs, Pods, Events, Services, EndpointSlices,
-  ConfigMaps, Secrets (both reduced to their keys as they arrive), PVCs, HPAs, ResourceQuotas, Ingresses,
+  ConfigMaps, Secrets (both reduced to their keys as they arrive), PVCs, HPAs, ResourceQuotas, LimitRanges, Ingresses,
   NetworkPolicies per namespace; Nodes and StorageClasses; the RayCluster CRD; the operator's Deployments anywhere (by
   KubeRay's labels and by name);
 * phase 2, all at once: the operator's Pods (when outside the namespaces already listed) and one

@@ -64,6 +64,7 @@ SECRETS = ResourceType("secrets", "", "v1", "Secret", True, ("secret",))
 PVCS = ResourceType("persistentvolumeclaims", "", "v1", "PersistentVolumeClaim", True, ("pvc", "pvcs"))
 HPAS = ResourceType("horizontalpodautoscalers", "autoscaling", "v2", "HorizontalPodAutoscaler", True, ("hpa",))
 QUOTAS = ResourceType("resourcequotas", "", "v1", "ResourceQuota", True, ("resourcequota", "quota"))
+LIMITRANGES = ResourceType("limitranges", "", "v1", "LimitRange", True, ("limitrange", "limits"))
 INGRESSES = ResourceType("ingresses", "networking.k8s.io", "v1", "Ingress", True, ("ingress", "ing"))
 NETWORKPOLICIES = ResourceType("networkpolicies", "networking.k8s.io", "v1", "NetworkPolicy", True, ("netpol",))
 DEPLOYMENTS = ResourceType("deployments", "apps", "v1", "Deployment", True, ("deployment", "deploy"))
@@ -89,6 +90,7 @@ NAMESPACED_TYPES: Final = (
     PVCS,
     HPAS,
     QUOTAS,
+    LIMITRANGES,
     INGRESSES,
     NETWORKPOLICIES,
 )

@@ -72,6 +72,12 @@ SCHEDULING_GATED = rule(
 )
 NODE_NOT_READY = rule("N01", "NODE_NOT_READY", STAGE_PLACEMENT, "Ray Pods sit on a node that is gone or not Ready")
 POD_FAILED = rule("P02", "POD_FAILED_OR_EVICTED", STAGE_PLACEMENT, "Ray Pods ended Failed (evicted, deadline, ...)")
+LIMITRANGE_DEFAULTED = rule(
+    "B13",
+    "LIMITRANGE_DEFAULTED",
+    STAGE_PLACEMENT,
+    "A LimitRange gave the Ray container requests or limits its template does not set (Ray sizes itself from them)",
+)
 NODE_PRESSURE = rule(
     "N02",
     "NODE_PRESSURE",
@@ -559,6 +565,65 @@ def _static_fit(
             remediation=["Fix the nodeSelector, or label the nodes the Pods should use."],
             effects=tokens,
         )
+
+
+@checker(LIMITRANGE_DEFAULTED)
+def check_limit_range_defaults(snap: Snapshot) -> Iterator[Finding]:
+    if not snap.has(s.LIMITRANGES):
+        return
+    for view in facts.cluster_views(snap):
+        defaults: dict[tuple[str, str], tuple[str, Obj]] = {}  # (requests|limits, resource) -> (value, LimitRange)
+        for limit_range in snap.in_namespace(s.LIMITRANGES, view.namespace):
+            for item in (limit_range.get("spec") or {}).get("limits") or []:
+                if item.get("type") not in (None, "Container"):
+                    continue
+                for field_name, kind in (("default", "limits"), ("defaultRequest", "requests")):
+                    for resource, value in (item.get(field_name) or {}).items():
+                        defaults.setdefault((kind, str(resource)), (str(value), limit_range))
+        if not defaults:
+            continue
+        for group, path, template in view.templates():
+            pods = [p for p in view.pods_of_group(group) if not facts.terminating(p)]
+            if not pods:
+                continue
+            wanted = facts.ray_container(facts.pod_spec(template)).get("resources") or {}
+            got = facts.ray_container(facts.pod_spec(pods[0])).get("resources") or {}
+            added = [
+                (kind, resource, value, defaults[(kind, resource)])
+                for kind in ("limits", "requests")
+                for resource, value in (got.get(kind) or {}).items()
+                if resource in ("cpu", "memory")
+                and resource not in (wanted.get(kind) or {})
+                and (kind, resource) in defaults
+                # a request copied from the template's limit is Kubernetes' own defaulting, not the LimitRange's
+                and not (kind == "requests" and resource in (wanted.get("limits") or {}))
+            ]
+            if not added:
+                continue
+            names = listing(sorted({s.name_of(lr) for *_, (_, lr) in added}))
+            yield finding(
+                LIMITRANGE_DEFAULTED,
+                cluster=view.ref,
+                obj=facts.ref(pods[0], "Pod"),
+                severity="warning",
+                title=f"Group {group}: LimitRange {names} set "
+                + ", ".join(f"{kind}.{resource}={value}" for kind, resource, value, _ in added)
+                + " on the Ray container, which its template leaves unset",
+                evidence=[
+                    field_evidence(
+                        facts.ref(pods[0], "Pod"), f"spec.containers[0].resources.{kind}.{resource}", value, "pod.spec"
+                    )
+                    for kind, resource, value, _ in added
+                ]
+                + [field_evidence(view.ref, f"{path}.spec.containers[0].resources", wanted or "unset", "cr.spec")],
+                explanation="KubeRay passes the Ray container's CPU and memory limits to `ray start` (--num-cpus, "
+                "--memory) and Ray sizes its object store from the memory; a default the namespace adds decides "
+                "how much Ray uses and where the kubelet OOM-kills, without appearing in the RayCluster.",
+                remediation=[
+                    "Set requests and limits for CPU and memory in every Ray container template (requests = limits), "
+                    "so the LimitRange's defaults do not apply."
+                ],
+            )
 
 
 @checker(NODE_PRESSURE, PREEMPTED)
