@@ -192,5 +192,6 @@ def test_the_kubectl_plugin_runs_doctor_offline_with_its_exit_codes(tmp_path: Pa
     assert runner.invoke(plugin, ["doctor", "seed", "--from-dump", str(healthy), "--fail-on", "info"]).exit_code == 1
     assert runner.invoke(plugin, ["doctor", "raycluster/nope", "--from-dump", str(healthy)]).exit_code == 3
     assert runner.invoke(plugin, ["doctor", "rayservice/x", "--from-dump", str(healthy)]).exit_code == 3  # not found
-    assert runner.invoke(plugin, ["doctor", "raycronjob/x", "--from-dump", str(healthy)]).exit_code == 2
+    assert runner.invoke(plugin, ["doctor", "raycronjob/x", "--from-dump", str(healthy)]).exit_code == 3  # not found
+    assert runner.invoke(plugin, ["doctor", "cronjob/x", "--from-dump", str(healthy)]).exit_code == 2
     assert runner.invoke(plugin, ["doctor", "seed", "--from-dump", str(tmp_path / "nothing")]).exit_code == 2

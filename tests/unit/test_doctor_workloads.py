@@ -195,3 +195,59 @@ def test_all_includes_every_rayjob_and_rayservice_and_their_clusters_once() -> N
     report = diagnose(world.snapshot(), Options())  # --all: targets and workloads None
     assert [(t.kind, t.name) for t in report.targets] == [("RayJob", "train"), ("RayCluster", "seed")]
     assert s.workload_cluster_names(world.objects["rayjobs"][0]) == ["seed"]
+
+
+def raycronjob(name: str = "nightly", *, schedule: str = "*/5 * * * *", **status: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCronJob",
+        "metadata": {"name": name, "namespace": NS, "uid": f"uid-{name}", "creationTimestamp": EARLIER},
+        "spec": {"schedule": schedule, "jobTemplate": {"entrypoint": "python nightly.py",
+                                                       "rayClusterSpec": seed_spec()["spec"]}},
+        "status": status,
+    }  # fmt: skip
+
+
+def _cron_world(*, gate: bool = True) -> World:
+    world = World()
+    world.objects["deployments"].clear()
+    world.add_operator(args=["--feature-gates=RayCronJob=true"] if gate else [])
+    return world
+
+
+def test_a_raycronjob_target_checks_the_cron_and_its_newest_rayjobs() -> None:
+    world = _cron_world()
+    world.add("raycronjobs", raycronjob(lastScheduleTime="2026-01-01T11:59:00Z"))
+    for index, stamp in enumerate(["2026-01-01T11:45:00Z", "2026-01-01T11:50:00Z", "2026-01-01T11:55:00Z",
+                                   "2026-01-01T11:59:00Z"]):  # fmt: skip
+        job = rayjob(f"nightly-{index}", jobDeploymentStatus="Complete", jobStatus="SUCCEEDED")
+        job["metadata"].update(labels={c.RAY_CRONJOB_NAME_LABEL: "nightly"}, creationTimestamp=stamp)
+        world.add("rayjobs", job)
+    report = run(world, ("RayCronJob", "nightly"))
+    names = [(t.kind, t.name) for t in report.targets]
+    assert names[0] == ("RayCronJob", "nightly")
+    assert [n for k, n in names if k == "RayJob"] == ["nightly-1", "nightly-2", "nightly-3"]  # the newest 3
+    assert not [f for f in report.findings if f.rule.startswith("K")], render_text(report)
+
+
+def test_raycronjob_gate_off_invalid_suspended_and_a_missed_tick() -> None:
+    world = _cron_world(gate=False)
+    world.add("raycronjobs", raycronjob())
+    [gate] = [f for f in run(world, ("RayCronJob", "nightly")).findings if f.rule == "K02"]
+    assert "feature gate RayCronJob is off" in gate.title and gate.severity == "error"
+
+    world = _cron_world()
+    world.add("raycronjobs", raycronjob(schedule="61 * * * *"))
+    [invalid] = [f for f in run(world, ("RayCronJob", "nightly")).findings if f.rule == "K01"]
+    assert "schedule" in invalid.title.lower() or "schedule" in str(invalid.evidence[0].path)
+
+    world = _cron_world()
+    world.add("raycronjobs", raycronjob())
+    world.objects["raycronjobs"][0]["spec"]["suspend"] = True
+    assert {f.rule for f in run(world, ("RayCronJob", "nightly")).findings} >= {"K03"}
+
+    # Every 5 minutes since 11:40 and never scheduled: the 11:45 tick is 15 minutes overdue.
+    world = _cron_world()
+    world.add("raycronjobs", raycronjob())
+    [missed] = [f for f in run(world, ("RayCronJob", "nightly")).findings if f.rule == "K04"]
+    assert "2026-01-01T11:45:00Z" in missed.title and "15m" in missed.title

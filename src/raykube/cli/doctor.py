@@ -20,7 +20,12 @@ SEVERITIES = ("critical", "error", "warning", "info")
 # What TARGET may name, as kubectl spells a type: plural, singular, with or without the group.
 KINDS = {
     spelling: kind
-    for kind, plural in (("RayCluster", "rayclusters"), ("RayJob", "rayjobs"), ("RayService", "rayservices"))
+    for kind, plural in (
+        ("RayCluster", "rayclusters"),
+        ("RayJob", "rayjobs"),
+        ("RayService", "rayservices"),
+        ("RayCronJob", "raycronjobs"),
+    )
     for spelling in (kind.lower(), plural, f"{kind.lower()}.ray.io", f"{plural}.ray.io")
 }
 EXIT_USAGE = 2
@@ -34,7 +39,8 @@ def _parse_target(target: str) -> tuple[str, str]:
         return "RayCluster", target
     if kind.lower() not in KINDS:
         raise typer.BadParameter(
-            f"{kind!r}: diagnose a raycluster/NAME, rayjob/NAME or rayservice/NAME", param_hint="TARGET"
+            f"{kind!r}: diagnose a raycluster/NAME, rayjob/NAME, rayservice/NAME or raycronjob/NAME",
+            param_hint="TARGET",
         )
     if not name:
         raise typer.BadParameter(f"give the {KINDS[kind.lower()]}'s name: {kind}/NAME", param_hint="TARGET")
@@ -120,7 +126,7 @@ def doctor(
         raise typer.BadParameter(f"use one of {', '.join(SEVERITIES)}", param_hint="--fail-on")
     if target is None and not (all_ or all_namespaces):
         raise typer.BadParameter(
-            "name a raycluster/NAME, rayjob/NAME or rayservice/NAME, or use --all", param_hint="TARGET"
+            "name a raycluster/NAME, rayjob/NAME, rayservice/NAME or raycronjob/NAME, or use --all", param_hint="TARGET"
         )
     if target is not None and (all_ or all_namespaces):
         raise typer.BadParameter("give either a target or --all, not both", param_hint="--all")
@@ -165,7 +171,12 @@ def _from_dump(
         snap = dataclasses.replace(snap, namespaces=None)
     if wanted is not None:
         kind, name = wanted
-        resource = {"RayCluster": s.RAYCLUSTERS, "RayJob": s.RAYJOBS, "RayService": s.RAYSERVICES}[kind]
+        resource = {
+            "RayCluster": s.RAYCLUSTERS,
+            "RayJob": s.RAYJOBS,
+            "RayService": s.RAYSERVICES,
+            "RayCronJob": s.RAYCRONJOBS,
+        }[kind]
         found = [s.namespace_of(o) for o in snap.all(resource) if s.name_of(o) == name]
         namespaces = [namespace] if namespace is not None else found or ["default"]
         if kind == "RayCluster":

@@ -76,7 +76,8 @@ def diagnose(snap: Snapshot, options: Options | None = None) -> Report:
     ordered = correlate(findings)
     _soften_progress(snap, ordered, options.starting_grace)
     # The RayJobs and RayServices first, then the RayClusters (theirs and those asked for).
-    workloads = [facts.ref(o, c.KIND_RAYJOB) for o in snap.rayjobs]
+    workloads = [facts.ref(o, c.KIND_RAYCRONJOB) for o in snap.raycronjobs]
+    workloads += [facts.ref(o, c.KIND_RAYJOB) for o in snap.rayjobs]
     workloads += [facts.ref(o, c.KIND_RAYSERVICE) for o in snap.rayservices]
     clusters = [facts.ref(o, c.KIND_RAYCLUSTER) for o in snap.rayclusters]
     targets = [*workloads, *clusters]

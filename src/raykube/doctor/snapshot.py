@@ -54,6 +54,7 @@ class ResourceType:
 RAYCLUSTERS = ResourceType("rayclusters", c.API_GROUP, "v1", c.KIND_RAYCLUSTER, True, ("raycluster",))
 RAYJOBS = ResourceType("rayjobs", c.API_GROUP, "v1", c.KIND_RAYJOB, True, ("rayjob",))
 RAYSERVICES = ResourceType("rayservices", c.API_GROUP, "v1", c.KIND_RAYSERVICE, True, ("rayservice",))
+RAYCRONJOBS = ResourceType("raycronjobs", c.API_GROUP, "v1", c.KIND_RAYCRONJOB, True, ("raycronjob",))
 JOBS = ResourceType("jobs", "batch", "v1", "Job", True, ("job",))
 PODS = ResourceType("pods", "", "v1", "Pod", True, ("pod", "po"))
 EVENTS = ResourceType("events", "", "v1", "Event", True, ("event", "ev"))
@@ -80,6 +81,7 @@ NAMESPACED_TYPES: Final = (
     RAYCLUSTERS,
     RAYJOBS,
     RAYSERVICES,
+    RAYCRONJOBS,
     JOBS,
     PODS,
     EVENTS,
@@ -97,10 +99,13 @@ NAMESPACED_TYPES: Final = (
 CLUSTER_TYPES: Final = (NODES, STORAGECLASSES)
 ALL_TYPES: Final = (*NAMESPACED_TYPES, DEPLOYMENTS, *CLUSTER_TYPES, CRDS, ACCESS_REVIEWS)
 BY_KEY: Final[Mapping[str, ResourceType]] = {t.key: t for t in ALL_TYPES}
-# The custom resources that make RayClusters, each a possible target (``rayjob/NAME``, ``rayservice/NAME``).
-WORKLOAD_TYPES: Final = (RAYJOBS, RAYSERVICES)
+# The custom resources that make RayClusters, each a possible target (``rayjob/NAME``, ``rayservice/NAME``,
+# ``raycronjob/NAME``: a RayCronJob's are the RayJobs it made).
+WORKLOAD_TYPES: Final = (RAYJOBS, RAYSERVICES, RAYCRONJOBS)
 # Types read when their CRD may be missing (an older KubeRay's, or none): a 404 reads as "none of them".
-OPTIONAL_CRD_TYPES: Final = frozenset({RAYCLUSTERS.key, RAYJOBS.key, RAYSERVICES.key})
+OPTIONAL_CRD_TYPES: Final = frozenset({RAYCLUSTERS.key, RAYJOBS.key, RAYSERVICES.key, RAYCRONJOBS.key})
+# How many of a RayCronJob's RayJobs (the newest) a ``raycronjob/NAME`` run diagnoses.
+CRON_RAYJOBS: Final = 3
 # Types whose absence stops the core rules (exit code 3).
 CORE_TYPES: Final = frozenset({RAYCLUSTERS.key, PODS.key})
 
@@ -241,7 +246,25 @@ class Snapshot:
 
     @cached_property
     def rayjobs(self) -> list[Obj]:
-        return self._workloads(RAYJOBS)
+        """The RayJobs asked for, and the newest :data:`CRON_RAYJOBS` of each RayCronJob asked for."""
+        found = self._workloads(RAYJOBS)
+        if self.workloads is None:
+            return found
+        crons = {(namespace_of(o), name_of(o)) for o in self.raycronjobs}
+        made: dict[tuple[str, str], list[Obj]] = defaultdict(list)
+        for job in self.all(RAYJOBS):
+            cron = labels_of(job).get(c.RAY_CRONJOB_NAME_LABEL)
+            if cron and (namespace_of(job), cron) in crons:
+                made[(namespace_of(job), cron)].append(job)
+        seen = {(namespace_of(o), name_of(o)) for o in found}
+        for jobs in made.values():
+            jobs.sort(key=lambda o: str(meta(o).get("creationTimestamp") or ""), reverse=True)
+            found += [j for j in jobs[:CRON_RAYJOBS] if (namespace_of(j), name_of(j)) not in seen]
+        return sorted(found, key=lambda o: (namespace_of(o), name_of(o)))
+
+    @cached_property
+    def raycronjobs(self) -> list[Obj]:
+        return self._workloads(RAYCRONJOBS)
 
     @cached_property
     def rayservices(self) -> list[Obj]:

@@ -19,11 +19,14 @@ from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
 from raykube.api import constants as c
+from raykube.api import cron
+from raykube.api.validation import validate_raycronjob
 from raykube.doctor import facts
 from raykube.doctor import snapshot as s
 from raykube.doctor import tokens as t
 from raykube.doctor.model import Evidence, Finding, ObjectRef, Severity
 from raykube.doctor.rules.base import (
+    STAGE_OPERATOR,
     STAGE_RECONCILE,
     STAGE_SPEC,
     STAGE_WORKLOAD,
@@ -526,3 +529,132 @@ def _clip(text: str, limit: int = 300) -> str:
     if "Traceback (most recent call last)" in text and lines:
         text = f"{lines[-1]} (the last line of a {len(lines)}-line traceback)"
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# --------------------------------------------------------------------------------------------------- RayCronJobs
+RAYCRONJOB_INVALID = rule(
+    "K01", "RAYCRONJOB_INVALID", STAGE_SPEC, "The RayCronJob fails KubeRay's validation: it creates no RayJob"
+)
+RAYCRONJOB_GATE_OFF = rule(
+    "K02",
+    "RAYCRONJOB_GATE_OFF",
+    STAGE_OPERATOR,
+    "No operator watching the namespace runs the RayCronJob controller (alpha: --feature-gates=RayCronJob=true)",
+)
+RAYCRONJOB_SUSPENDED = rule("K03", "RAYCRONJOB_SUSPENDED", STAGE_SPEC, "The RayCronJob is suspended")
+RAYCRONJOB_MISSED = rule(
+    "K04", "RAYCRONJOB_MISSED_SCHEDULE", STAGE_RECONCILE, "A tick of the schedule passed and no RayJob was made"
+)
+# A tick this long overdue is missed, not merely in progress (the operator's work queue, a busy API server).
+MISSED_AFTER_SECONDS: Final = 60.0
+
+
+@checker(RAYCRONJOB_INVALID, RAYCRONJOB_GATE_OFF, RAYCRONJOB_SUSPENDED, RAYCRONJOB_MISSED)
+def check_raycronjobs(snap: Snapshot) -> Iterator[Finding]:
+    operators = facts.operators(snap)
+    for cron_job in snap.raycronjobs:
+        ref = facts.ref(cron_job, c.KIND_RAYCRONJOB)
+        namespace = s.namespace_of(cron_job)
+        spec = cron_job.get("spec") or {}
+        watching = [op for op in operators if op.watches(namespace)]
+        errors = validate_raycronjob(cron_job, features={c.GATE_RAY_CRON_JOB: True})
+        events = _events(snap, cron_job, ref, c.EVENT_INVALID_RAYCRONJOB_SPEC)
+        if errors or events:
+            yield finding(
+                RAYCRONJOB_INVALID,
+                cluster=ref,
+                obj=ref,
+                severity="error",
+                title=f"The RayCronJob is invalid: {errors[0].message if errors else 'see its events'}",
+                evidence=[field_evidence(ref, e.path, e.message, "cr.spec") for e in errors[:3]] + events,
+                explanation="The operator checks the RayCronJob at every reconcile and creates nothing while it is "
+                "invalid (a Warning InvalidRayCronJobSpec event each time); it recovers once the spec is fixed.",
+                remediation=["Fix the field named above: kubectl edit raycronjob " + s.name_of(cron_job)],
+                effects={t.runs_on(s.key_of(cron_job))},
+            )
+            continue
+        if watching and not any(op.feature_gates.get(c.GATE_RAY_CRON_JOB) for op in watching):
+            yield finding(
+                RAYCRONJOB_GATE_OFF,
+                cluster=ref,
+                obj=ref,
+                severity="error",
+                title="No operator runs the RayCronJob controller: the feature gate RayCronJob is off",
+                evidence=[
+                    field_evidence(
+                        ObjectRef("Deployment", op.name, op.namespace),
+                        "--feature-gates",
+                        ",".join(f"{k}={v}" for k, v in sorted(op.feature_gates.items())) or "(none)",
+                        "operator",
+                    )
+                    for op in watching[:2]
+                ],
+                explanation="RayCronJob is alpha in KubeRay v1.6.1: the operator starts its controller only with "
+                "--feature-gates=RayCronJob=true, so without it the RayCronJob is stored and nothing acts on it.",
+                remediation=[
+                    "helm upgrade <release> <chart> --set featureGates[0].name=RayCronJob "
+                    "--set featureGates[0].enabled=true (or add RayCronJob=true to the operator's --feature-gates)"
+                ],
+                effects={t.runs_on(s.key_of(cron_job))},
+            )
+            continue
+        if spec.get("suspend"):
+            yield finding(
+                RAYCRONJOB_SUSPENDED,
+                cluster=ref,
+                obj=ref,
+                severity="info",
+                title="The RayCronJob is suspended: no RayJob is created until spec.suspend is false",
+                evidence=[field_evidence(ref, "spec.suspend", True, "cr.spec")],
+            )
+            continue
+        overdue = _overdue_tick(snap, cron_job)
+        if overdue is not None:
+            tick, late = overdue
+            yield finding(
+                RAYCRONJOB_MISSED,
+                cluster=ref,
+                obj=ref,
+                severity="error",
+                title=f"The tick of {facts.format_time(tick)} passed {facts.human_age(late)} ago and no RayJob was "
+                "made for it",
+                evidence=[
+                    field_evidence(ref, "spec.schedule", spec.get("schedule"), "cr.spec"),
+                    field_evidence(ref, "spec.timeZone", spec.get("timeZone") or "(the operator's)", "cr.spec"),
+                    field_evidence(
+                        ref,
+                        "status.lastScheduleTime",
+                        _status(cron_job).get("lastScheduleTime") or "unset",
+                        "cr.status",
+                    ),
+                ],
+                explanation="The operator creates a RayJob at each tick and records it in status.lastScheduleTime; "
+                "a tick long past with neither means no operator reconciles this RayCronJob (not running, not "
+                "watching the namespace, or failing to create RayJobs: see its events and logs).",
+                remediation=["kubectl -n kuberay-operator logs deploy/kuberay-operator | grep -i raycronjob"],
+                effects={t.runs_on(s.key_of(cron_job))},
+            )
+
+
+def _last_schedule(cron_job: Obj) -> str:
+    return str(_status(cron_job).get("lastScheduleTime") or "unset")
+
+
+def _overdue_tick(snap: Snapshot, cron_job: Obj) -> tuple[Any, float] | None:
+    """The first tick after ``status.lastScheduleTime`` (or the creation) when it is more than a minute past."""
+    spec = cron_job.get("spec") or {}
+    try:
+        schedule = cron.parse(str(spec.get("schedule") or ""))
+        zone = cron.load_location(str(spec["timeZone"])) if spec.get("timeZone") else None
+    except (cron.CronError, ValueError, KeyError):
+        return None
+    since = facts.parse_time(_status(cron_job).get("lastScheduleTime")) or facts.parse_time(
+        s.meta(cron_job).get("creationTimestamp")
+    )
+    if since is None:
+        return None
+    tick = schedule.next(since, zone)
+    if tick is None:
+        return None
+    late = (snap.now - tick).total_seconds()
+    return (tick, late) if late > MISSED_AFTER_SECONDS else None
