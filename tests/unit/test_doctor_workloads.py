@@ -7,6 +7,7 @@ from typing import Any
 
 from raykube.api import constants as c
 from raykube.doctor import snapshot as s
+from raykube.doctor.inside import failed_submitter_pods
 from raykube.doctor.model import Report
 from raykube.doctor.render import render_json, render_text, to_json
 from raykube.doctor.run import Options, diagnose
@@ -251,3 +252,24 @@ def test_raycronjob_gate_off_invalid_suspended_and_a_missed_tick() -> None:
     world.add("raycronjobs", raycronjob())
     [missed] = [f for f in run(world, ("RayCronJob", "nightly")).findings if f.rule == "K04"]
     assert "2026-01-01T11:45:00Z" in missed.title and "15m" in missed.title
+
+
+def test_the_failed_submitter_pods_last_lines_are_quoted_when_the_doctor_looked_inside() -> None:
+    world = World()
+    world.add("rayjobs", rayjob(jobDeploymentStatus="Running", jobStatus="RUNNING"))
+    world.add("jobs", {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "train", "namespace": NS},
+                       "spec": {"backoffLimit": 0}, "status": {"failed": 1}})  # fmt: skip
+    world.add("pods", {"apiVersion": "v1", "kind": "Pod",
+                       "metadata": {"name": "train-x7k2p", "namespace": NS, "creationTimestamp": EARLIER,
+                                    "labels": {"batch.kubernetes.io/job-name": "train", "job-name": "train"}},
+                       "spec": {"containers": [{"name": "ray-job-submitter", "image": "rayproject/ray:2.52.0"}]},
+                       "status": {"phase": "Failed"}})  # fmt: skip
+    snap = world.snapshot(targets=(), workloads=(("RayJob", NS, "train"),))
+    assert [s.name_of(p) for p in failed_submitter_pods(snap)] == ["train-x7k2p"]  # whose logs --exec reads
+    last = "ModuleNotFoundError: No module named 'torch'"
+    snap.inside = {f"{NS}/train-x7k2p": {"role": "submitter", "logs": [
+        {"source": "kubectl logs train-x7k2p", "line": "Traceback (most recent call last):"},
+        {"source": "kubectl logs train-x7k2p", "line": last}]}}  # fmt: skip
+    [submitter] = [f for f in diagnose(snap, Options()).findings if f.rule == "J04"]
+    assert submitter.title.endswith(last)
+    assert [e.value for e in submitter.evidence if e.source == "log"][-1] == last

@@ -632,6 +632,9 @@ RAYSERVICE_CONTROLLER_NAME: Final = "rayservice-controller"
 RAYCRONJOB_CONTROLLER_NAME: Final = "raycronjob-controller"
 # KubeRay utils/constant.go RayCronJobNameLabelKey: on each RayJob a RayCronJob creates (and so on its RayCluster).
 RAY_CRONJOB_NAME_LABEL: Final = "ray.io/cronjob-name"
+# Kubernetes' Job controller (pkg/controller/job): the label it puts on a Job's Pods (batch.kubernetes.io/job-name
+# since 1.27, and the legacy job-name it still sets); how a RayJob's submitter Pods are found.
+JOB_NAME_LABELS: Final = ("batch.kubernetes.io/job-name", "job-name")
 # KubeRay utils/constant.go RayCronJobTimestampAnnotationKey: the tick a RayJob was created for (UTC, RFC 3339).
 RAY_CRONJOB_SCHEDULED_TIMESTAMP_ANNOTATION: Final = "ray.io/cronjob-scheduled-timestamp"
 # KubeRay utils/constant.go K8sEventType: what the RayCronJob controller reports.

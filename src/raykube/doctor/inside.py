@@ -44,6 +44,7 @@ RAY_STATUS: Final = ("ray", "status", "-v")
 MAX_LOG_PODS: Final = 6
 LOG_TAIL: Final = 400
 CONCURRENCY: Final = 8
+SUBMITTER_LINES: Final = 8  # the last lines of a failed submitter Pod: the error is at the end
 WHAT: Final = "in-Pod checks (ray status, listening ports, DNS and TCP from workers, Ray logs)"
 
 
@@ -203,6 +204,18 @@ class _Inside:
             source = f"kubectl logs -c {container}" + (" --previous" if previous else "")
             entry["logs"] += [{"source": source, "line": line} for line in fi.matching_lines(text)]
 
+    async def submitter_logs(self, pod: Obj) -> None:
+        """The last lines of a failed submitter Pod (``ray job submit`` and the job's own output end there)."""
+        entry = self.entry(pod, "submitter")
+        async with self.gate:
+            try:
+                text = await self.client.logs(PODS, s.name_of(pod), s.namespace_of(pod), tail_lines=LOG_TAIL)
+            except (ApiError, OSError):
+                return
+        lines = [line for line in text.splitlines() if line.strip()][-SUBMITTER_LINES:]
+        source = f"kubectl logs {s.name_of(pod)}"
+        entry["logs"] += [{"source": source, "line": fi.mask(fi.excerpt(line, 0))} for line in lines]
+
     def cluster_jobs(self, view: ClusterView) -> list[Any]:
         jobs: list[Any] = []
         head = view.head
@@ -252,17 +265,18 @@ async def look_inside(
         snap.inside_note = "off: with --all they run only with --exec"
         snap.not_checked.append(NotChecked(WHAT, "--all runs them only with --exec"))
         return
-    if not views:
+    if not views and not failed_submitter_pods(snap):
         return
     inside = _Inside(client, budget or Budget())
     refused: dict[str, list[str]] = {}
-    namespaces = sorted({v.namespace for v in views})
+    namespaces = sorted({v.namespace for v in views} | {s.namespace_of(p) for p in failed_submitter_pods(snap)})
     try:
         answers = await asyncio.gather(*(_allowed(client, ns) for ns in namespaces))
     except ApiError as exc:
         answers = [[f"a SelfSubjectAccessReview ({exc.code} {exc.message[:120]})"] for _ in namespaces]
     refused = {ns: missing for ns, missing in zip(namespaces, answers, strict=True) if missing}
     jobs = [job for view in views if view.namespace not in refused for job in inside.cluster_jobs(view)]
+    jobs += [inside.submitter_logs(pod) for pod in failed_submitter_pods(snap) if s.namespace_of(pod) not in refused]
     await asyncio.gather(*jobs)
     snap.inside = inside.results
     ran = sum(1 for e in inside.results.values() if e.get("probe") is not None)
@@ -282,3 +296,24 @@ async def look_inside(
         shown = ", ".join(keys[:3]) + (f" and {len(keys) - 3} more" if len(keys) > 3 else "")
         snap.not_checked.append(NotChecked(f"in-Pod checks of {shown}", error))
     snap.inside_note = "; ".join(notes)
+
+
+def failed_submitter_pods(snap: Snapshot) -> list[Obj]:
+    """The newest failed Pod of each failing K8sJobMode submitter Job of the RayJobs diagnosed."""
+    out = []
+    for job in snap.rayjobs:
+        mode = str((job.get("spec") or {}).get("submissionMode") or c.SUBMISSION_MODE_K8S_JOB)
+        submitter = snap.get(s.JOBS, s.namespace_of(job), s.name_of(job))
+        if mode != c.SUBMISSION_MODE_K8S_JOB or submitter is None:
+            continue
+        if not int((submitter.get("status") or {}).get("failed") or 0):
+            continue
+        pods = [
+            p
+            for p in snap.in_namespace(s.PODS, s.namespace_of(job))
+            if any(s.labels_of(p).get(label) == s.name_of(submitter) for label in c.JOB_NAME_LABELS)
+            and facts.phase(p) == c.POD_PHASE_FAILED
+        ]
+        pods.sort(key=lambda p: str(s.meta(p).get("creationTimestamp") or ""), reverse=True)
+        out += pods[:1]
+    return out

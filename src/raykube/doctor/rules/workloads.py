@@ -292,23 +292,39 @@ def check_submitter(snap: Snapshot) -> Iterator[Finding]:
         limit = (submitter.get("spec") or {}).get("backoffLimit")
         if limit is not None:
             evidence.append(field_evidence(job_ref, "spec.backoffLimit", limit, "object"))
+        lines = [
+            Evidence(source="log", object=ObjectRef("Pod", key.split("/", 1)[1], s.namespace_of(job)),
+                     path=str(item.get("source")), value=str(item.get("line")))
+            for key, entry in snap.inside.items()
+            if entry.get("role") == "submitter" and key.split("/", 1)[0] == s.namespace_of(job)
+            and _submitter_of(snap, key) == s.name_of(submitter)
+            for item in entry.get("logs") or []
+        ]  # fmt: skip
         yield finding(
             SUBMITTER_FAILING,
             cluster=ref,
             obj=job_ref,
             severity="error",
             title=f"The submitter Job {s.name_of(submitter)} has {failed} failed Pod(s)"
-            + (" and gave up" if gave_up else ""),
-            evidence=evidence,
+            + (" and gave up" if gave_up else "")
+            + (f": {lines[-1].value}" if lines else ""),
+            evidence=evidence + lines,
             explanation="In K8sJobMode a Kubernetes Job runs `ray job submit` against the head's dashboard and "
-            "follows the job's logs; a failed Pod means the submission or the job failed (the doctor does not "
-            "read Pod logs).",
+            "follows the job's logs; a failed Pod means the submission or the job failed. With the in-Pod checks "
+            "the last lines of its newest failed Pod are quoted.",
             remediation=[
                 f"`kubectl -n {s.namespace_of(job)} logs job/{s.name_of(submitter)}` (add `--previous` for a "
                 "restarted container): a refused connection to the dashboard, an entrypoint error, or a runtime "
                 "env that downloads from the internet.",
             ],
         )
+
+
+def _submitter_of(snap: Snapshot, pod_key: str) -> str | None:
+    namespace, _, name = pod_key.partition("/")
+    pod = snap.get(s.PODS, namespace, name)
+    labels = s.labels_of(pod) if pod is not None else {}
+    return next((labels[label] for label in c.JOB_NAME_LABELS if label in labels), None)
 
 
 @checker(RAYJOB_CLUSTER_DELETED)
