@@ -10,17 +10,14 @@ the root cause it names and the evidence it quotes from inside the Pods:
 * a dashboard bound to 127.0.0.1 (seen listening there, and refused from a worker);
 * a port conflict: a sidecar listening on 6379 before the GCS starts ("Address already in use", a crash loop).
 
-And the chapter's healthy cluster: exit 0 with nothing at warning or above, while starting and once ready, with the
-in-Pod checks run on the head and one worker.
+The chapter's healthy cluster (exit 0 with nothing at warning or above, while starting and once ready, with the
+in-Pod checks run on the head and one worker) is checked where it already runs, in
+``test_process_runtime.py::test_the_seed_raycluster_runs_real_ray``.
 """
 
 from __future__ import annotations
 
 import copy
-import json
-import os
-import subprocess
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -31,19 +28,13 @@ from raykube.doctor.model import at_least
 from raykube.runtime.manager import Manager
 from raykube.waiting import NotYet, wait_for
 from tests.integration.process import ProcessSandbox
-from tests.integration.test_process_runtime import RAY_READY, RAYCLUSTER, apply_all, seed, wait_cluster
+from tests.integration.test_process_runtime import RAY_READY, RAYCLUSTER, wait_cluster
 
 IMAGE = "rayproject/ray:2.52.0"
 
 
 def doctor(proc: ProcessSandbox, ns: str, name: str, *extra: str) -> tuple[int, dict[str, Any]]:
-    run = subprocess.run(
-        [sys.executable, "-m", "raykube.cli.main", "doctor", f"raycluster/{name}", "-n", ns, "-o", "json",
-         "--kubeconfig", str(proc.kubeconfig), *extra],
-        capture_output=True, text=True, timeout=120, check=False, env={**os.environ, "COLUMNS": "200"},
-    )  # fmt: skip
-    assert run.stdout, run.stderr
-    return run.returncode, json.loads(run.stdout)
+    return proc.doctor(ns, f"raycluster/{name}", *extra)
 
 
 def roots(report: dict[str, Any]) -> list[dict[str, Any]]:
@@ -96,35 +87,6 @@ async def head_ready_worker_waiting(pkube: AsyncClient, ns: str, cluster: str) -
                       f"{bool(workers) and _waiting_for_gcs(workers[0])}")  # fmt: skip
 
     await wait_for(check, RAY_READY, what=f"{cluster}: the head Ready and its worker in wait-gcs-ready")
-
-
-async def test_the_healthy_chapter_cluster_is_healthy_inside_ray_too(
-    proc: ProcessSandbox, pkube: AsyncClient, ns: str, proc_operator: Manager
-) -> None:
-    await apply_all(pkube, ns, seed(ns))
-
-    async def head_exists() -> bool | NotYet:
-        found = await pods(pkube, ns, "raycluster-demo")
-        return True if found else NotYet("no Pod yet")
-
-    await wait_for(head_exists, 60, what="the first Ray Pod")
-    # While it starts (default --starting-grace): progress, exit 0, whatever the in-Pod checks meet.
-    code, report = doctor(proc, ns, "raycluster-demo")
-    assert code == 0, [(f["id"], f["title"]) for f in report["findings"] if at_least(f["severity"], "warning")]
-
-    await wait_cluster(pkube, ns, "raycluster-demo", lambda s: s.get("state") == "ready", "ready")
-
-    async def three_nodes() -> dict[str, Any] | NotYet:
-        code, report = doctor(proc, ns, "raycluster-demo", "--starting-grace", "0")
-        serious = [(f["id"], f["title"]) for f in report["findings"] if at_least(f["severity"], "warning")]
-        # ray status lags the Pods' readiness by a moment: R01 until the last raylet is listed.
-        if code != 0 or serious:
-            return NotYet(json.dumps(serious)[:800])
-        return report
-
-    report = await wait_for(three_nodes, 120, what="doctor to find the ready chapter cluster healthy inside Ray")
-    assert report["environment"]["inPodChecks"] == "ran in 2 Pods (pods/exec allowed)"
-    assert not any("ray status" in n["what"] for n in report["notChecked"])
 
 
 async def test_failures_inside_ray_are_named_with_what_was_seen_there(

@@ -29,6 +29,7 @@ from lightkube.resources.core_v1 import Event, Pod
 from lightkube.types import PatchType
 
 from raykube.builders.probes import inject_probes
+from raykube.doctor.model import at_least
 from raykube.runtime.manager import Manager
 from raykube.sandbox import Binaries
 from raykube.waiting import NotYet, wait_for
@@ -799,6 +800,10 @@ async def test_the_seed_raycluster_runs_real_ray(
     proc: ProcessSandbox, pkube: AsyncClient, ns: str, proc_operator: Manager
 ) -> None:
     await apply_all(pkube, ns, seed(ns))
+    await pod_of(pkube, ns, "head")
+    # raykube doctor while it starts (default --starting-grace): progress, exit 0, whatever the in-Pod checks meet.
+    code, report = proc.doctor(ns, "raycluster/raycluster-demo")
+    assert code == 0, [(f["id"], f["title"]) for f in report["findings"] if at_least(f["severity"], "warning")]
     status = await wait_cluster(pkube, ns, "raycluster-demo", lambda s: s.get("state") == "ready", "ready")
     assert status["readyWorkerReplicas"] == 2
     head = await pod_of(pkube, ns, "head")
@@ -810,6 +815,13 @@ async def test_the_seed_raycluster_runs_real_ray(
 
     out = await wait_for(three_nodes, 120, what="`ray status` on the head to list 3 nodes")
     assert "/3.0 CPU" in out  # one CPU from each Pod's limits (KubeRay's --num-cpus)
+
+    # raykube doctor once it is ready, inside Ray too (ray status, ports, DNS and TCP from a worker): healthy.
+    code, report = proc.doctor(ns, "raycluster/raycluster-demo", "--starting-grace", "0")
+    serious = [(f["id"], f["title"]) for f in report["findings"] if at_least(f["severity"], "warning")]
+    assert code == 0 and not serious, serious
+    assert report["environment"]["inPodChecks"] == "ran in 2 Pods (pods/exec allowed)"
+    assert not any("ray status" in n["what"] for n in report["notChecked"])
     logs = proc.kubectl("logs", "-n", ns, head).stdout
     assert "Ray runtime started." in logs
 
