@@ -127,7 +127,9 @@ async def one_run() -> dict[str, Any]:
         try:
             await install_crds(client, load_generated())
             await manager.start()
-            documents = [d for p in sorted(EXAMPLES.glob("0*.yaml")) for d in yaml.safe_load_all(p.read_text()) if d]
+            documents = [
+                d for p in sorted(EXAMPLES.glob("0[0-4]-*.yaml")) for d in yaml.safe_load_all(p.read_text()) if d
+            ]
             started = time.monotonic()
             timeline: dict[str, dict[str, float]] = {}
             follower = asyncio.create_task(follow_pods(kube, started, timeline))
