@@ -66,7 +66,11 @@ def _rules(values: list[str] | None) -> frozenset[str]:
 
 def doctor(
     target: Annotated[
-        str | None, typer.Argument(help="raycluster/NAME (or just NAME). Omit it with --all.", show_default=False)
+        str | None,
+        typer.Argument(
+            help="raycluster/NAME (or just NAME), rayjob/NAME, rayservice/NAME or raycronjob/NAME. Omit it with --all.",
+            show_default=False,
+        ),
     ] = None,
     namespace: Annotated[
         str | None, typer.Option("--namespace", "-n", help="Namespace (default: the kubeconfig context's).")
@@ -117,9 +121,10 @@ def doctor(
         ),
     ] = None,
 ) -> None:
-    """Diagnose RayClusters, RayJobs and RayServices: walks operator and RBAC, the custom resource, Pods and
-    scheduling, the head Service and its EndpointSlices, ConfigMaps, Secrets and PVCs, and names the root cause
-    first (a RayJob's or RayService's may be in the RayCluster it runs on)."""
+    """Diagnose RayClusters, RayJobs, RayServices and RayCronJobs: walks operator and RBAC, the custom resource, Pods
+    and scheduling, the head Service and its EndpointSlices, ConfigMaps, Secrets and PVCs, then Ray itself (ray
+    status, ports, DNS, logs: --exec), and names the root cause first (a RayJob's or RayService's may be in the
+    RayCluster it runs on)."""
     if output not in ("text", "json"):
         raise typer.BadParameter("use text or json", param_hint="--output")
     if fail_on not in SEVERITIES:
