@@ -848,7 +848,9 @@ def _unreachable_copy(kubeconfig: Path, path: Path) -> Path:
 async def test_the_cli_exit_codes_for_usage_errors_and_missing_targets(
     kubeconfig: Path, namespace: str, ray_crds: list[str], tmp_path: Path
 ) -> None:
-    assert cli("doctor", "raycronjob/x", "-n", namespace, kubeconfig=kubeconfig).returncode == 2
+    assert cli("doctor", "cronjob/x", "-n", namespace, kubeconfig=kubeconfig).returncode == 2
+    cron = cli("doctor", "raycronjob/x", "-n", namespace, kubeconfig=kubeconfig)
+    assert cron.returncode == 3 and f"RayCronJob {namespace}/x not found" in cron.stdout, cron.stdout
     absent = cli("doctor", "rayjob/x", "-n", namespace, kubeconfig=kubeconfig)
     assert absent.returncode == 3 and f"RayJob {namespace}/x not found" in absent.stdout, absent.stdout
     assert cli("doctor", "-n", namespace, kubeconfig=kubeconfig).returncode == 2

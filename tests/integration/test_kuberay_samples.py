@@ -19,11 +19,10 @@ from raykube.api.constants import RAYCLUSTER_CONTROLLER_NAME as CONTROLLER_NAME
 from raykube.api.resources import RAYCLUSTERS
 from raykube.kube.client import Kube
 from raykube.kube.resources import EVENTS
+from raykube.runtime.manager import Manager
 from raykube.waiting import NotYet, wait_for
 from tests.integration.test_raycluster_controller import cluster_pods, workers_of
 from tests.support import KUBERAY_V161
-
-pytestmark = pytest.mark.usefixtures("operator")
 
 SAMPLES = sorted((KUBERAY_V161 / "samples").glob("ray-cluster.*.yaml"))
 # Namespaced core kinds a sample brings along. Cluster-scoped objects (ClusterRole...) and kinds from other
@@ -64,7 +63,7 @@ def test_every_v161_raycluster_sample_is_covered() -> None:
 
 @pytest.mark.parametrize("sample", SAMPLES, ids=lambda p: p.name.removeprefix("ray-cluster.").removesuffix(".yaml"))
 async def test_the_sample_reconciles_without_a_warning(
-    sample: Path, kube: AsyncClient, runtime_kube: Kube, namespace: str
+    sample: Path, kube: AsyncClient, runtime_kube: Kube, namespace: str, operator: Manager
 ) -> None:
     docs = documents(sample)
     for doc in docs:
@@ -93,6 +92,15 @@ async def test_the_sample_reconciles_without_a_warning(
 
         await wait_for(reconciled, 60, what=f"{sample.name}: RayCluster {name} reconciled")
 
+    # Every pass done and every event it recorded sent: the recorder sends from a queue in the background, so a
+    # Warning recorded by the last pass could still be on its way when the events are listed.
+    def settled() -> bool | NotYet:
+        queue, recorder = operator.queue, operator.recorder
+        if queue.depth or queue.processing or recorder.pending:
+            return NotYet(f"queue {queue.depth}, processing {queue.processing}, events to send {recorder.pending}")
+        return True
+
+    await wait_for(settled, 30, what=f"{sample.name}: the operator idle with its events sent")
     warnings = [
         f"{e.get('reason')}: {e.get('note')}"
         for e in (await runtime_kube.list(EVENTS, namespace)).items

@@ -12,6 +12,7 @@ from raykube.kube import events
 from raykube.kube.client import Kube
 from raykube.kube.events import CORE_EVENTS_API, EventRecorder
 from raykube.kube.resources import CORE_EVENTS, Resource
+from raykube.waiting import NotYet, wait_for
 
 POD = {"metadata": {"name": "p", "namespace": "ns", "uid": "u-1", "resourceVersion": "7"}}
 
@@ -95,3 +96,25 @@ def test_another_message_is_another_event() -> None:
     asyncio.run(recorder.flush())
     assert [e["message"] for e in sink.created] == ["Liveness probe failed: a", "Liveness probe failed: b"]
     assert sink.patched == []
+
+
+def test_pending_counts_what_is_queued_or_being_sent_until_it_reached_the_api_server() -> None:
+    sink = Sink()
+    recorder = kubelet_recorder(sink)
+    pod = {"apiVersion": "v1", "kind": "Pod", **POD}
+    recorder.event(pod, "Warning", "Failed", "", "one")
+    recorder.event(pod, "Warning", "Failed", "", "two")
+    assert recorder.pending == 2
+
+    async def send_them() -> None:
+        task = asyncio.create_task(recorder.run())
+        await wait_for(lambda: recorder.pending == 0 or NotYet(f"{recorder.pending} to send"), 5, interval=0.001)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(send_them())
+    assert recorder.pending == 0 and recorder.sent == 2 and len(sink.created) == 2
+    recorder.event(pod, "Warning", "Failed", "", "three")
+    asyncio.run(recorder.flush())
+    assert recorder.pending == 0

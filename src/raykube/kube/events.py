@@ -85,6 +85,7 @@ class EventRecorder:
         self._tokens: dict[tuple[str, str], tuple[float, float]] = {}
         self.sent = 0
         self.dropped = 0
+        self.pending = 0  # queued or being sent: 0 once every event recorded so far reached the API server (or failed)
 
     # Recorder protocol ------------------------------------------------------------------------------------------
     def event(
@@ -107,6 +108,8 @@ class EventRecorder:
             )
         except asyncio.QueueFull:
             self.dropped += 1
+        else:
+            self.pending += 1
 
     def forget(self, uid: str) -> None:
         """Drop what is remembered about an object that is gone."""
@@ -136,13 +139,18 @@ class EventRecorder:
                 log.warning("dropping event %s for %s: %s", pending.reason, objects.name(pending.regarding), exc)
             else:
                 self.sent += 1
+            finally:
+                self.pending -= 1
 
     async def flush(self) -> None:
         """Send everything queued now (used at shutdown)."""
         while not self._queue.empty():
             pending = self._queue.get_nowait()
-            with contextlib.suppress(Exception):
-                await self._send(pending)
+            try:
+                with contextlib.suppress(Exception):
+                    await self._send(pending)
+            finally:
+                self.pending -= 1
 
     async def _send(self, pending: _Pending) -> None:
         regarding = pending.regarding
