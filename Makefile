@@ -2,7 +2,8 @@
 #
 #   make demo       the main job: the local Kubernetes, built the first time (about 6 minutes), then the demo
 #   make test       everything CI checks: lint, types, import layers, unit + integration + e2e tests
-#   make bench      speed and memory benchmarks (results appended under benchmarks/results/)
+#   make bench      speed and memory benchmarks (results appended under benchmarks/results/), then make reliability
+#   make reliability  the fault and bad-input scenarios at full size; rewrites docs/reliability.md from the run
 #   make conformance  KubeRay v1.6.1's own e2e tests against raykube (SUITE=raycluster|rayjob|..., RUN=TestRegex)
 #   make demo-down  stop the demo's sandbox and remove its files
 
@@ -22,7 +23,7 @@ BENCH_CLUSTERS ?= 1000
 SUITE ?= raycluster
 RUN ?=
 
-.PHONY: crds manifests help demo demo-down test lint typecheck imports pytest unit sandbox-build bench conformance lock clean
+.PHONY: crds manifests help demo demo-down test lint typecheck imports pytest unit sandbox-build bench reliability conformance lock clean
 
 help:
 	@sed -n 's/^#   //p' $(MAKEFILE_LIST)
@@ -70,7 +71,7 @@ unit: .venv/.synced
 
 pytest: sandbox-build
 	@mkdir -p .reports
-	$(UVRUN) pytest -m 'not long' --junitxml=.reports/junit.xml
+	RAYKUBE_RELIABILITY_REPORT=.reports/reliability.md $(UVRUN) pytest -m 'not long' --junitxml=.reports/junit.xml
 
 test: lint typecheck imports pytest
 
@@ -81,6 +82,11 @@ bench: sandbox-build
 	$(UVRUN) python -m benchmarks.process_cluster
 	$(UVRUN) python -m benchmarks.rayjob
 	$(UVRUN) python -m benchmarks.rayservice
+	$(MAKE) reliability
+
+# The tests marked reliability (they record into tests/ledger.py) at their full size; make test runs them short.
+reliability: sandbox-build
+	RAYKUBE_RELIABILITY_PROFILE=full RAYKUBE_RELIABILITY_REPORT=docs/reliability.md $(UVRUN) pytest -m reliability
 
 # Not part of `make test` (it takes about 20 minutes): builds KubeRay's e2e test binaries the first time (6 minutes),
 # runs them on a process sandbox against the raykube operator and updates docs/conformance.md (not with RUN=); then,

@@ -14,7 +14,7 @@ import asyncio
 import os
 import re
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -29,6 +29,7 @@ from raykube.runtime.crds import install_crds
 from raykube.runtime.manager import Manager
 from raykube.sandbox import NodePool, Ports, Sandbox, SandboxConfig
 from raykube.waiting import NotYet, wait_for
+from tests.ledger import Ledger
 from tests.support import RunningSandbox
 
 _MARKERS = {"unit": "unit", "integration": "integration", "e2e": "e2e"}
@@ -41,6 +42,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         for directory, marker in _MARKERS.items():
             if directory in parts:
                 item.add_marker(getattr(pytest.mark, marker))
+
+
+@pytest.fixture(scope="session")
+def ledger() -> Iterator[Ledger]:
+    """The reliability ledger (``tests/ledger.py``), written out when the session ends."""
+    book = Ledger()
+    yield book
+    book.write()
 
 
 @pytest.fixture(scope="session")

@@ -14,12 +14,14 @@ import json
 import os
 import re
 import signal
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import httpx2
+import pytest
 import yaml
 from lightkube import AsyncClient
 from lightkube.codecs import from_dict
@@ -34,6 +36,7 @@ from raykube.runtime.manager import Manager
 from raykube.sandbox import Binaries
 from raykube.waiting import NotYet, wait_for
 from tests.integration.process import ProcessSandbox
+from tests.ledger import FULL, Ledger
 
 IMAGE = "rayproject/ray:2.52.0"
 EXAMPLES = Path(__file__).parents[2] / "examples"
@@ -988,45 +991,70 @@ async def head_pod_ready_history(pkube: AsyncClient, namespace: str, name: str) 
             await task
 
 
-async def test_a_hung_or_killed_raylet_restarts_the_head(
-    proc: ProcessSandbox, pkube: AsyncClient, ns: str, proc_operator: Manager
-) -> None:
+async def _liveness_cluster(pkube: AsyncClient, ns: str) -> str:
+    """A head-only RayCluster with KubeRay's own liveness probe for this Ray version, made to give up after 3
+    failures 2 s apart instead of 120 failures 5 s apart; the readiness probe stays KubeRay's. A short grace: bash as
+    PID 1 ignores SIGTERM. Returns the head Pod's name once the cluster is ready."""
     body = small_cluster("liveness", replicas=0)
     head_spec = body["spec"]["headGroupSpec"]["template"]["spec"]
     head_container = head_spec["containers"][0]
-    # KubeRay's own liveness probe for this Ray version, made to give up after 3 failures 2 s apart instead of 120
-    # failures 5 s apart; the readiness probe stays KubeRay's. A short grace: bash as PID 1 ignores SIGTERM.
     inject_probes(head_container, head=True, from_rayservice=False, params={}, ray_version="2.52.0")
     del head_container["readinessProbe"]
     head_container["livenessProbe"].update(periodSeconds=2, failureThreshold=3)
     head_spec["terminationGracePeriodSeconds"] = 5
     await apply_all(pkube, ns, [body])
     await wait_cluster(pkube, ns, "liveness", lambda s: s.get("state") == "ready", "ready")
-    head = await pod_of(pkube, ns, "head")
+    return await pod_of(pkube, ns, "head")
 
-    def restarted(times: int) -> Callable[[dict[str, Any]], bool]:
-        return lambda s: container(s, "ray-head").get("restartCount", 0) >= times and is_ready(s)
 
-    def went_down_and_up(seen: list[str]) -> Callable[[], Any]:
-        async def check() -> list[str] | NotYet:
-            return seen if seen[-2:] == ["False", "True"] else NotYet(f"HeadPodReady so far: {seen}")
+def _restarted(times: int) -> Callable[[dict[str, Any]], bool]:
+    return lambda s: container(s, "ray-head").get("restartCount", 0) >= times and is_ready(s)
 
-        return check
 
+def _went_down_and_up(seen: list[str]) -> Callable[[], Any]:
+    async def check() -> list[str] | NotYet:
+        return seen if seen[-2:] == ["False", "True"] else NotYet(f"HeadPodReady so far: {seen}")
+
+    return check
+
+
+@pytest.mark.reliability
+@pytest.mark.skipif(not FULL, reason="the full reliability profile (make reliability): the killed raylet runs in both")
+async def test_a_hung_raylet_is_caught_by_the_liveness_probe_and_the_head_restarts(
+    proc: ProcessSandbox, pkube: AsyncClient, ns: str, proc_operator: Manager, ledger: Ledger
+) -> None:
+    head = await _liveness_cluster(pkube, ns)
+    started = time.monotonic()
     # A hung raylet: the process lives, so only the liveness probe can notice.
     async with head_pod_ready_history(pkube, ns, "liveness") as seen:
         os.kill(raylet_of((await status(pkube, ns, head))["podIP"]), signal.SIGSTOP)
-        st = await wait_status(pkube, ns, head, restarted(1), "a restart after the liveness probe failed", RAY_READY)
-        await wait_for(went_down_and_up(seen), 60, what="HeadPodReady to go False, then True again")
+        st = await wait_status(pkube, ns, head, _restarted(1), "a restart after the liveness probe failed", RAY_READY)
+        await wait_for(_went_down_and_up(seen), 60, what="HeadPodReady to go False, then True again")
     killing = ("Killing", "Container ray-head failed liveness probe, will be restarted")
     await wait_events(pkube, ns, head, lambda found: killing in found, "the liveness probe's Killing")
     assert container(st, "ray-head")["lastState"]["terminated"]["exitCode"] != 0  # ray start, stopped by SIGTERM
+    ledger.record(
+        "Process nodes: the head's raylet hangs (SIGSTOP)",
+        "SIGSTOP to the raylet of a real Ray head (liveness probe KubeRay's, 3 x 2 s)",
+        1,
+        "the liveness probe fails, the kubelet kills and restarts ray-head (Killing event), HeadPodReady goes False "
+        "then True, the RayCluster is ready again",
+        f"restarted and Ready again after {time.monotonic() - started:.0f} s",
+        ok=True,
+    )
 
+
+@pytest.mark.reliability
+async def test_a_killed_raylet_ends_ray_start_and_the_head_restarts(
+    proc: ProcessSandbox, pkube: AsyncClient, ns: str, proc_operator: Manager, ledger: Ledger
+) -> None:
+    head = await _liveness_cluster(pkube, ns)
+    started = time.monotonic()
     # A killed raylet: `ray start --block` sees its child die and exits, and restartPolicy Always restarts it.
     async with head_pod_ready_history(pkube, ns, "liveness") as seen:
-        os.kill(raylet_of(st["podIP"]), signal.SIGKILL)
-        st = await wait_status(pkube, ns, head, restarted(2), "a restart after the raylet died", RAY_READY)
-        await wait_for(went_down_and_up(seen), 60, what="HeadPodReady to go False, then True again")
+        os.kill(raylet_of((await status(pkube, ns, head))["podIP"]), signal.SIGKILL)
+        st = await wait_status(pkube, ns, head, _restarted(1), "a restart after the raylet died", RAY_READY)
+        await wait_for(_went_down_and_up(seen), 60, what="HeadPodReady to go False, then True again")
     last = container(st, "ray-head")["lastState"]["terminated"]
     assert last["exitCode"] != 0 and last["reason"] == "Error"
     # The previous run's log: it had started Ray. (Its "Some Ray subprocesses exited unexpectedly" stays in the
@@ -1035,3 +1063,12 @@ async def test_a_hung_or_killed_raylet_restarts_the_head(
     assert "Local node IP" in proc.kubectl("logs", "-n", ns, head, "--previous").stdout
     cluster = await wait_cluster(pkube, ns, "liveness", lambda s: s.get("state") == "ready", "ready again")
     assert {c["type"]: c["status"] for c in cluster["conditions"]}["HeadPodReady"] == "True"
+    ledger.record(
+        "Process nodes: the head's raylet is killed (SIGKILL)",
+        "SIGKILL to the raylet of a real Ray head",
+        1,
+        "ray start exits (Error), restartPolicy restarts ray-head, HeadPodReady goes False then True, the previous "
+        "run's log is there, the RayCluster is ready again",
+        f"restarted and Ready again after {time.monotonic() - started:.0f} s",
+        ok=True,
+    )

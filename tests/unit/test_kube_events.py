@@ -118,3 +118,14 @@ def test_pending_counts_what_is_queued_or_being_sent_until_it_reached_the_api_se
     recorder.event(pod, "Warning", "Failed", "", "three")
     asyncio.run(recorder.flush())
     assert recorder.pending == 0
+
+
+def test_an_event_about_an_object_with_a_253_character_name_still_has_a_valid_name() -> None:
+    sink = Sink()
+    recorder = kubelet_recorder(sink)
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {**POD["metadata"], "name": "n" * 253}}
+    recorder.event(pod, "Warning", "InvalidRayClusterMetadata", "", "metadata.name: too long")
+    asyncio.run(recorder.flush())
+    [event] = sink.created
+    assert len(event["metadata"]["name"]) <= 253 and event["metadata"]["name"].startswith("nnn")
+    assert event["involvedObject"]["name"] == "n" * 253

@@ -70,6 +70,9 @@ class _Series:
     last: float
 
 
+MAX_NAME = 253  # a Kubernetes object name (DNS subdomain)
+
+
 class EventRecorder:
     """Records events for one reporter: a controller (``raycluster-controller``) or a component (``kubelet``)."""
 
@@ -167,7 +170,10 @@ class EventRecorder:
                     raise
             else:
                 return
-        name = f"{objects.name(regarding) or 'object'}.{time.time_ns():x}"
+        # client-go's "<name>.<unix nanos in hex>", with the name cut so the whole fits an object name (253): an event
+        # about an object whose name is already 253 characters long must still be written.
+        suffix = f".{time.time_ns():x}"
+        name = (objects.name(regarding) or "object")[: MAX_NAME - len(suffix)].rstrip(".-") + suffix
         if self.api == CORE_EVENTS_API:
             await self.kube.create(CORE_EVENTS, self._core_event(name, namespace, pending), namespace)
         else:
