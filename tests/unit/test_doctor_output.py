@@ -195,3 +195,21 @@ def test_the_kubectl_plugin_runs_doctor_offline_with_its_exit_codes(tmp_path: Pa
     assert runner.invoke(plugin, ["doctor", "raycronjob/x", "--from-dump", str(healthy)]).exit_code == 3  # not found
     assert runner.invoke(plugin, ["doctor", "cronjob/x", "--from-dump", str(healthy)]).exit_code == 2
     assert runner.invoke(plugin, ["doctor", "seed", "--from-dump", str(tmp_path / "nothing")]).exit_code == 2
+
+
+def test_a_dump_redacts_literal_credentials_and_sec05_still_fires_from_it(tmp_path: Path) -> None:
+    world = World()
+    head = world.objects["rayclusters"][0]["spec"]["headGroupSpec"]
+    head["template"]["spec"]["containers"][0]["env"] = [
+        {"name": "DB_PASSWORD", "value": "hunter2-in-the-spec"},
+        {"name": "RAY_LOG_LEVEL", "value": "debug"},
+    ]
+    head["rayStartParams"]["redis-password"] = "redis-in-the-spec"
+    world.objects["rayclusters"][0]["spec"]["gcsFaultToleranceOptions"] = {
+        "redisAddress": "redis:6379", "redisPassword": {"value": "ft-in-the-spec"}}  # fmt: skip
+    dumps.write(world.snapshot(), tmp_path)
+    written = "".join(p.read_text() for p in tmp_path.iterdir())
+    for value in ("hunter2-in-the-spec", "redis-in-the-spec", "ft-in-the-spec"):
+        assert value not in written
+    assert "debug" in written  # only what looks like a credential
+    assert "SEC05" in {f.rule for f in diagnose(dumps.read(tmp_path)).findings}

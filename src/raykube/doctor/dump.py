@@ -44,12 +44,38 @@ class DumpError(ValueError):
     """The directory is not a readable dump; the message says which file and why."""
 
 
+def redact_credentials(value: Any) -> Any:
+    """A copy with the credentials users write as literals replaced by ``<redacted>``: env values whose names look
+    like one (the names SEC05 flags), GCS fault tolerance's ``redisPassword.value`` and the ``redis-password`` ray
+    start parameter. A dump is something people attach to an issue; what the doctor reports it may keep."""
+    if isinstance(value, list):
+        return [redact_credentials(v) for v in value]
+    if not isinstance(value, Mapping):
+        return value
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        if key == "env" and isinstance(item, list):
+            out[key] = [
+                {**e, "value": facts.REDACTED}
+                if isinstance(e, Mapping) and e.get("value") and facts.SENSITIVE_ENV.search(str(e.get("name") or ""))
+                else redact_credentials(e)
+                for e in item
+            ]
+        elif key == "redisPassword" and isinstance(item, Mapping) and item.get("value"):
+            out[key] = {**item, "value": facts.REDACTED}
+        elif key == "rayStartParams" and isinstance(item, Mapping) and item.get(c.RAY_START_REDIS_PASSWORD_PARAM):
+            out[key] = {**item, c.RAY_START_REDIS_PASSWORD_PARAM: facts.REDACTED}
+        else:
+            out[key] = redact_credentials(item)
+    return out
+
+
 def write(snap: Snapshot, directory: Path) -> list[Path]:
     """Write ``snap`` under ``directory`` (created if needed); returns the files written."""
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     for key in sorted(snap.gathered):
-        items = snap.objects.get(key, [])
+        items = [redact_credentials(o) for o in snap.objects.get(key, [])]
         document = {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": items}
         path = directory / f"{key}.yaml"
         path.write_text(yaml.dump(document, Dumper=_Dumper, sort_keys=False, default_flow_style=False))

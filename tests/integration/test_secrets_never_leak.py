@@ -1,0 +1,158 @@
+"""No Secret value, auth token or Redis password appears in the operator's logs, its events, its metrics or the
+doctor's output (text, JSON and a dump).
+
+Recognisable values are planted the ways users hand credentials to Ray: a Secret in ``envFrom``, a ``secretKeyRef``
+env, GCS fault tolerance's Redis password from a Secret, the token of ``authOptions.mode: token`` (KubeRay generates
+the Secret; its value is read back from the API), and one password written as a literal in the spec (the doctor must
+flag it, SEC05, without repeating it). The operator runs as its own process with metrics on; then everything it and
+the doctor produced is scanned.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+
+from raykube.api.resources import RAYCLUSTERS
+from raykube.kube.client import Kube
+from raykube.kube.resources import EVENTS, PODS, SECRETS
+from raykube.waiting import NotYet, wait_for
+from tests.integration.test_operator_restart import tiny_cluster
+from tests.ledger import Ledger
+
+pytestmark = pytest.mark.reliability
+
+
+def planted(label: str) -> str:
+    return f"pl4nted-{label}-{secrets.token_hex(8)}"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@pytest.fixture
+def operator_with_metrics(kubeconfig: Path, namespace: str, ray_crds: list[str], tmp_path: Path) -> Iterator[Any]:
+    port = free_port()
+    log = tmp_path / "operator.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "raykube.cli.main", "operator", "--kubeconfig", str(kubeconfig),
+             "--watch-namespace", namespace, "--health-probe-bind-address=127.0.0.1:0", "--enable-metrics",
+             f"--metrics-addr=127.0.0.1:{port}", "--enable-leader-election=false"],
+            stdout=out, stderr=subprocess.STDOUT, env={**os.environ},
+        )  # fmt: skip
+    try:
+        yield process, port, log
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def doctor(kubeconfig: Path, namespace: str, *extra: str) -> str:
+    run = subprocess.run(
+        [sys.executable, "-m", "raykube.cli.main", "doctor", "raycluster/leaky", "-n", namespace,
+         "--kubeconfig", str(kubeconfig), "--starting-grace", "0", *extra],
+        capture_output=True, text=True, timeout=120, check=False, env={**os.environ, "COLUMNS": "200"},
+    )  # fmt: skip
+    return run.stdout + run.stderr
+
+
+async def test_planted_secrets_appear_in_no_log_event_metric_or_doctor_output(
+    runtime_kube: Kube, kubeconfig: Path, namespace: str, operator_with_metrics: Any, tmp_path: Path, ledger: Ledger
+) -> None:
+    kube = runtime_kube
+    process, port, log = operator_with_metrics
+    values = {name: planted(name) for name in ("envfrom", "keyref", "redis", "literal")}
+    data = {"AWS_SECRET_ACCESS_KEY": values["envfrom"], "password": values["redis"], "token": values["keyref"]}
+    await kube.create(
+        SECRETS,
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "creds"},
+         "data": {k: base64.b64encode(v.encode()).decode() for k, v in data.items()}},
+        namespace,
+    )  # fmt: skip
+    body = tiny_cluster("leaky", 1)
+    body["spec"]["authOptions"] = {"mode": "token"}
+    body["spec"]["gcsFaultToleranceOptions"] = {
+        "redisAddress": "redis.example.invalid:6379",
+        "redisPassword": {"valueFrom": {"secretKeyRef": {"name": "creds", "key": "password"}}},
+    }
+    head = body["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0]
+    head["envFrom"] = [{"secretRef": {"name": "creds"}}]
+    head["env"] = [
+        {"name": "API_TOKEN", "valueFrom": {"secretKeyRef": {"name": "creds", "key": "token"}}},
+        {"name": "DB_PASSWORD", "value": values["literal"]},
+    ]
+    await kube.create(RAYCLUSTERS, body, namespace)
+
+    async def head_pod() -> bool | NotYet:
+        pods = (await kube.list(PODS, namespace, label_selector="ray.io/cluster=leaky")).items
+        return True if pods else NotYet("no Pod yet")
+
+    await wait_for(head_pod, 60, what="the operator to create the head Pod")
+
+    async def auth_token() -> str | NotYet:
+        found = await kube.get_or_none(SECRETS, "leaky", namespace)
+        token = ((found or {}).get("data") or {}).get("auth_token")
+        return base64.b64decode(token).decode() if token else NotYet("no auth Secret yet")
+
+    values["auth_token"] = await wait_for(auth_token, 60, what="the generated auth token Secret")
+
+    async with httpx2.AsyncClient(trust_env=False, timeout=10) as http:
+
+        async def scrape() -> str | NotYet:
+            try:
+                answer = await http.get(f"http://127.0.0.1:{port}/metrics")
+            except httpx2.HTTPError as exc:
+                return NotYet(str(exc))
+            return answer.text if "kuberay_cluster_info" in answer.text else NotYet("no cluster metric yet")
+
+        metrics = await wait_for(scrape, 60, what="the operator's metrics with the cluster in them")
+    events = "\n".join(
+        f"{e.get('reason')} {e.get('message') or e.get('note')}" for e in (await kube.list(EVENTS, namespace)).items
+    )
+    text = doctor(kubeconfig, namespace, "-v")
+    as_json = doctor(kubeconfig, namespace, "-o", "json", "--dump", str(tmp_path / "dump"))
+    dumped = "\n".join(p.read_text() for p in sorted((tmp_path / "dump").glob("*")) if p.is_file())
+    assert "SEC05" in text, "the doctor did not flag the literal password"
+    outputs = {
+        "operator log": log.read_text(errors="replace"),
+        "events": events,
+        "metrics": metrics,
+        "doctor text": text,
+        "doctor JSON": as_json,
+        "doctor dump": dumped,
+    }
+    leaks = [f"{value_name} in {where}" for where, output in outputs.items()
+             for value_name, value in values.items() if value in output]  # fmt: skip
+    assert process.poll() is None, "the operator exited"
+    assert not leaks, leaks
+    ledger.record(
+        "Secrets never leak",
+        "planted a Secret in envFrom, a secretKeyRef env, GCS FT's Redis password from a Secret, the generated auth "
+        "token and a literal password in the spec; operator with metrics; doctor -v, -o json and --dump",
+        len(values) * len(outputs),
+        "none of the planted values in the operator's log, its Events, its /metrics, the doctor's text, JSON or dump; "
+        "the doctor flags the literal (SEC05)",
+        f"0 of {len(values)} values found in {len(outputs)} outputs ({sum(len(o) for o in outputs.values())} bytes)",
+        ok=True,
+    )
