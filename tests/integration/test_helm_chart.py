@@ -38,6 +38,7 @@ from raykube.cli.install import (
 from raykube.kube.client import Kube
 from raykube.sandbox import Binaries
 from raykube.waiting import NotYet, wait_for
+from tests.ledger import Ledger
 
 CHART = chart_dir()
 RBAC_KINDS = {"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
@@ -101,7 +102,8 @@ def test_the_chart_lints(helm: tuple[Path, dict[str, str]], values: list[str]) -
     assert "0 chart(s) failed" in result.stdout
 
 
-def test_default_values_render_kuberays_objects() -> None:
+@pytest.mark.reliability
+def test_default_values_render_kuberays_objects(ledger: Ledger) -> None:
     objects = render()
     kinds = sorted((o["kind"], o["metadata"]["name"]) for o in objects)
     assert kinds == [
@@ -172,6 +174,16 @@ def test_default_values_render_kuberays_objects() -> None:
     }
     assert "volumes" not in pod["spec"]
     assert "volumeMounts" not in operator
+    ledger.record(
+        "The operator's Pod is restricted",
+        "the Helm chart rendered with its default values (helm template)",
+        1,
+        "the operator container: non-root, read-only root filesystem, no privilege escalation, all capabilities "
+        "dropped, seccomp RuntimeDefault; no volumes. Not checked here: the Containerfile built and run as that "
+        "user (the tests use no container runtime)",
+        "as required (restricted Pod Security profile)",
+        ok=True,
+    )
 
 
 def test_single_namespace_install_uses_roles_in_the_release_namespace() -> None:

@@ -15,6 +15,7 @@ from raykube.kube.errors import ApiError
 from raykube.kube.informer import Informer
 from raykube.kube.resources import CONFIGMAPS
 from raykube.waiting import NotYet, wait_for
+from tests.ledger import Ledger
 
 
 def _cm(name: str, **labels: str) -> dict[str, Any]:
@@ -90,8 +91,9 @@ async def test_a_deletion_missed_while_disconnected_is_reported_by_the_relist(
         await _stop(task)
 
 
+@pytest.mark.reliability
 async def test_a_quiet_watch_is_watched_again_from_the_same_version_without_a_warning(
-    runtime_kube: Kube, namespace: str, caplog: pytest.LogCaptureFixture
+    runtime_kube: Kube, namespace: str, caplog: pytest.LogCaptureFixture, ledger: Ledger
 ) -> None:
     informer = Informer(runtime_kube, CONFIGMAPS, namespace=namespace, label_selector="quiet=yes", inactivity=1.0)
     seen = Recorded()
@@ -104,6 +106,15 @@ async def test_a_quiet_watch_is_watched_again_from_the_same_version_without_a_wa
         await wait_for(lambda: ("ADDED", "late") in seen.events, 30, what="the event after the quiet spell")
         assert informer.relists == 1  # the same version again, no list
         assert not [r for r in caplog.records if r.levelno >= logging.WARNING and r.name.endswith("informer")]
+        ledger.record(
+            "Watch stall",
+            "a watch that stays silent longer than the informer's inactivity limit (1 s here)",
+            informer.idle_rewatches,
+            "the informer notices and watches again from the same resourceVersion (no relist, no warning); an object "
+            "created after the quiet spell still arrives",
+            f"{informer.idle_rewatches} rewatches, {informer.relists} list, the late object seen",
+            ok=True,
+        )
     finally:
         await _stop(task)
 
