@@ -8,9 +8,14 @@ the reason, where the machine cannot host process nodes (not root, no namespaces
 from __future__ import annotations
 
 import asyncio
+import os
 import re
+import signal
+import subprocess
+import sys
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 from lightkube import ApiError, AsyncClient, KubeConfig
@@ -90,3 +95,41 @@ async def proc_operator(proc: ProcessSandbox, pkube: AsyncClient, ns: str) -> As
     finally:
         await manager.stop()
         await client.close()
+
+
+@pytest.fixture
+def start_operator(kubeconfig: Path, namespace: str, ray_crds: list[str], tmp_path: Path) -> Iterator[object]:
+    """``start(*flags)`` starts ``raykube operator`` as its own process for this test's namespace (its output in
+    ``tmp_path / f"operator-{n}.log"``, n counting from 0) and returns it; whatever still runs is stopped (SIGTERM)
+    afterwards."""
+    processes: list[subprocess.Popen[bytes]] = []
+
+    def start(*flags: str) -> subprocess.Popen[bytes]:
+        command = [
+            sys.executable,
+            "-m",
+            "raykube.cli.main",
+            "operator",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--health-probe-bind-address=127.0.0.1:0",
+        ]
+        with (tmp_path / f"operator-{len(processes)}.log").open("wb") as log:  # the child keeps its own copy
+            process = subprocess.Popen(
+                [*command, "--watch-namespace", namespace, *flags],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env={**os.environ},
+            )
+        processes.append(process)
+        return process
+
+    yield start
+    for process in processes:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()

@@ -16,11 +16,7 @@ from __future__ import annotations
 
 import copy
 import json
-import os
-import signal
-import subprocess
-import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +30,7 @@ from raykube.kube.client import Kube
 from raykube.kube.errors import ApiError
 from raykube.kube.resources import EVENTS, PODS
 from raykube.waiting import NotYet, wait_for
+from tests.integration.test_operator_restart import tiny_cluster
 from tests.ledger import FULL, Ledger
 
 pytestmark = pytest.mark.reliability
@@ -44,30 +41,7 @@ RSS_GROWTH_LIMIT_MIB = 40.0  # "flat": the operator's resident memory after all 
 
 
 def valid(name: str) -> dict[str, Any]:
-    def template(container: str) -> dict[str, Any]:
-        resources = {"cpu": "100m", "memory": "128Mi"}
-        return {"spec": {"containers": [{"name": container, "image": "rayproject/ray:2.52.0",
-                                         "resources": {"requests": resources, "limits": resources}}]}}  # fmt: skip
-
-    return {
-        "apiVersion": "ray.io/v1",
-        "kind": "RayCluster",
-        "metadata": {"name": name},
-        "spec": {
-            "rayVersion": "2.52.0",
-            "headGroupSpec": {"rayStartParams": {}, "template": template("ray-head")},
-            "workerGroupSpecs": [
-                {
-                    "groupName": "small",
-                    "replicas": 1,
-                    "minReplicas": 0,
-                    "maxReplicas": 3,
-                    "rayStartParams": {},
-                    "template": template("ray-worker"),
-                }
-            ],
-        },
-    }
+    return tiny_cluster(name, workers=1)
 
 
 def group(body: dict[str, Any], index: int = 0) -> dict[str, Any]:
@@ -270,27 +244,6 @@ def rss_mib(pid: int) -> float:
     return 0.0
 
 
-@pytest.fixture
-def operator_process(kubeconfig: Path, namespace: str, ray_crds: list[str], tmp_path: Path) -> Iterator[Any]:
-    """``raykube operator`` as its own process, for this test's namespace; stopped (SIGTERM) afterwards."""
-    with (tmp_path / "operator.log").open("wb") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "raykube.cli.main", "operator", "--kubeconfig", str(kubeconfig),
-             "--health-probe-bind-address=127.0.0.1:0", "--watch-namespace", namespace],
-            stdout=log, stderr=subprocess.STDOUT, env={**os.environ},
-        )  # fmt: skip
-    try:
-        yield process
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
 async def _create_all(
     kube: Kube, namespace: str, cases: list[Case]
 ) -> tuple[dict[str, str], dict[str, Case], list[str]]:
@@ -343,9 +296,10 @@ async def _pods(kube: Kube, namespace: str, cluster: str) -> list[dict[str, Any]
 
 
 async def test_bad_and_hostile_rayclusters_are_refused_by_name_and_hurt_nothing(
-    runtime_kube: Kube, namespace: str, operator_process: Any, ledger: Ledger
+    runtime_kube: Kube, namespace: str, start_operator: Any, ledger: Ledger
 ) -> None:
     kube = runtime_kube
+    operator_process = start_operator()
     await kube.create(RAYCLUSTERS, valid("steady"), namespace)
 
     async def steady(workers: int) -> bool | NotYet:

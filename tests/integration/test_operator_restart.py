@@ -4,12 +4,7 @@ with exactly the desired Pods: no duplicates (the fresh cache is listed before a
 from __future__ import annotations
 
 import collections
-import os
 import signal
-import subprocess
-import sys
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -38,42 +33,6 @@ def tiny_cluster(name: str, workers: int) -> dict[str, Any]:
         tiny = {"cpu": "100m", "memory": "128Mi"}
         container["resources"] = {"limits": tiny, "requests": tiny}
     return body
-
-
-@pytest.fixture
-def start_operator(kubeconfig: Path, namespace: str, ray_crds: list[str], tmp_path: Path) -> Iterator[object]:
-    """Starts ``raykube operator run`` for this test's namespace; stops whatever still runs afterwards."""
-    processes: list[subprocess.Popen[bytes]] = []
-
-    def start(*flags: str) -> subprocess.Popen[bytes]:
-        command = [
-            sys.executable,
-            "-m",
-            "raykube.cli.main",
-            "operator",
-            "--kubeconfig",
-            str(kubeconfig),
-            "--health-probe-bind-address=127.0.0.1:0",
-        ]
-        with (tmp_path / f"operator-{len(processes)}.log").open("wb") as log:  # the child keeps its own copy
-            process = subprocess.Popen(
-                [*command, "--watch-namespace", namespace, *flags],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env={**os.environ},
-            )
-        processes.append(process)
-        return process
-
-    yield start
-    for process in processes:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 async def test_sigkill_mid_creation_then_restart_ends_with_exactly_the_desired_pods(

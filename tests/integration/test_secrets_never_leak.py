@@ -13,11 +13,9 @@ from __future__ import annotations
 import base64
 import os
 import secrets
-import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -45,29 +43,6 @@ def free_port() -> int:
         return port
 
 
-@pytest.fixture
-def operator_with_metrics(kubeconfig: Path, namespace: str, ray_crds: list[str], tmp_path: Path) -> Iterator[Any]:
-    port = free_port()
-    log = tmp_path / "operator.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "raykube.cli.main", "operator", "--kubeconfig", str(kubeconfig),
-             "--watch-namespace", namespace, "--health-probe-bind-address=127.0.0.1:0", "--enable-metrics",
-             f"--metrics-addr=127.0.0.1:{port}", "--enable-leader-election=false"],
-            stdout=out, stderr=subprocess.STDOUT, env={**os.environ},
-        )  # fmt: skip
-    try:
-        yield process, port, log
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
 def doctor(kubeconfig: Path, namespace: str, *extra: str) -> str:
     run = subprocess.run(
         [sys.executable, "-m", "raykube.cli.main", "doctor", "raycluster/leaky", "-n", namespace,
@@ -78,10 +53,12 @@ def doctor(kubeconfig: Path, namespace: str, *extra: str) -> str:
 
 
 async def test_planted_secrets_appear_in_no_log_event_metric_or_doctor_output(
-    runtime_kube: Kube, kubeconfig: Path, namespace: str, operator_with_metrics: Any, tmp_path: Path, ledger: Ledger
+    runtime_kube: Kube, kubeconfig: Path, namespace: str, start_operator: Any, tmp_path: Path, ledger: Ledger
 ) -> None:
     kube = runtime_kube
-    process, port, log = operator_with_metrics
+    port = free_port()
+    process = start_operator("--enable-metrics", f"--metrics-addr=127.0.0.1:{port}", "--enable-leader-election=false")
+    log = tmp_path / "operator-0.log"
     values = {name: planted(name) for name in ("envfrom", "keyref", "redis", "literal")}
     data = {"AWS_SECRET_ACCESS_KEY": values["envfrom"], "password": values["redis"], "token": values["keyref"]}
     await kube.create(
