@@ -9,13 +9,22 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Any, Final, get_args
 
 from rich.console import Console
 from rich.text import Text
 
 from raykube.doctor.correlate import root_of
-from raykube.doctor.model import REPORT_KIND, SCHEMA_VERSION, Evidence, Finding, ObjectRef, Report, at_least
+from raykube.doctor.model import (
+    REPORT_KIND,
+    SCHEMA_VERSION,
+    Evidence,
+    EvidenceSource,
+    Finding,
+    ObjectRef,
+    Report,
+    at_least,
+)
 
 ICONS: Final = {"critical": "✖", "error": "✖", "warning": "▲", "info": "●"}
 STYLES: Final = {"critical": "bold red", "error": "red", "warning": "yellow", "info": "cyan"}
@@ -443,22 +452,7 @@ JSON_SCHEMA: Final[dict[str, Any]] = {
                             "type": "object",
                             "required": ["source"],
                             "properties": {
-                                "source": {
-                                    "enum": [
-                                        "cr.spec",
-                                        "cr.status",
-                                        "pod.spec",
-                                        "pod.status",
-                                        "event",
-                                        "rbac",
-                                        "static",
-                                        "object",
-                                        "node",
-                                        "operator",
-                                        "ray",
-                                        "log",
-                                    ]
-                                },
+                                "source": {"enum": list(get_args(EvidenceSource))},
                                 "object": _REF,
                                 "path": {"type": "string"},
                                 "value": {},
