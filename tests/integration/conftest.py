@@ -99,19 +99,20 @@ async def proc_operator(proc: ProcessSandbox, pkube: AsyncClient, ns: str) -> As
 
 @pytest.fixture
 def start_operator(kubeconfig: Path, namespace: str, ray_crds: list[str], tmp_path: Path) -> Iterator[object]:
-    """``start(*flags)`` starts ``raykube operator`` as its own process for this test's namespace (its output in
-    ``tmp_path / f"operator-{n}.log"``, n counting from 0) and returns it; whatever still runs is stopped (SIGTERM)
-    afterwards."""
+    """``start(*flags, kubeconfig=None)`` starts ``raykube operator`` as its own process for this test's namespace
+    (its output in ``tmp_path / f"operator-{n}.log"``, n counting from 0; the sandbox's kubeconfig unless another is
+    given) and returns it; whatever still runs is stopped (SIGTERM) afterwards."""
     processes: list[subprocess.Popen[bytes]] = []
+    admin = kubeconfig
 
-    def start(*flags: str) -> subprocess.Popen[bytes]:
+    def start(*flags: str, kubeconfig: Path | None = None) -> subprocess.Popen[bytes]:
         command = [
             sys.executable,
             "-m",
             "raykube.cli.main",
             "operator",
             "--kubeconfig",
-            str(kubeconfig),
+            str(kubeconfig or admin),
             "--health-probe-bind-address=127.0.0.1:0",
         ]
         with (tmp_path / f"operator-{len(processes)}.log").open("wb") as log:  # the child keeps its own copy

@@ -74,6 +74,26 @@ async def _live_pods(kube: Kube, namespace: str) -> list[dict[str, Any]]:
     return [p for p in (await kube.list(PODS, namespace)).items if not p["metadata"].get("deletionTimestamp")]
 
 
+async def converged(
+    kube: Kube, namespace: str, desired: dict[str, int], ignore: frozenset[str] = frozenset()
+) -> dict[tuple[str, str], int] | NotYet:
+    """The Pod counts per (cluster, node type) once every cluster in ``desired`` (name -> workers) is ready with
+    exactly 1 head and its workers and no other Pod (but those of the clusters in ``ignore``) lives in the
+    namespace; NotYet (saying what is off) before."""
+    clusters = {c["metadata"]["name"]: c for c in (await kube.list(RAYCLUSTERS, namespace)).items}
+    ready = [n for n in desired if ((clusters.get(n) or {}).get("status") or {}).get("state") == "ready"]
+    pods = [p for p in await _live_pods(kube, namespace) if p["metadata"]["labels"]["ray.io/cluster"] not in ignore]
+    counts = collections.Counter(
+        (p["metadata"]["labels"]["ray.io/cluster"], p["metadata"]["labels"]["ray.io/node-type"]) for p in pods
+    )
+    wanted = {(n, kind): k for n, w in desired.items() for kind, k in (("head", 1), ("worker", w)) if k}
+    if len(ready) == len(desired) and dict(counts) == wanted:
+        return dict(counts)
+    wrong = {k: (counts.get(k, 0), wanted.get(k, 0)) for k in set(counts) | set(wanted)
+             if counts.get(k, 0) != wanted.get(k, 0)}  # fmt: skip
+    return NotYet(f"{len(ready)}/{len(desired)} ready; Pods (have, want) off: {dict(list(wrong.items())[:6])}")
+
+
 @pytest.mark.reliability
 async def test_repeated_sigkills_while_clusters_scale_leave_exactly_the_desired_pods(
     runtime_kube: Kube, namespace: str, start_operator: object, ledger: Ledger
@@ -115,21 +135,9 @@ async def test_repeated_sigkills_while_clusters_scale_leave_exactly_the_desired_
         del desired[victim]
         operator = start(*flags)
 
-    async def converged() -> dict[tuple[str, str], int] | NotYet:
-        clusters = {c["metadata"]["name"]: c for c in (await kube.list(RAYCLUSTERS, namespace)).items}
-        ready = [n for n in desired if ((clusters.get(n) or {}).get("status") or {}).get("state") == "ready"]
-        pods = await _live_pods(kube, namespace)
-        counts = collections.Counter(
-            (p["metadata"]["labels"]["ray.io/cluster"], p["metadata"]["labels"]["ray.io/node-type"]) for p in pods
-        )
-        wanted = {(n, kind): k for n, w in desired.items() for kind, k in (("head", 1), ("worker", w)) if k}
-        if len(ready) == len(desired) and dict(counts) == wanted:
-            return dict(counts)
-        wrong = {k: (counts.get(k, 0), wanted.get(k, 0)) for k in set(counts) | set(wanted)
-                 if counts.get(k, 0) != wanted.get(k, 0)}  # fmt: skip
-        return NotYet(f"{len(ready)}/{len(desired)} ready; Pods (have, want) off: {dict(list(wrong.items())[:6])}")
-
-    counts = await wait_for(converged, 240, what="every cluster ready with exactly its desired Pods")
+    counts = await wait_for(
+        lambda: converged(kube, namespace, desired), 240, what="every cluster ready with exactly its desired Pods"
+    )
     assert operator.poll() is None, "the last operator exited"
     assert not any(cluster in deleted for cluster, _ in counts), "Pods of a deleted cluster remain"
     ledger.record(

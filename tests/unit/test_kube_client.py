@@ -15,7 +15,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from raykube.controllers.raycluster import slow_start
-from raykube.kube.client import Kube, _lines
+from raykube.kube.client import MAX_RETRIES, Kube, _lines
+from raykube.kube.errors import ApiError
 from raykube.kube.resources import NODES, SERVICE_ACCOUNTS
 
 events = st.lists(st.binary(min_size=1, max_size=40).map(lambda b: b.replace(b"\n", b"x")), max_size=20)
@@ -112,6 +113,51 @@ async def test_subresource_writes_go_to_the_subresource_path() -> None:
         ("POST", "/api/v1/namespaces/ns/serviceaccounts/sa/token", "application/json", request),
         ("PATCH", "/api/v1/nodes/node-0/status", "application/merge-patch+json", {"status": {"phase": "Running"}}),
     ]
+
+
+def _answers(*responses: tuple[int, dict[str, str]]) -> tuple[Kube, list[str]]:
+    """A client whose server gives these (status, headers) answers in turn, then 201; and the methods it saw."""
+    seen: list[str] = []
+
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        seen.append(request.method)
+        code, headers = responses[len(seen) - 1] if len(seen) <= len(responses) else (201, {})
+        body = {"kind": "Status", "reason": "TooManyRequests", "message": "slow down"} if code >= 400 else {}
+        return httpx2.Response(code, json=body, headers=headers)
+
+    return Kube(httpx2.AsyncClient(transport=httpx2.MockTransport(answer), base_url="https://api")), seen
+
+
+async def test_a_429_or_5xx_with_retry_after_is_sent_again_as_client_go_does() -> None:
+    kube, seen = _answers((429, {"Retry-After": "0"}), (503, {"Retry-After": "0"}))
+    assert await kube.create(NODES, {"metadata": {"name": "n"}}) == {}
+    assert seen == ["POST", "POST", "POST"]  # a write too: the server said it did not act
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [{}, {"Retry-After": "Wed, 21 Oct 2026 07:28:00 GMT"}, {"Retry-After": "-1"}],
+    ids=["none", "date", "neg"],
+)
+async def test_without_a_retry_after_in_seconds_the_error_is_raised_at_once(headers: dict[str, str]) -> None:
+    kube, seen = _answers((503, headers))
+    with pytest.raises(ApiError) as caught:
+        await kube.create(NODES, {"metadata": {"name": "n"}})
+    assert (caught.value.code, caught.value.retry_after, seen) == (503, None, ["POST"])
+
+
+async def test_retries_stop_after_ten_and_the_error_carries_the_servers_wait() -> None:
+    kube, seen = _answers(*[(429, {"Retry-After": "0"})] * (MAX_RETRIES + 5))
+    with pytest.raises(ApiError) as caught:
+        await kube.get(NODES, "n")
+    assert (caught.value.code, caught.value.retry_after, len(seen)) == (429, 0.0, MAX_RETRIES + 1)
+
+
+async def test_a_400_with_retry_after_is_not_retried() -> None:
+    kube, seen = _answers((409, {"Retry-After": "0"}))
+    with pytest.raises(ApiError):
+        await kube.get(NODES, "n")
+    assert seen == ["GET"]
 
 
 @pytest.mark.parametrize(("count", "batches"), [(0, []), (1, [1]), (3, [1, 2]), (7, [1, 2, 4]), (10, [1, 2, 4, 3])])

@@ -12,9 +12,10 @@ dependency), several times faster than the standard library on Pod lists.
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -37,6 +38,22 @@ PATCH_TYPES = {
 }
 _decode = msgspec.json.Decoder().decode
 _encode = msgspec.json.Encoder().encode
+log = logging.getLogger(__name__)
+
+
+# client-go's rest client: how often a request answered 429/5xx with Retry-After is sent again.
+MAX_RETRIES = 10
+
+
+def retry_after(response: httpx2.Response) -> float | None:
+    """Seconds to wait before sending the request again, when the answer is 429 or 5xx with a ``Retry-After`` of
+    whole seconds (client-go's ``checkWait``); None otherwise. A date or garbage is not a wait."""
+    if response.status_code != 429 and response.status_code < 500:
+        return None
+    value = response.headers.get("Retry-After", "").strip()
+    if not value.isdigit():
+        return None
+    return float(int(value))
 
 
 class RequestObserver(Protocol):
@@ -160,7 +177,9 @@ def _error(response: httpx2.Response) -> ApiError:
         body = {"message": response.text[:500]}
     if not isinstance(body, dict):
         body = {"message": str(body)[:500]}
-    return ApiError(response.status_code, str(body.get("reason", "")), str(body.get("message", "")), body)
+    error = ApiError(response.status_code, str(body.get("reason", "")), str(body.get("message", "")), body)
+    error.retry_after = retry_after(response)
+    return error
 
 
 class Kube:
@@ -265,28 +284,34 @@ class Kube:
         headers: Mapping[str, str] | None = None,
     ) -> httpx2.Response:
         """One request, checked against the RBAC rules, rate limited and observed; the response whatever its status
-        (for the API server's proxy subresources, whose bodies are the proxied service's, not Statuses)."""
+        (for the API server's proxy subresources, whose bodies are the proxied service's, not Statuses).
+
+        A 429 or 5xx answer with ``Retry-After`` is sent again after that many seconds, up to
+        :data:`MAX_RETRIES` times, as client-go does: the server said it did not act and when to come back (API
+        Priority and Fairness answers so). Each attempt takes a token from the rate limiter and is observed."""
         self._check(verb, res, subresource)
-        await self.limiter.acquire()
-        started = time.monotonic()
-        code = 0
-        try:
-            content = None if body is None else (body if isinstance(body, bytes) else _encode(body))
-            sent = dict(headers or {})
-            if content is not None:
-                sent["Content-Type"] = content_type
-            response = await self.http.request(
-                method,
-                path,
-                params={k: v for k, v in (params or {}).items() if v is not None},
-                content=content,
-                headers=sent or None,
-            )
-            code = response.status_code
-            return response
-        finally:
-            if self.observer:
-                self.observer.observe(verb, str(res), code, time.monotonic() - started)
+        content = None if body is None else (body if isinstance(body, bytes) else _encode(body))
+        sent = dict(headers or {})
+        if content is not None:
+            sent["Content-Type"] = content_type
+        query = {k: v for k, v in (params or {}).items() if v is not None}
+        attempt = 0
+        while True:
+            await self.limiter.acquire()
+            started = time.monotonic()
+            code = 0
+            try:
+                response = await self.http.request(method, path, params=query, content=content, headers=sent or None)
+                code = response.status_code
+            finally:
+                if self.observer:
+                    self.observer.observe(verb, str(res), code, time.monotonic() - started)
+            wait = retry_after(response)
+            if wait is None or attempt >= MAX_RETRIES:
+                return response
+            attempt += 1
+            log.info("%s %s: the API server answered %d, retry after %ss (attempt %d)", verb, res, code, wait, attempt)
+            await asyncio.sleep(wait)
 
     async def request(
         self,
@@ -368,10 +393,12 @@ class Kube:
         field_selector: str | None = None,
         timeout_seconds: int = 300,
         inactivity: float = 90.0,
+        opened: Callable[[], None] | None = None,
     ) -> AsyncIterator[WatchEvent]:
         """Events after ``resource_version``, with bookmarks. Ends when the server closes the watch (after
         ``timeout_seconds``); raises ApiError(410) when the version is too old, and ``httpx2.ReadTimeout`` when
-        nothing, not even a bookmark, arrived for ``inactivity`` seconds (the API server bookmarks every minute)."""
+        nothing, not even a bookmark, arrived for ``inactivity`` seconds (the API server bookmarks every minute).
+        ``opened`` is called once the server has accepted the watch."""
         self._check("watch", res, None)
         await self.limiter.acquire()
         params: dict[str, str | int] = {
@@ -398,6 +425,8 @@ class Kube:
                 if code >= 400:
                     await response.aread()
                     raise _error(response)
+                if opened is not None:
+                    opened()  # the server accepted the watch: events flow from here on
                 async for line in _lines(response.aiter_bytes()):
                     event = _decode(line)
                     kind = event.get("type")

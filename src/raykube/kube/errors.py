@@ -15,6 +15,7 @@ class ApiError(Exception):
         self.reason = reason
         self.message = message
         self.body = dict(body or {})
+        self.retry_after: float | None = None  # seconds the server asked us to wait (429/5xx with Retry-After)
 
     @property
     def not_found(self) -> bool:

@@ -10,7 +10,10 @@ The loop, as client-go's reflector runs it:
 3. When the watch ends normally, watch again from the last resourceVersion seen. On **410 Gone** the version has
    been compacted away: relist. When nothing at all, not even a bookmark, arrives for 90 s the connection is presumed
    dead (the "watch silently freezes" failure of long-lived HTTP streams, kopf #614/#957): reconnect from the last
-   version. Other errors back off exponentially with jitter (0.2 s to 30 s) and retry; a success resets the delay.
+   version. Other errors back off exponentially with jitter (0.2 s to 30 s), never sooner than a ``Retry-After``
+   the server sent, and retry; a success (an event, a list, or a watch that stayed open 2 s) resets the delay, and
+   when one informer of a client gets through again the others waiting out a back-off try again at once.
+4. While a synced informer is cut off, :attr:`Informer.stale` is True (the manager holds reconciles meanwhile).
 
 Handlers are called ``handler(event, old, new)`` with event ADDED / MODIFIED / DELETED. An object whose name now
 holds a new incarnation (another uid: deleted and created again while the watch was away) is reported as DELETED
@@ -25,8 +28,11 @@ informers of several namespaces.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
+import time
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -38,6 +44,9 @@ from raykube.kube.errors import ApiError
 from raykube.kube.resources import Resource
 
 log = logging.getLogger(__name__)
+
+# A watch open this long (seconds) before it failed resets the back-off, as an event would.
+HEALTHY_WATCH = 2.0
 
 Handler = Callable[[str, Mapping[str, Any] | None, Mapping[str, Any] | None], None]
 Key = objects.Key
@@ -58,6 +67,50 @@ class Backoff:
 
     def reset(self) -> None:
         self.failures = 0
+
+
+class _Reachability:
+    """Per client: whether its informers are getting through, so the others can stop waiting out a back-off once
+    the server is back. ``generation`` counts the returns: a lost list or watch followed by a success (at most one
+    a second, so a server that flaps cannot make the informers wake each other in a loop)."""
+
+    def __init__(self) -> None:
+        self.generation = 0
+        self.lost = False
+        self._at = 0.0
+        self._event = asyncio.Event()
+
+    def failed(self) -> int:
+        self.lost = True
+        return self.generation
+
+    def succeeded(self) -> None:
+        now = time.monotonic()
+        if not self.lost or now - self._at < 1.0:
+            return
+        self.lost = False
+        self._at = now
+        self.generation += 1
+        self._event.set()  # wakes every waiter, even one that has not started waiting on it yet ...
+        self._event = asyncio.Event()  # ... and the next wait waits on a fresh one
+
+    async def wait_past(self, generation: int, delay: float) -> None:
+        """Sleep ``delay`` seconds, or less if the server came back after ``generation``."""
+        deadline = time.monotonic() + delay
+        while True:
+            event = self._event  # taken before the check: a return after it sets this very event
+            remaining = deadline - time.monotonic()
+            if self.generation != generation or remaining <= 0:
+                return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(event.wait(), remaining)
+
+
+_REACHABILITY: weakref.WeakKeyDictionary[Kube, _Reachability] = weakref.WeakKeyDictionary()
+
+
+def _reachability(kube: Kube) -> _Reachability:
+    return _REACHABILITY.setdefault(kube, _Reachability())
 
 
 _key = objects.key
@@ -98,6 +151,39 @@ class Informer:
         self._by_label: dict[str, dict[tuple[str, str], set[Key]]] = {label: {} for label in self._index_labels}
         self._handlers: list[Handler] = []
         self.relists = 0  # how many times the store was rebuilt from a list (observability, tests)
+        # False from a failed list or watch until a list succeeds or a watch is open again: the store may then be
+        # missing changes (a deletion, say), and :attr:`stale` tells the manager not to act on it.
+        self.connected = False
+        self._opened_at: float | None = None
+        self._lost_generation = 0
+
+    @property
+    def stale(self) -> bool:
+        """Synced once, but cut off from the API server now: what it holds may be out of date."""
+        return self.synced.is_set() and not self.connected
+
+    def _opened(self) -> None:
+        self.connected = True
+        self._opened_at = time.monotonic()
+        _reachability(self.kube).succeeded()
+
+    async def _pause(self, delay: float, *, wake: bool = True) -> None:
+        """Sleep ``delay`` seconds of back-off; with ``wake``, end early when another informer of the same client
+        got through after this one failed (the server is back: waiting out a 30 s back-off would only delay the
+        recovery)."""
+        if wake:
+            await _reachability(self.kube).wait_past(self._lost_generation, delay)
+        else:
+            await asyncio.sleep(delay)
+
+    def _lost(self, backoff: Backoff) -> None:
+        """The list or watch failed. A watch that had stayed open a while counts as a success for the back-off
+        (a quiet resource gets no event to reset it), so one outage does not leave the next reconnect 30 s away."""
+        if self._opened_at is not None and time.monotonic() - self._opened_at >= HEALTHY_WATCH:
+            backoff.reset()
+        self._opened_at = None
+        self.connected = False
+        self._lost_generation = _reachability(self.kube).failed()
 
     def __repr__(self) -> str:
         scope = f" in {self.namespace}" if self.namespace else ""
@@ -209,6 +295,8 @@ class Informer:
             if _version(self._objects.get(_key(obj))) != _version(obj):
                 self._put(obj)
         self.relists += 1
+        self.connected = True
+        _reachability(self.kube).succeeded()
         self.synced.set()
         return result.resource_version
 
@@ -231,6 +319,7 @@ class Informer:
                     field_selector=self.field_selector,
                     timeout_seconds=random.randint(300, 600),  # noqa: S311 - spreading load, not cryptography
                     inactivity=self.inactivity,
+                    opened=self._opened,
                 ):
                     new_version = _version(event.object)
                     if event.type != "BOOKMARK":
@@ -241,24 +330,26 @@ class Informer:
             except asyncio.CancelledError:
                 raise
             except ApiError as exc:
+                self._lost(backoff)
                 if exc.gone:
                     log.info("%s: resourceVersion %s is too old; relisting", self.res, version)
                     version = None
                     continue
-                delay = backoff.next()
+                delay = max(backoff.next(), exc.retry_after or 0.0)  # the server's Retry-After is a floor
                 log.warning("%s: list/watch failed (%s); retrying in %.1fs", self.res, exc, delay)
-                await asyncio.sleep(delay)
+                await self._pause(delay, wake=exc.retry_after is None)
             except httpx2.ReadTimeout:
                 # Nothing, not even a bookmark, for `inactivity` seconds: a quiet resource or a stalled stream.
                 # Watch again from the same version at once; a server that is really gone fails the next connect.
                 self.idle_rewatches += 1
                 log.debug("%s: no watch event for %.0fs; watching again from %s", self.res, self.inactivity, version)
             except (httpx2.HTTPError, OSError, ValueError) as exc:
+                self._lost(backoff)
                 delay = backoff.next()
                 log.warning(
                     "%s: watch interrupted (%s: %s); retrying in %.1fs", self.res, type(exc).__name__, exc, delay
                 )
-                await asyncio.sleep(delay)
+                await self._pause(delay)
 
 
 class ObjectCache:

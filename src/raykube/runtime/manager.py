@@ -13,6 +13,11 @@ controller's; RayJob and RayService will each be one more) and builds, as contro
   client-go's), its reconciler (built from :class:`~raykube.controllers.base.Deps`), and ``reconcile_concurrency``
   workers. A worker requeues as the reconciler asks (``requeue_after``) or, on an error, with per-key exponential
   back-off.
+* **no pass on a stale cache**: while any informer that had synced is cut off from the API server (its watch failed
+  and no list or watch has succeeded since), workers hold their keys and look again every ``STALE_RECHECK``
+  seconds. Its store may be missing a deletion, and acting on it could recreate the Pods of a RayCluster deleted
+  meanwhile (seen on a kube-apiserver restart, tests/integration/test_api_faults.py). controller-runtime does not
+  hold; the end state is the same, minus the wrong writes.
 
 :meth:`Manager.preflight` first lists every watch that declares a ``missing_hint`` (Volcano's PodGroups with
 ``--batch-scheduler=volcano``): an informer for a type the API server does not serve would never sync, so the
@@ -49,6 +54,9 @@ from raykube.runtime.metrics import Metrics
 from raykube.runtime.queue import WorkQueue
 
 log = logging.getLogger(__name__)
+
+# While an informer that had synced has lost its watch, reconciles wait and look again this often (seconds).
+STALE_RECHECK = 0.5
 
 
 class StartupError(RuntimeError):
@@ -127,6 +135,7 @@ class Manager:
         self.metrics = metrics
         self.cache = ObjectCache()
         self.informers: list[Informer] = []
+        self._held_for: Informer | None = None  # the stale informer reconciles are held for, if any
         regs = list(registrations) if registrations is not None else default_registrations(self.options)
         self.watches = _merge_watches(regs)
         self.hints = {w.res: w.missing_hint for w in self.watches.values() if w.missing_hint}
@@ -215,12 +224,31 @@ class Manager:
         return self.controller.recorder
 
     # ------------------------------------------------------------------------------------------------- running
+    def _hold_if_stale(self, ctl: Controller, key: Key) -> bool:
+        """True (and ``key`` queued again) while an informer that had synced has lost its watch."""
+        stale = next((i for i in self.informers if i.stale), None)
+        if stale is None:
+            if self._held_for is not None:
+                log.info("every informer is watching again; reconciling")
+                self._held_for = None
+            return False
+        # A cache that lost its watch may miss a deletion: acting on it would, say, recreate the Pods of a RayCluster
+        # that is gone. Hold every pass until the informer is back (it relists on 410).
+        if self._held_for is not stale:
+            log.warning("%s lost its watch; holding reconciles until it is back", stale)
+            self._held_for = stale
+        ctl.queue.done(key)
+        ctl.queue.add_after(key, STALE_RECHECK)
+        return True
+
     async def _worker(self, ctl: Controller) -> None:
         metrics = self.metrics
         while True:
             key = await ctl.queue.get()
             if key is None:
                 return
+            if self._hold_if_stale(ctl, key):
+                continue
             started = time.monotonic()
             outcome = "success"
             token = reconcile_context.set(

@@ -256,6 +256,59 @@ class Sandbox:
         self._save_state(replace(state, extras=tuple(p for p in state.extras if p.component != name)))
         return stopped
 
+    # ----------------------------------------------------------------------------------------------- faults
+    async def restart(
+        self, component: str, *, crash: bool = False, while_down: Callable[[], Awaitable[object]] | None = None
+    ) -> ProcessRecord:
+        """Stop one control-plane component (SIGTERM to the PID this sandbox recorded, as a restart by its
+        supervisor would; SIGKILL with ``crash``), run ``while_down`` if given, start it again with the same
+        arguments and wait until it is healthy. Data survives (etcd keeps its directory). For fault tests: the
+        kube-apiserver restart that drops every watch."""
+        state = self.load_state()
+        if state is None:
+            raise SandboxError(f"sandbox {self.name!r} is not running")
+        old = next((r for r in state.processes if r.component == component), None)
+        if old is None or component == PROCESS_RUNTIME:
+            raise SandboxError(f"sandbox {self.name!r} has no restartable component {component!r}")
+        config = state.config
+        await process.terminate(old, crash=crash)
+        if while_down is not None:
+            await while_down()
+        env = None
+        if component == "kwok" and config.runtime == "process":
+            env = {**os.environ, "PATH": str(self.layout.exec_bin)}  # as `up` starts it
+        record = await process.spawn(
+            component, argv(component, config, self.layout, Binaries.from_cache()), self.layout.log(component),
+            self.layout.root, env=env,
+        )  # fmt: skip
+        self._save_state(replace(state, processes=tuple(record if r is old else r for r in state.processes)))
+        checks = {
+            "etcd": self._etcd_ready(config),
+            "kube-apiserver": self._apiserver_ready(config),
+            "kube-controller-manager": self._https_healthy(config.ports.kube_controller_manager),
+            "kube-scheduler": self._https_healthy(config.ports.kube_scheduler),
+            "kwok": self._http_healthy(config.ports.kwok),
+        }
+        if component in checks:
+            await self._wait_healthy(record, checks[component])
+        return record
+
+    async def compact_etcd(self) -> int:
+        """Compact etcd's history up to its current revision (as the API server's periodic compaction does, but
+        now): every watch from an older resourceVersion that reaches etcd then ends with 410 Gone. Returns the
+        revision. etcd's JSON gateway on its loopback client port; no etcdctl needed."""
+        state = self.load_state()
+        if state is None:
+            raise SandboxError(f"sandbox {self.name!r} is not running")
+        base = f"http://{ports.HOST}:{state.config.ports.etcd}/v3/kv"
+        async with httpx2.AsyncClient(trust_env=False, timeout=30) as http:
+            answer = await http.post(f"{base}/range", json={"key": base64.b64encode(b"/").decode(), "limit": 1})
+            answer.raise_for_status()
+            revision = int(answer.json()["header"]["revision"])
+            compacted = await http.post(f"{base}/compaction", json={"revision": str(revision), "physical": True})
+            compacted.raise_for_status()
+        return revision
+
     # ----------------------------------------------------------------------------------------------- up
     async def up(self, config: SandboxConfig, report: Report = lambda _: None, cache: Path | None = None) -> UpResult:
         """Start the control plane, or report that it already runs (and change nothing)."""

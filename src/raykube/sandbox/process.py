@@ -108,12 +108,13 @@ async def _collect(pid: int) -> None:
     _children.pop(pid, None)
 
 
-async def terminate(record: ProcessRecord, grace: float = 15.0) -> bool:
-    """SIGTERM ``record`` if it is still ours, SIGKILL after ``grace`` seconds. False if it was not running."""
+async def terminate(record: ProcessRecord, grace: float = 15.0, *, crash: bool = False) -> bool:
+    """SIGTERM ``record`` if it is still ours, SIGKILL after ``grace`` seconds (at once with ``crash``). False if it
+    was not running."""
     if not is_running(record):
         return False
     with contextlib.suppress(ProcessLookupError):
-        os.kill(record.pid, signal.SIGTERM)
+        os.kill(record.pid, signal.SIGKILL if crash else signal.SIGTERM)
     try:
         await wait_for(lambda: not is_running(record), grace, what=f"{record.component} to exit")
     except WaitTimeout:

@@ -1,0 +1,81 @@
+"""How an informer behaves around an outage: when it calls itself stale, and how it comes back (no API server)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from raykube.kube.client import Kube
+from raykube.kube.informer import Backoff, Informer
+from raykube.kube.resources import PODS, SERVICES
+
+
+def _pair() -> tuple[Informer, Informer]:
+    kube = Kube(object())  # type: ignore[arg-type]
+    return Informer(kube, PODS, namespace="ns"), Informer(kube, SERVICES, namespace="ns")
+
+
+async def test_an_informer_is_stale_only_once_synced_and_then_cut_off() -> None:
+    pods, _ = _pair()
+    assert not pods.stale  # never synced: not stale, absent (the manager waits for the first list)
+    pods.synced.set()
+    pods._opened()
+    assert not pods.stale
+    pods._lost(Backoff())
+    assert pods.stale
+    pods._opened()
+    assert not pods.stale
+
+
+async def test_a_back_off_ends_early_when_another_informer_of_the_client_gets_through() -> None:
+    pods, services = _pair()
+    pods._lost(Backoff())
+    waiting = asyncio.create_task(pods._pause(300))
+    await asyncio.sleep(0)
+    services._opened()
+    await asyncio.wait_for(waiting, 5)  # not 300 s
+
+
+async def test_a_success_before_the_pause_began_still_ends_it() -> None:
+    pods, services = _pair()
+    pods._lost(Backoff())
+    services._opened()  # the server came back between this informer's failure and its pause
+    await asyncio.wait_for(pods._pause(300), 5)
+
+
+async def test_a_flapping_server_wakes_the_informers_at_most_once_a_second() -> None:
+    pods, services = _pair()
+    generations = []
+    for _ in range(5):  # lost, back, lost, back, ... in a moment
+        pods._lost(Backoff())
+        services._opened()
+        generations.append(pods._lost_generation)
+    pods._lost(Backoff())
+    assert pods._lost_generation == 1
+
+
+async def test_a_retry_after_wait_is_not_cut_short() -> None:
+    pods, services = _pair()
+    pods._lost(Backoff())
+    waiting = asyncio.create_task(pods._pause(300, wake=False))
+    await asyncio.sleep(0)
+    services._opened()
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert not waiting.done()
+    waiting.cancel()
+
+
+def test_a_watch_that_stayed_open_resets_the_back_off_and_one_that_failed_at_once_does_not() -> None:
+    pods, _ = _pair()
+    backoff = Backoff()
+    for _ in range(6):
+        backoff.next()
+    pods._opened()
+    pods._opened_at = (pods._opened_at or 0.0) - 10  # open for 10 s before it failed
+    pods._lost(backoff)
+    assert backoff.failures == 0
+    for _ in range(6):
+        backoff.next()
+    pods._opened()  # failed right after it opened
+    pods._lost(backoff)
+    assert backoff.failures == 6
