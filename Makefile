@@ -3,7 +3,7 @@
 #   make demo       the main job: the local Kubernetes, built the first time (about 6 minutes), then the demo
 #   make test       everything CI checks: lint, types, import layers, unit + integration + e2e tests
 #   make bench      speed and memory benchmarks (results appended under benchmarks/results/), then make reliability
-#   make reliability  the fault and bad-input scenarios at full size; rewrites docs/reliability.md from the run
+#   make reliability  every test, the fault and bad-input ones at full size (~30 min); rewrites docs/reliability.md
 #   make conformance  KubeRay v1.6.1's own e2e tests against raykube (SUITE=raycluster|rayjob|..., RUN=TestRegex)
 #   make demo-down  stop the demo's sandbox and remove its files
 
@@ -84,9 +84,10 @@ bench: sandbox-build
 	$(UVRUN) python -m benchmarks.rayservice
 	$(MAKE) reliability
 
-# The tests marked reliability (they record into tests/ledger.py) at their full size; make test runs them short.
+# Every test but the long ones, with those marked reliability (they record into tests/ledger.py) at their full size
+# (make test runs them short). The whole run, because one row is which RBAC permissions all the tests used.
 reliability: sandbox-build
-	RAYKUBE_RELIABILITY_PROFILE=full RAYKUBE_RELIABILITY_REPORT=docs/reliability.md $(UVRUN) pytest -m reliability
+	RAYKUBE_RELIABILITY_PROFILE=full RAYKUBE_RELIABILITY_REPORT=docs/reliability.md $(UVRUN) pytest -m 'not long'
 
 # Not part of `make test` (it takes about 20 minutes): builds KubeRay's e2e test binaries the first time (6 minutes),
 # runs them on a process sandbox against the raykube operator and updates docs/conformance.md (not with RUN=); then,

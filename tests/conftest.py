@@ -29,6 +29,7 @@ from raykube.runtime.crds import install_crds
 from raykube.runtime.manager import Manager
 from raykube.sandbox import NodePool, Ports, Sandbox, SandboxConfig
 from raykube.waiting import NotYet, wait_for
+from tests import rbac_usage
 from tests.ledger import Ledger
 from tests.support import RunningSandbox
 
@@ -44,11 +45,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 item.add_marker(getattr(pytest.mark, marker))
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    rbac_usage.install()
+
+
 @pytest.fixture(scope="session")
-def ledger() -> Iterator[Ledger]:
-    """The reliability ledger (``tests/ledger.py``), written out when the session ends."""
+def ledger(request: pytest.FixtureRequest) -> Iterator[Ledger]:
+    """The reliability ledger (``tests/ledger.py``), written out when the session ends; after a whole run with
+    the RBAC usage row (``tests/rbac_usage.py``)."""
     book = Ledger()
     yield book
+    if rbac_usage.whole_run(request.config):
+        rbac_usage.record(book)
     book.write()
 
 

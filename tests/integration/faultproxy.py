@@ -2,8 +2,8 @@
 
 The operator is given a kubeconfig that points at the proxy (plain HTTP on loopback, no credentials); the proxy sends
 each request on to the real API server with the sandbox's admin credentials and streams the answer back (watches
-included, chunk by chunk). What it does to each request is :attr:`FaultProxy.fault`, which a test changes while the
-operator runs:
+included, chunk by chunk). What it does to each request is :attr:`FaultProxy.fault` (only to the paths that contain
+:attr:`FaultProxy.scope`, when set), which a test changes while the operator runs:
 
 * ``None``: pass it through;
 * :class:`Throttle`: answer ``429 Too Many Requests`` with ``Retry-After`` (as API Priority and Fairness does);
@@ -83,6 +83,7 @@ class Seen:
 class FaultProxy:
     upstream: Kube  # the sandbox's admin client: its connection pool and credentials carry the requests on
     fault: Fault = None
+    scope: str = ""  # the fault meets only requests whose path contains this ("" for all), e.g. "/leases/"
     seen: list[Seen] = field(default_factory=list)
     gone: list[float] = field(default_factory=list)  # when a watch answered 410 Gone (an ERROR event in its stream)
     port: int = 0
@@ -149,7 +150,7 @@ class FaultProxy:
         body = await reader.readexactly(int(headers.get("content-length") or 0))
         url = urlsplit(target)
         query = {k: v[-1] for k, v in parse_qs(url.query).items()}
-        fault = self.fault
+        fault = self.fault if self.scope in url.path else None
 
         def record(status: int) -> None:
             self.seen.append(Seen(time.monotonic(), method, url.path, query, status, type(fault).__name__))

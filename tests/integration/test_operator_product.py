@@ -1,5 +1,5 @@
-"""The operator as a product, on the sandbox: probes and metrics, leader election between two processes, and the
-generated least-privilege RBAC, with the operator authenticated as its own ServiceAccount."""
+"""The operator as a product, on the sandbox: probes and metrics, and the generated least-privilege RBAC, with the
+operator authenticated as its own ServiceAccount. Leader election between processes: test_leader_failover.py."""
 
 from __future__ import annotations
 
@@ -7,13 +7,10 @@ import asyncio
 import logging
 import os
 import re
-import signal
 import subprocess
-import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import pytest
 from lightkube import AsyncClient
@@ -25,10 +22,9 @@ from raykube.api.config import OperatorConfig
 from raykube.api.resources import RAYCLUSTERS
 from raykube.kube.client import Kube
 from raykube.kube.errors import ApiError
-from raykube.kube.resources import EVENTS, LEASES, PODS
+from raykube.kube.resources import EVENTS, PODS
 from raykube.runtime.operator import Operator
 from raykube.sandbox import Binaries
-from raykube.sandbox.ports import Ports
 from raykube.waiting import NotYet, wait_for
 from tests.integration.test_raycluster_controller import (
     cluster_pods,
@@ -102,87 +98,6 @@ async def test_probes_answer_and_metrics_show_kuberay_cluster_info_for_a_live_cl
         stop.set()
         assert await running == 0
         await operator.kube.close()
-
-
-# ------------------------------------------------------------------------------------------- leader election
-@pytest.fixture
-def operator_processes(kubeconfig: Path, namespace: str, ray_crds: list[str], tmp_path: Path) -> Iterator[Any]:
-    started: list[tuple[subprocess.Popen[bytes], int]] = []
-
-    def start(name: str) -> tuple[subprocess.Popen[bytes], int]:
-        port = Ports.free().etcd
-        args = [
-            sys.executable, "-m", "raykube.cli.main", "operator", f"--kubeconfig={kubeconfig}",
-            f"--watch-namespace={namespace}", f"--leader-election-namespace={namespace}",
-            "--enable-leader-election=true", "--enable-metrics", f"--metrics-addr={_local(port)}",
-            f"--health-probe-bind-address={_local()}",
-        ]  # fmt: skip
-        with (tmp_path / f"{name}.log").open("wb") as log:
-            process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env={**os.environ})
-        started.append((process, port))
-        return process, port
-
-    yield start
-    for process, _ in started:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
-async def _is_leader(port: int) -> bool | None:
-    code, body = await _curl(f"http://127.0.0.1:{port}/metrics")
-    if code != 200:
-        return None
-    return 'leader_election_master_status{name="ray-operator-leader"} 1.0' in body
-
-
-async def test_exactly_one_of_two_operators_reconciles_and_the_other_takes_over_when_it_dies(
-    runtime_kube: Kube, kube: AsyncClient, namespace: str, operator_processes: Any
-) -> None:
-    first, first_port = operator_processes("first")
-    second, second_port = operator_processes("second")
-
-    async def one_leader() -> tuple[int, int] | NotYet:
-        states = (await _is_leader(first_port), await _is_leader(second_port))
-        if None in states or sorted(states) != [False, True]:
-            return NotYet(f"leader states {states}")
-        return (first_port, second_port) if states[0] else (second_port, first_port)
-
-    leader_port, standby_port = await wait_for(one_leader, 60, what="exactly one leader")
-    leader, standby = (first, second) if leader_port == first_port else (second, first)
-    lease = await runtime_kube.get(LEASES, "ray-operator-leader", namespace)
-    assert lease["spec"]["holderIdentity"]
-
-    await create_seed_dependencies(kube, namespace)
-    await runtime_kube.create(RAYCLUSTERS, seed_cluster(), namespace)
-    await wait_ready(runtime_kube, namespace, workers=2)
-
-    async def reconciles(port: int) -> float:
-        _, body = await _curl(f"http://127.0.0.1:{port}/metrics")
-        return sum(float(m) for m in re.findall(r"^controller_runtime_reconcile_total\{[^}]*\} (\S+)$", body, re.M))
-
-    assert await reconciles(leader_port) > 0
-    assert await reconciles(standby_port) == 0  # the standby only keeps its cache warm
-
-    leader.send_signal(signal.SIGKILL)
-    leader.wait(10)
-    killed_at = asyncio.get_running_loop().time()
-
-    async def standby_leads() -> bool:
-        return await _is_leader(standby_port) is True
-
-    await wait_for(standby_leads, 30, what="the standby to take the lease over")
-    assert asyncio.get_running_loop().time() - killed_at < 15 + 2 + 5  # lease duration + retry period + slack
-
-    patch = [{"op": "replace", "path": "/spec/workerGroupSpecs/0/replicas", "value": 3}]
-    await runtime_kube.patch(RAYCLUSTERS, "seed", patch, namespace, patch_type="json")
-    await wait_ready(runtime_kube, namespace, workers=3)
-    assert len(await cluster_pods(runtime_kube, namespace)) == 4  # nothing created twice across the takeover
-    assert standby.poll() is None
 
 
 # ------------------------------------------------------------------------------------------- RBAC
@@ -326,9 +241,9 @@ async def test_a_missing_rule_is_logged_evented_and_counted_then_recovers_withou
 
 
 async def test_the_client_refuses_calls_outside_the_generated_rules(kubeconfig: Path, namespace: str) -> None:
-    strict = Kube.from_config(kubeconfig, rules=rbac.OPERATOR_RULES)
+    strict = Kube.from_config(kubeconfig, rules=rbac.OPERATOR_RULES, field_manager="raykube-tests")
     try:
-        with pytest.raises(PermissionError, match="raykube-operator called update on pods"):
+        with pytest.raises(PermissionError, match="raykube-tests called update on pods"):
             await strict.request("update", "PUT", PODS, PODS.path(namespace, "x"), body={})
         with pytest.raises(ApiError):  # allowed by the rules, so it reaches the API server
             await strict.get(PODS, "does-not-exist", namespace)

@@ -1072,3 +1072,57 @@ async def test_a_killed_raylet_ends_ray_start_and_the_head_restarts(
         f"restarted and Ready again after {time.monotonic() - started:.0f} s",
         ok=True,
     )
+
+
+@pytest.mark.reliability
+async def test_deleted_ray_pods_are_made_again_and_ray_gets_its_nodes_back(
+    proc: ProcessSandbox, pkube: AsyncClient, ns: str, proc_operator: Manager, ledger: Ledger
+) -> None:
+    """KubeRay's behaviour when Pods of a running cluster are deleted: a worker Pod is made again and its node joins;
+    a deleted head Pod is made again (no GCS fault tolerance: a new Ray cluster), and the old workers' raylets, which
+    cannot join a GCS of another cluster, end; their containers restart and join the new head."""
+    if not FULL:
+        pytest.skip("full reliability profile only (make reliability): two real-Ray restarts take minutes")
+    await apply_all(pkube, ns, seed(ns))
+    await wait_cluster(pkube, ns, "raycluster-demo", lambda s: s.get("state") == "ready", "ready")
+
+    async def three_nodes() -> str | NotYet:
+        head = await pod_of(pkube, ns, "head")
+        out = proc.kubectl("exec", "-n", ns, head, "--", "ray", "status").stdout
+        return head if ray_nodes(out) == 3 else NotYet(out[-400:])
+
+    first_head = await wait_for(three_nodes, 120, what="3 Ray nodes")
+    outcomes = []
+    for node_type in ("worker", "head"):
+        victim = await pod_of(pkube, ns, node_type)
+        started = time.monotonic()
+        await pkube.delete(Pod, victim, namespace=ns)
+
+        async def replaced(victim: str = victim, node_type: str = node_type) -> bool | NotYet:
+            labels = {"ray.io/node-type": node_type}
+            names = [p.metadata.name async for p in pkube.list(Pod, namespace=ns, labels=labels)
+                     if p.metadata and not p.metadata.deletionTimestamp]  # fmt: skip
+            wanted = 2 if node_type == "worker" else 1
+            return True if len(names) == wanted and victim not in names else NotYet(f"{names}")
+
+        await wait_for(replaced, 60, what=f"the {node_type} Pod made again")
+        head = await wait_for(three_nodes, 300, what=f"3 Ray nodes after the {node_type} Pod was deleted")
+        status = await wait_cluster(
+            pkube, ns, "raycluster-demo", lambda s: s.get("state") == "ready" and s.get("readyWorkerReplicas") == 2,
+            "ready with 2 workers",
+        )  # fmt: skip
+        conditions = {c["type"]: c["status"] for c in status["conditions"]}
+        assert conditions["HeadPodReady"] == "True" and conditions["RayClusterProvisioned"] == "True"
+        if node_type == "head":
+            assert head != first_head
+        seconds = time.monotonic() - started
+        outcomes.append(f"{node_type} Pod deleted: made again, Ray back to 3 nodes in {seconds:.0f}s")
+    ledger.record(
+        "Process nodes: a worker Pod, then the head Pod, deleted",
+        "the chapter's RayCluster (1 head + 2 workers) on real Ray, ready; a worker Pod deleted, then the head Pod",
+        2,
+        "each Pod made again by the operator; `ray status` on the head lists 3 nodes again (after the head: the old "
+        "workers restart and join the new head); the RayCluster ready with HeadPodReady and RayClusterProvisioned True",
+        "; ".join(outcomes),
+        ok=True,
+    )

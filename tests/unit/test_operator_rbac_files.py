@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
 from pathlib import Path
+
+import pytest
 
 from raykube.api import rbac
 from raykube.cli.rbac import rendered
+from raykube.kube.client import Kube
+from raykube.kube.errors import OutsideRbac
+from raykube.kube.resources import Resource
+from tests import rbac_usage
 
 FILES = Path(__file__).resolve().parents[2] / "helm" / "raykube-operator" / "files"
 
@@ -35,3 +43,20 @@ def test_batch_scheduler_rules_come_only_with_their_scheduler() -> None:
         assert rbac.allows(volcano, verb, "scheduling.volcano.sh", "podgroups")
     assert not rbac.allows(volcano, "delete", "scheduling.volcano.sh", "podgroups")  # the GC deletes them
     assert (FILES / "batch-scheduler-volcano-rules.yaml").exists()
+
+
+@pytest.mark.parametrize("triple", sorted(rbac_usage.granted()), ids=lambda t: " ".join(x or "core" for x in t))
+def test_without_any_one_granted_permission_its_call_is_refused_by_name(triple: tuple[str, str, str]) -> None:
+    """Remove one (verb, group, resource) from the rules: a call needing it is refused, naming verb and resource.
+    (The test run counts which of these the operator calls: the RBAC row of docs/reliability.md.)"""
+    verb, group, resource = triple
+    rules = rbac.OPERATOR_RULES + rbac.LEADER_ELECTION_RULES
+    reduced = [
+        replace(r, verbs=tuple(v for v in r.verbs if v != verb)) if r.group == group and resource in r.resources else r
+        for r in rules
+    ]
+    plural, _, subresource = resource.partition("/")
+    res = Resource(group, "v1", "Any", plural)
+    Kube(object(), rules=rules)._check(verb, res, subresource or None)  # type: ignore[arg-type]
+    with pytest.raises(OutsideRbac, match=f"called {verb} on {re.escape(resource)} "):
+        Kube(object(), rules=reduced)._check(verb, res, subresource or None)  # type: ignore[arg-type]

@@ -1,0 +1,92 @@
+"""Which of the operator's RBAC rules the test run used: least privilege, measured.
+
+Every in-process operator in the tests talks through a :class:`~raykube.kube.client.Kube` built with ``rules=`` (the
+generated rules of :mod:`raykube.api.rbac`), which refuses, naming the verb and resource, any call those rules do not
+allow. :func:`install` wraps that check to count the (verb, API group, resource) of each call it lets through. At the
+end of a whole run (``make test``, ``make reliability``) the ledger gets a row: each granted triple was called at
+least once, or is one of :data:`GRANTED_WITHOUT_A_CALL`, each with the reason it must be granted all the same.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Mapping
+
+import pytest
+
+from raykube.api.rbac import LEADER_ELECTION_RULES, OPERATOR_RULES
+from raykube.kube.client import Kube
+from raykube.kube.resources import Resource
+from tests.ledger import Ledger
+
+Triple = tuple[str, str, str]  # (verb, API group, resource[/subresource])
+USED: collections.Counter[Triple] = collections.Counter()
+
+# Granted although the operator never calls them, and why.
+GRANTED_WITHOUT_A_CALL: Mapping[Triple, str] = {
+    ("patch", "", "pods/resize"): "the autoscaler's Role grants it, and Kubernetes lets the operator create that Role "
+    "only if it holds every permission in it (RBAC escalation prevention)",
+    **{
+        ("update", "ray.io", f"{kind}/finalizers"): "setting blockOwnerDeletion on children needs it where the "
+        "OwnerReferencesPermissionEnforcement admission plugin runs (OpenShift); the sandbox does not run it"
+        for kind in ("rayclusters", "rayjobs", "raycronjobs", "rayservices")
+    },
+}
+
+
+def granted() -> set[Triple]:
+    return {(v, r.group, res) for r in OPERATOR_RULES + LEADER_ELECTION_RULES for res in r.resources for v in r.verbs}
+
+
+def install() -> None:
+    """Count every call a rules-checked client lets through (idempotent)."""
+    if getattr(Kube._check, "_counting", False):
+        return
+    check = Kube._check
+
+    def counting(self: Kube, verb: str, res: Resource, subresource: str | None) -> None:
+        check(self, verb, res, subresource)
+        if self.rules is not None and self.field_manager == "raykube-operator":  # not a test's own strict client
+            USED[(verb, res.group, f"{res.plural}/{subresource}" if subresource else res.plural)] += 1
+
+    counting._counting = True  # type: ignore[attr-defined]
+    Kube._check = counting  # type: ignore[method-assign]
+
+
+def whole_run(config: pytest.Config) -> bool:
+    """The run took every test but the long ones: no paths, no -k, at most ``-m 'not long'``."""
+    paths = [a for a in config.args if not a.startswith("-")]
+    default = [str(p) for p in config.getini("testpaths")]
+    markers = (config.getoption("markexpr") or "").strip()
+    return paths in ([], default) and not config.getoption("keyword") and markers in ("", "not long")
+
+
+def record(ledger: Ledger) -> None:
+    calls = sum(USED.values())
+    called = {t for t in granted() if USED[t]}
+    unused = sorted(granted() - called)
+    unexplained = [t for t in unused if t not in GRANTED_WITHOUT_A_CALL]
+    stale = sorted(t for t in GRANTED_WITHOUT_A_CALL if USED[t])
+    names = ", ".join(_name(t) for t in unexplained) or "none"
+    ledger.record(
+        "Each RBAC permission the operator is granted is used",
+        "the whole test run: every in-process operator's client refuses, naming the verb and resource, any call its "
+        "generated rules (raykube.api.rbac) do not allow, and counts each (verb, group, resource) it lets through",
+        calls,
+        "every granted (verb, group, resource) called at least once, or granted without a call for a stated reason "
+        f"({len(GRANTED_WITHOUT_A_CALL)}: pods/resize for the autoscaler's Role, the finalizers for "
+        "OwnerReferencesPermissionEnforcement)",
+        f"{len(called)} of {len(granted())} granted triples called ({calls} calls); granted without a call and not "
+        f"explained: {names}" + (f"; explained but called after all: {stale}" if stale else ""),
+        ok=not unexplained and not stale,
+        details=[(_name(t), _use(t)) for t in sorted(granted(), key=lambda t: (t[1], t[2], t[0]))],
+    )
+
+
+def _name(triple: Triple) -> str:
+    verb, group, resource = triple
+    return f"{verb} {group or 'core'} {resource}"
+
+
+def _use(triple: Triple) -> str:
+    return f"{USED[triple]} calls" if USED[triple] else GRANTED_WITHOUT_A_CALL.get(triple, "NOT CALLED")
