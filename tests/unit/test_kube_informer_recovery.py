@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 from raykube.kube.client import Kube
 from raykube.kube.informer import Backoff, Informer
 from raykube.kube.resources import PODS, SERVICES
+from raykube.runtime.manager import STALE_HOLD_LIMIT, Manager
 
 
 def _pair() -> tuple[Informer, Informer]:
@@ -79,3 +81,20 @@ def test_a_watch_that_stayed_open_resets_the_back_off_and_one_that_failed_at_onc
     pods._opened()  # failed right after it opened
     pods._lost(backoff)
     assert backoff.failures == 6
+
+
+async def test_the_manager_holds_passes_while_an_informer_is_cut_off_but_not_for_ever() -> None:
+    manager = Manager(Kube(object()), namespaces=["ns"])  # type: ignore[arg-type]
+    ctl = manager.controllers[0]
+    key = ("ns", "c")
+    assert not manager._hold_if_stale(ctl, key)  # nothing synced yet: nothing stale
+    informer = manager.informers[0]
+    informer.synced.set()
+    informer._opened()
+    informer._lost(Backoff())
+    assert manager._hold_if_stale(ctl, key)  # held: queued again shortly
+    informer.lost_at = time.monotonic() - STALE_HOLD_LIMIT - 1
+    assert not manager._hold_if_stale(ctl, key)  # an outage that lasts: go on with the cache there is
+    informer._opened()
+    assert not manager._hold_if_stale(ctl, key)
+    ctl.queue.shutdown()

@@ -156,6 +156,7 @@ class Informer:
         self.connected = False
         self._opened_at: float | None = None
         self._lost_generation = 0
+        self.lost_at: float | None = None  # when it was cut off (monotonic), while it is
 
     @property
     def stale(self) -> bool:
@@ -164,6 +165,7 @@ class Informer:
 
     def _opened(self) -> None:
         self.connected = True
+        self.lost_at = None
         self._opened_at = time.monotonic()
         _reachability(self.kube).succeeded()
 
@@ -182,6 +184,8 @@ class Informer:
         if self._opened_at is not None and time.monotonic() - self._opened_at >= HEALTHY_WATCH:
             backoff.reset()
         self._opened_at = None
+        if self.connected or self.lost_at is None:
+            self.lost_at = time.monotonic()
         self.connected = False
         self._lost_generation = _reachability(self.kube).failed()
 
@@ -296,6 +300,7 @@ class Informer:
                 self._put(obj)
         self.relists += 1
         self.connected = True
+        self.lost_at = None
         _reachability(self.kube).succeeded()
         self.synced.set()
         return result.resource_version

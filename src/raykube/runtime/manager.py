@@ -15,9 +15,10 @@ controller's; RayJob and RayService will each be one more) and builds, as contro
   back-off.
 * **no pass on a stale cache**: while any informer that had synced is cut off from the API server (its watch failed
   and no list or watch has succeeded since), workers hold their keys and look again every ``STALE_RECHECK``
-  seconds. Its store may be missing a deletion, and acting on it could recreate the Pods of a RayCluster deleted
-  meanwhile (seen on a kube-apiserver restart, tests/integration/test_api_faults.py). controller-runtime does not
-  hold; the end state is the same, minus the wrong writes.
+  seconds, for up to ``STALE_HOLD_LIMIT`` seconds (then the outage is taken as lasting, and work goes on). Its
+  store may be missing a deletion, and acting on it could recreate the Pods of a RayCluster deleted meanwhile (seen
+  on a kube-apiserver restart, tests/integration/test_api_faults.py). controller-runtime does not hold; the end state
+  is the same, minus the wrong writes.
 
 :meth:`Manager.preflight` first lists every watch that declares a ``missing_hint`` (Volcano's PodGroups with
 ``--batch-scheduler=volcano``): an informer for a type the API server does not serve would never sync, so the
@@ -55,8 +56,10 @@ from raykube.runtime.queue import WorkQueue
 
 log = logging.getLogger(__name__)
 
-# While an informer that had synced has lost its watch, reconciles wait and look again this often (seconds).
+# While an informer that had synced has lost its watch, reconciles wait and look again this often (seconds), for at
+# most STALE_HOLD_LIMIT seconds per outage.
 STALE_RECHECK = 0.5
+STALE_HOLD_LIMIT = 60.0
 
 
 class StartupError(RuntimeError):
@@ -136,6 +139,7 @@ class Manager:
         self.cache = ObjectCache()
         self.informers: list[Informer] = []
         self._held_for: Informer | None = None  # the stale informer reconciles are held for, if any
+        self._gave_up_on: set[Informer] = set()  # stale for longer than STALE_HOLD_LIMIT: no longer held for
         regs = list(registrations) if registrations is not None else default_registrations(self.options)
         self.watches = _merge_watches(regs)
         self.hints = {w.res: w.missing_hint for w in self.watches.values() if w.missing_hint}
@@ -225,8 +229,25 @@ class Manager:
 
     # ------------------------------------------------------------------------------------------------- running
     def _hold_if_stale(self, ctl: Controller, key: Key) -> bool:
-        """True (and ``key`` queued again) while an informer that had synced has lost its watch."""
-        stale = next((i for i in self.informers if i.stale), None)
+        """True (and ``key`` queued again) while an informer that had synced has lost its watch, for at most
+        ``STALE_HOLD_LIMIT`` seconds: one cut off longer is not an outage that ends (a permission taken away, a type
+        no longer served), and the operator goes on with the cache it has rather than stop for good."""
+        now = time.monotonic()
+        stale = None
+        for informer in self.informers:
+            if informer.stale:
+                if now - (informer.lost_at or now) < STALE_HOLD_LIMIT:
+                    stale = informer
+                    break
+                if informer not in self._gave_up_on:
+                    log.warning(
+                        "%s has been cut off for over %.0fs; reconciling on its cache, which may be out of date",
+                        informer,
+                        STALE_HOLD_LIMIT,
+                    )
+                    self._gave_up_on.add(informer)
+            else:
+                self._gave_up_on.discard(informer)
         if stale is None:
             if self._held_for is not None:
                 log.info("every informer is watching again; reconciling")
