@@ -2,7 +2,8 @@
 
 Every in-process operator in the tests talks through a :class:`~raykube.kube.client.Kube` built with ``rules=`` (the
 generated rules of :mod:`raykube.api.rbac`), which refuses, naming the verb and resource, any call those rules do not
-allow. :func:`install` wraps that check to count the (verb, API group, resource) of each call it lets through. At the
+allow. :func:`install` wraps that check to count the (verb, API group, resource) of each call it lets through; the
+operator processes behind tests/integration/faultproxy.py (leader election among them) are counted by the proxy. At the
 end of a whole run (``make test``, ``make reliability``) the ledger gets a row: each granted triple was called at
 least once, or is one of :data:`GRANTED_WITHOUT_A_CALL`, each with the reason it must be granted all the same.
 """
@@ -53,6 +54,37 @@ def install() -> None:
     Kube._check = counting  # type: ignore[method-assign]
 
 
+def triple_of(method: str, path: str, query: Mapping[str, str]) -> Triple | None:
+    """The RBAC (verb, group, resource) of an API request, as the API server's authorizer sees it."""
+    parts = [p for p in path.split("/") if p]
+    if parts[:1] == ["api"] and len(parts) >= 2:
+        group, rest = "", parts[2:]
+    elif parts[:1] == ["apis"] and len(parts) >= 3:
+        group, rest = parts[1], parts[3:]
+    else:
+        return None
+    if rest[:1] == ["namespaces"] and len(rest) >= 3:
+        rest = rest[2:]  # namespaces/<ns>/<resource>...
+    if not rest:
+        return None
+    resource = rest[0] + (f"/{rest[2]}" if len(rest) >= 3 else "")
+    named = len(rest) >= 2
+    if method == "GET":
+        verb = "get" if named else ("watch" if query.get("watch") in ("true", "1") else "list")
+    else:
+        verb = {"POST": "create", "PUT": "update", "PATCH": "patch"}.get(method) or (
+            "delete" if named else "deletecollection"
+        )
+    return (verb, group, resource)
+
+
+def count_request(method: str, path: str, query: Mapping[str, str]) -> None:
+    """Count a request an operator process sent (seen by tests/integration/faultproxy.py on its way)."""
+    triple = triple_of(method, path, query)
+    if triple is not None:
+        USED[triple] += 1
+
+
 def whole_run(config: pytest.Config) -> bool:
     """The run took every test but the long ones: no paths, no -k, at most ``-m 'not long'``."""
     paths = [a for a in config.args if not a.startswith("-")]
@@ -71,7 +103,8 @@ def record(ledger: Ledger) -> None:
     ledger.record(
         "Each RBAC permission the operator is granted is used",
         "the whole test run: every in-process operator's client refuses, naming the verb and resource, any call its "
-        "generated rules (raykube.api.rbac) do not allow, and counts each (verb, group, resource) it lets through",
+        "generated rules (raykube.api.rbac) do not allow, and counts each (verb, group, resource) it lets through; "
+        "operator processes behind the fault proxy are counted by the proxy",
         calls,
         "every granted (verb, group, resource) called at least once, or granted without a call for a stated reason "
         f"({len(GRANTED_WITHOUT_A_CALL)}: pods/resize for the autoscaler's Role, the finalizers for "

@@ -33,6 +33,7 @@ import httpx2
 import yaml
 
 from raykube.kube.client import Kube
+from tests import rbac_usage
 
 _HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "te", "trailer", "upgrade"}
 
@@ -154,6 +155,8 @@ class FaultProxy:
 
         def record(status: int) -> None:
             self.seen.append(Seen(time.monotonic(), method, url.path, query, status, type(fault).__name__))
+            if 200 <= status < 300:
+                rbac_usage.count_request(method, url.path, query)  # what the operator process was allowed to do
 
         if isinstance(fault, Refuse):
             record(0)

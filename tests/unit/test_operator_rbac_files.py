@@ -62,3 +62,23 @@ def test_without_any_one_granted_permission_its_call_is_refused_by_name(triple: 
     full._check(verb, res, subresource or None)
     with pytest.raises(OutsideRbac, match=f"called {verb} on {re.escape(resource)} "):
         less._check(verb, res, subresource or None)
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "query", "triple"),
+    [
+        ("GET", "/api/v1/namespaces/n/pods", {"watch": "true"}, ("watch", "", "pods")),
+        ("GET", "/api/v1/namespaces/n/pods", {}, ("list", "", "pods")),
+        ("GET", "/apis/coordination.k8s.io/v1/namespaces/n/leases/l", {}, ("get", "coordination.k8s.io", "leases")),
+        ("PUT", "/apis/coordination.k8s.io/v1/namespaces/n/leases/l", {}, ("update", "coordination.k8s.io", "leases")),
+        ("PATCH", "/apis/ray.io/v1/namespaces/n/rayclusters/c/status", {}, ("patch", "ray.io", "rayclusters/status")),
+        ("DELETE", "/api/v1/namespaces/n/pods", {}, ("deletecollection", "", "pods")),
+        ("POST", "/api/v1/namespaces/n/events", {}, ("create", "", "events")),
+        ("GET", "/api/v1/nodes", {}, ("list", "", "nodes")),
+        ("GET", "/version", {}, None),
+    ],
+)
+def test_a_request_path_maps_to_the_rbac_triple_the_authorizer_checks(
+    method: str, path: str, query: dict[str, str], triple: tuple[str, str, str] | None
+) -> None:
+    assert rbac_usage.triple_of(method, path, query) == triple
