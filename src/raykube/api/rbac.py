@@ -1,11 +1,15 @@
 """The operator's RBAC, in one place: every API call the operator makes must be allowed by these rules.
 
 The rules are least privilege: exactly the (API group, resource, verb) triples the code calls, nothing KubeRay grants
-for features raykube does not implement yet. They are rendered into the Helm chart's ClusterRole (or the per-namespace
-Roles of a single-namespace install) and the leader-election Role (``raykube rbac generate`` writes
-``helm/raykube-operator/files/*.yaml``; a test fails when those files are stale). A :class:`~raykube.kube.client.Kube`
-client built with ``rules=`` refuses, before sending it, any request these rules do not allow, and the tests run the
-operator that way, so a new API call without a new rule fails a test instead of failing in a user's cluster.
+for features raykube does not implement yet, and no ``get`` where the operator only reads its informer caches (list
+and watch); ``get`` on pods and RayClusters stays because the autoscaler's Role grants it. ``make reliability``
+counts which triples the whole test run called (tests/rbac_usage.py).
+
+They are rendered into the Helm chart's ClusterRole (or the per-namespace Roles of a single-namespace install) and
+the leader-election Role (``raykube rbac generate`` writes ``helm/raykube-operator/files/*.yaml``; a test fails when
+those files are stale). A :class:`~raykube.kube.client.Kube` client built with ``rules=`` refuses, before sending
+it, any request these rules do not allow, and the tests run the operator that way, so a new API call without a new
+rule fails a test instead of failing in a user's cluster.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ OPERATOR_RULES: tuple[Rule, ...] = (
     Rule("", ("pods",), ("create", "delete", "deletecollection", "get", "list", "patch", "watch")),
     Rule("", ("pods/resize",), ("patch",)),
     # update: a RayJob's head Service follows the cluster of its latest attempt.
-    Rule("", ("services",), ("create", "get", "list", "update", "watch")),
+    Rule("", ("services",), ("create", "list", "update", "watch")),
     # --use-kubernetes-proxy: the Ray dashboard through the API server (GET job info and Serve applications, POST
     # submit and stop, PUT the Serve config), and a RayService head Pod's Serve proxy health (GET /-/healthz).
     Rule("", ("services/proxy",), ("create", "get", "update")),
@@ -47,9 +51,9 @@ OPERATOR_RULES: tuple[Rule, ...] = (
     Rule("", ("serviceaccounts",), ("create", "get", "list", "watch")),
     Rule("", ("secrets",), ("create", "get", "list", "watch")),
     # delete: a RayJob's submitter Job between attempts and on suspend.
-    Rule("batch", ("jobs",), ("create", "delete", "get", "list", "watch")),
-    Rule("networking.k8s.io", ("ingresses",), ("create", "get", "list", "update", "watch")),
-    Rule("rbac.authorization.k8s.io", ("roles", "rolebindings"), ("create", "get", "list", "watch")),
+    Rule("batch", ("jobs",), ("create", "delete", "list", "watch")),
+    Rule("networking.k8s.io", ("ingresses",), ("create", "list", "update", "watch")),
+    Rule("rbac.authorization.k8s.io", ("roles", "rolebindings"), ("create", "list", "watch")),
     # core/v1 Events, as KubeRay writes them (create; patch: a repeat's count and lastTimestamp).
     Rule("", ("events",), ("create", "patch")),
     # patch: the GCS FT finalizer, and the autoscaler's Role grants get/patch on RayClusters (see above).
@@ -57,11 +61,11 @@ OPERATOR_RULES: tuple[Rule, ...] = (
     Rule(c.API_GROUP, ("rayclusters",), ("create", "delete", "get", "list", "patch", "update", "watch")),
     Rule(c.API_GROUP, ("rayclusters/status",), ("patch",)),
     # patch: the RayJob finalizer; delete: DeleteSelf and DELETE_RAYJOB_CR_AFTER_JOB_FINISHES; create: a RayCronJob's.
-    Rule(c.API_GROUP, ("rayjobs",), ("create", "delete", "get", "list", "patch", "watch")),
+    Rule(c.API_GROUP, ("rayjobs",), ("create", "delete", "list", "patch", "watch")),
     Rule(c.API_GROUP, ("rayjobs/status",), ("update",)),
     # The RayCronJob controller runs only with its feature gate; its rules are granted always, as KubeRay's role.yaml
     # grants them (so turning the gate on needs no RBAC change).
-    Rule(c.API_GROUP, ("raycronjobs",), ("get", "list", "watch")),
+    Rule(c.API_GROUP, ("raycronjobs",), ("list", "watch")),
     Rule(c.API_GROUP, ("raycronjobs/status",), ("update",)),
     # The RayService controller (the dashboard's Serve calls are services/proxy; the head Pod's label, pods patch).
     Rule(c.API_GROUP, ("rayservices",), ("list", "watch")),
