@@ -23,7 +23,7 @@ from raykube.kube.client import Kube
 from raykube.kube.resources import EVENTS, PODS
 from raykube.waiting import NotYet, wait_for
 from tests.integration.faultproxy import Delay, Fail, Fault, FaultProxy, Refuse, Seen, Throttle, fault_proxy
-from tests.integration.test_operator_restart import converged, tiny_cluster
+from tests.integration.test_operator_restart import _live_pods, converged, tiny_cluster
 from tests.ledger import FULL, Ledger
 from tests.support import RunningSandbox
 
@@ -253,7 +253,3 @@ async def _nothing_done_twice(
         again = [n.rsplit("/", 1)[-1] for n in notes if " Pod " in n and n.rsplit("/", 1)[-1] not in live]
         pytest.fail(f"{len(pod_creates)} Pod creates for {len(made)} new Pods; made and gone again: {again}")
     return pod_creates, made, relists, gone
-
-
-async def _live_pods(kube: Kube, namespace: str) -> list[dict[str, Any]]:
-    return [p for p in (await kube.list(PODS, namespace)).items if not p["metadata"].get("deletionTimestamp")]

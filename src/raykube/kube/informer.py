@@ -151,20 +151,18 @@ class Informer:
         self._by_label: dict[str, dict[tuple[str, str], set[Key]]] = {label: {} for label in self._index_labels}
         self._handlers: list[Handler] = []
         self.relists = 0  # how many times the store was rebuilt from a list (observability, tests)
-        # False from a failed list or watch until a list succeeds or a watch is open again: the store may then be
-        # missing changes (a deletion, say), and :attr:`stale` tells the manager not to act on it.
-        self.connected = False
+        # Set by a failed list or watch (monotonic), cleared when a list succeeds or a watch is open again: the
+        # store may meanwhile be missing changes (a deletion, say), and :attr:`stale` tells the manager so.
+        self.lost_at: float | None = None
         self._opened_at: float | None = None
         self._lost_generation = 0
-        self.lost_at: float | None = None  # when it was cut off (monotonic), while it is
 
     @property
     def stale(self) -> bool:
         """Synced once, but cut off from the API server now: what it holds may be out of date."""
-        return self.synced.is_set() and not self.connected
+        return self.synced.is_set() and self.lost_at is not None
 
     def _opened(self) -> None:
-        self.connected = True
         self.lost_at = None
         self._opened_at = time.monotonic()
         _reachability(self.kube).succeeded()
@@ -184,9 +182,8 @@ class Informer:
         if self._opened_at is not None and time.monotonic() - self._opened_at >= HEALTHY_WATCH:
             backoff.reset()
         self._opened_at = None
-        if self.connected or self.lost_at is None:
+        if self.lost_at is None:
             self.lost_at = time.monotonic()
-        self.connected = False
         self._lost_generation = _reachability(self.kube).failed()
 
     def __repr__(self) -> str:
@@ -299,7 +296,6 @@ class Informer:
             if _version(self._objects.get(_key(obj))) != _version(obj):
                 self._put(obj)
         self.relists += 1
-        self.connected = True
         self.lost_at = None
         _reachability(self.kube).succeeded()
         self.synced.set()
