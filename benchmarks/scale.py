@@ -1,36 +1,44 @@
-"""Benchmark: N RayClusters (1 head + 3 workers each) to ready, raykube against a bare-client floor.
+"""Benchmark: N RayClusters (1 head + 3 workers each) to ready, side by side: a bare-client floor, raykube, and
+KubeRay v1.6.1 at its default reconcile concurrency (1) and at 10, all in one invocation.
 
-Target (issue 10), at client QPS 100 / burst 200 on 2 cores: every cluster ``status.state: ready`` within 1.3x the
-floor, operator CPU at most 2x KubeRay's 35-45 CPU-seconds, peak RSS under 300 MB, and no API write that changes
-nothing. KubeRay v1.6.1 on the same kind of machine: about 167 s at its default reconcile concurrency 1, 104 s at 10.
+Targets (issue 21), at client QPS 100 / burst 200 for every client on 2 cores, N = 1,000: raykube at most 0.8x
+KubeRay's best time of the same invocation and 1.3x a floor that sits within 10% of its QPS bound; fewer API requests
+per cluster than KubeRay; operator CPU at most KubeRay's; peak RSS at most 200 MB. No reference number is typed in:
+every figure compared is measured in the same invocation.
 
-Each invocation uses one sandbox (a fresh one on free ports in a temporary directory, 10 kwok nodes of 256 CPU /
-1,000 Pods, unless ``--sandbox DIR``) and runs, each in its own namespace:
+Each contender runs on a **fresh sandbox** (free loopback ports, a temporary directory, ``--nodes`` kwok nodes of 256
+CPU / 1,000 Pods) with kube-apiserver's audit log on (every request at level Metadata), so the API server itself
+counts each client's requests by user. The contender runs as its own ServiceAccount (``bench/operator``, bound to
+cluster-admin: the same authorization work for all) and with the same ``--qps``/``--burst``:
 
-* **floor**: a bare client in its own process (``--floor-client``), with raykube's HTTP client at the same QPS/burst
-  and no operator logic: for every RayCluster it sees it creates the same head Service, head Pod and 3 worker Pods
-  (raykube's builders), and writes ``status.state: ready`` once when its 4 Pods are Running and Ready;
-* **raykube**: ``raykube operator`` in its own process with its default settings (leader election on, reconcile
-  concurrency 10 unless ``--reconcile-concurrency``), ``--qps``/``--burst`` as given and metrics on a free loopback
-  port.
+* **floor**: a bare client in its own process (``--floor-client``) with no operator logic: for every RayCluster it
+  sees it creates the same head Service, head Pod and 3 worker Pods (raykube's builders), and writes
+  ``status.state: ready`` once when its 4 Pods are Running and Ready: 6 writes per cluster, so its bound is
+  ``(6N - burst) / QPS`` seconds and the report gives its distance from it;
+* **raykube**: ``raykube operator`` in its own process with its defaults (leader election on, reconcile concurrency
+  10 unless ``raykube-c<N>``), raykube's CRDs;
+* **kuberay-c1**, **kuberay-c10**: KubeRay v1.6.1's operator (built from the Go module proxy into the cache) with
+  ``--reconcile-concurrency`` 1 or 10, KubeRay's CRDs.
 
-The driver creates the N RayClusters as fast as its own (unthrottled) client allows, watches them, and measures:
-seconds from the first create to every cluster ready; the process's CPU seconds and peak RSS (``/proc``); API requests
-by verb and resource (the operator's ``raykube_api_requests_total``); then deletes the RayClusters and times until
-every Pod is gone (the garbage collector's work, the same for both).
+One driver for all: it creates the N RayClusters (50 requests at a time, as fast as its own unthrottled client
+allows), watches them, and measures seconds from the first create to every cluster ``status.state: ready``; the
+contender's CPU seconds and peak RSS and each control-plane component's CPU seconds (``/proc``); the API requests of
+every user to ready, and the contender's by verb and resource (the audit log); then deletes the RayClusters and times
+until every Pod is gone (the garbage collector's work).
 
-**No-op writes.** Only the operator writes a RayCluster after its creation (its status) and its leader Lease, so the
-driver watches both and compares: ``unchanged`` = the operator's successful PATCH/PUT requests minus the MODIFIED
-events they caused (the API server does not bump resourceVersion, and sends no event, for a write that changes
-nothing); ``timestamp_only`` = MODIFIED events whose only difference from the previous version is
-``status.lastUpdateTime`` (a write that carried nothing else). Event series patches always bump ``series.count``.
+**No-op writes.** Only the contender writes a RayCluster after its creation (its status) and its leader Lease, so the
+driver watches both and compares: ``unchanged`` = the contender's successful PATCH/PUT requests (audit log) minus
+the MODIFIED events they caused (the API server does not bump resourceVersion, and sends no event, for a write that
+changes nothing); ``timestamp_only`` = MODIFIED events whose only difference from the previous version is
+``status.lastUpdateTime``.
 
-    .venv/bin/python -m benchmarks.scale [--clusters 1000] [--only raykube|floor] [--reconcile-concurrency N]
-        [--qps 100] [--burst 200] [--sandbox DIR] [--extra-arg COMPONENT=--flag] [--profile DIR]
+    .tools/bin/uv run --no-sync python -m benchmarks.scale [--clusters 1000] [--contenders floor,raykube,...]
+        [--repeat 1] [--qps 100] [--burst 200] [--nodes 10] [--profile DIR]
 
-Appends one JSON line per invocation to benchmarks/results/scale.jsonl and draws ready clusters over time for the
-runs to benchmarks/results/scale-ready-<N>.png. ``--profile DIR`` samples the operator with py-spy (raw stacks in
-DIR, a summary on stdout).
+Appends one JSON line per invocation to benchmarks/results/scale.jsonl (``"schema": 2``; earlier lines are the
+raykube-against-floor runs of before) and draws ready clusters over time for every run to
+benchmarks/results/scale-ready-<N>.png. ``--profile DIR`` samples raykube with py-spy (raw stacks in DIR, a summary
+on stdout).
 """
 
 from __future__ import annotations
@@ -49,15 +57,14 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx2
-from prometheus_client.parser import text_string_to_metric_families
+import yaml
 
 from raykube.api import constants as c
 from raykube.api.config import DEFAULT_RECONCILE_CONCURRENCY
@@ -71,22 +78,31 @@ from raykube.controllers.raycluster import POD_SELECTOR
 from raykube.kube.client import Kube
 from raykube.kube.errors import ApiError
 from raykube.kube.informer import Informer
-from raykube.kube.resources import LEASES, NAMESPACES, PODS, SERVICES
+from raykube.kube.resources import CLUSTER_ROLE_BINDINGS, LEASES, NAMESPACES, PODS, SERVICE_ACCOUNTS, SERVICES
 from raykube.runtime.crds import install_crds
-from raykube.runtime.metrics import Metrics
 from raykube.sandbox import NodePool, Ports, Sandbox, SandboxConfig, versions
 from raykube.waiting import NotYet, wait_for
 
 RESULTS = Path(__file__).parent / "results" / "scale.jsonl"
 PLOTS = Path(__file__).parent / "results"
+SCHEMA = 2
 WORKERS = 3
-TARGET_RATIO = 1.3
+WRITES_PER_CLUSTER = 2 + WORKERS + 1  # the floor's: head Service, head Pod, workers, one status patch
 IN_FLIGHT = 64  # the floor's concurrent requests: well above what QPS 100 needs at the API server's latency
-TARGET_CPU_SECONDS = 2 * 45.0
-TARGET_RSS_MIB = 300 * 1e6 / 2**20  # 300 MB
-KUBERAY = {"ready_seconds": {"concurrency_1": 167, "concurrency_10": 104}, "cpu_seconds": [35, 45],
-           "peak_rss_mb": [250, 265], "floor_seconds": 59}  # fmt: skip
-LEADER_LEASE = "ray-operator-leader"
+CONTENDERS = ("floor", "floor-ready", "raykube", "kuberay-c1", "kuberay-c10")
+TARGETS = {"to_kuberay_best": 0.8, "to_floor": 1.3, "floor_off_bound": 0.10, "peak_rss_mb": 200.0}
+NAMESPACE = "bench"
+ACCOUNT = "operator"
+USER = f"system:serviceaccount:{NAMESPACE}:{ACCOUNT}"
+LEADER_LEASE = "ray-operator-leader"  # KubeRay's and raykube's leader election Lease
+COMPONENTS = ("kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler", "kwok")
+AUDIT_POLICY = {
+    "apiVersion": "audit.k8s.io/v1",
+    "kind": "Policy",
+    # One line per request, written when it is answered (a watch: when it ends).
+    "omitStages": ["RequestReceived", "ResponseStarted"],
+    "rules": [{"level": "Metadata"}],
+}
 log = logging.getLogger("benchmarks.scale")
 
 
@@ -193,37 +209,6 @@ def summarize_profile(raw: Path, top: int = 25) -> dict[str, list[tuple[str, flo
     return {"self": share(own), "inclusive": share(inclusive)}
 
 
-# --------------------------------------------------------------------------------------------------- metrics
-def scrape(text: str) -> dict[str, int]:
-    """``raykube_api_requests_total`` as ``{"verb resource code": count}``."""
-    counts: dict[str, int] = {}
-    for family in text_string_to_metric_families(text):
-        if family.name != "raykube_api_requests":
-            continue
-        for sample in family.samples:
-            if sample.name.endswith("_total"):
-                key = f"{sample.labels['verb']} {sample.labels['resource']} {sample.labels['code']}"
-                counts[key] = counts.get(key, 0) + int(sample.value)
-    return counts
-
-
-def by_verb_resource(counts: Mapping[str, int]) -> dict[str, int]:
-    """``{"verb resource": n}`` over all codes, watches excluded (they are streams, not requests)."""
-    merged: Counter[str] = Counter()
-    for key, n in counts.items():
-        verb, resource, _ = key.split(" ")
-        merged[f"{verb} {resource}"] += n
-    return dict(sorted(merged.items()))
-
-
-def successful_writes(counts: Mapping[str, int], resource: str) -> int:
-    return sum(
-        n
-        for key, n in counts.items()
-        if (parts := key.split(" "))[0] in ("patch", "update") and parts[1] == resource and parts[2].startswith("2")
-    )
-
-
 # --------------------------------------------------------------------------------------------------- watching
 def _substance(obj: Mapping[str, Any]) -> dict[str, Any]:
     meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in ("resourceVersion", "managedFields")}
@@ -240,22 +225,30 @@ class Observer:
     cluster_modified: int = 0
     timestamp_only: int = 0
     lease_modified: int = 0
+    lease_holder: str = ""
     deleting: bool = False
+    # Per RayCluster, each status write seen: (seconds, the status fields it changed), for --trace.
+    writes: dict[str, list[tuple[float, list[str]]]] = field(default_factory=dict)
 
     def on_cluster(self, event: str, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> None:
         if new is None or self.deleting or (new.get("metadata") or {}).get("deletionTimestamp"):
             return
+        name = str((new.get("metadata") or {}).get("name"))
         if event == "MODIFIED" and old is not None:
             self.cluster_modified += 1
             if _substance(old) == _substance(new):
                 self.timestamp_only += 1
-        name = str((new.get("metadata") or {}).get("name"))
+            before, after = old.get("status") or {}, new.get("status") or {}
+            changed = sorted(k for k in {*before, *after} - {"lastUpdateTime"} if before.get(k) != after.get(k))
+            self.writes.setdefault(name, []).append((round(time.monotonic() - self.started, 2), changed))
         if (new.get("status") or {}).get("state") == "ready" and name not in self.ready_at:
             self.ready_at[name] = time.monotonic() - self.started
 
     def on_lease(self, event: str, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> None:
         if event == "MODIFIED" and not self.deleting:
             self.lease_modified += 1
+        if new is not None and (new.get("metadata") or {}).get("name") == LEADER_LEASE:
+            self.lease_holder = str((new.get("spec") or {}).get("holderIdentity") or "")
 
 
 @contextlib.asynccontextmanager
@@ -274,12 +267,13 @@ async def informers(*running: Informer) -> AsyncIterator[None]:
 
 # --------------------------------------------------------------------------------------------------- the floor
 class Floor:
-    """The bare client: the same Service and Pods per RayCluster, one status write when its Pods are ready."""
+    """The bare client: the same Service and Pods per RayCluster, then one status write: at once when its creates
+    have been answered (``floor``: nothing can be ready before its writes are done), or when its Pods are Running and
+    Ready (``floor-ready``: the same wait the operators have)."""
 
-    def __init__(self, kubeconfig: Path, namespace: str, *, qps: float, burst: int) -> None:
-        self.metrics = Metrics()
-        self.kube = Kube.from_config(kubeconfig, qps=qps, burst=burst, observer=self.metrics,
-                                     user_agent="raykube-bench-floor")  # fmt: skip
+    def __init__(self, kubeconfig: Path, namespace: str, *, qps: float, burst: int, wait_ready: bool) -> None:
+        self.wait_ready = wait_ready
+        self.kube = Kube.from_config(kubeconfig, qps=qps, burst=burst, user_agent="raykube-bench-floor")
         self.namespace = namespace
         self.options = BuildOptions()
         self.clusters = Informer(self.kube, RAYCLUSTERS, namespace=namespace)
@@ -339,11 +333,16 @@ class Floor:
             log.exception("floor: cannot build the objects of %s; stopping", name)
             self.stop.set()  # the driver sees the process end and fails at once, rather than waiting for its timeout
             return
-        self.spawn(self.create(SERVICES, bodies[0]))
-        for body in bodies[1:]:
-            self.spawn(self.create(PODS, body))
+        self.spawn(self.make(name, bodies))
+
+    async def make(self, name: str, bodies: Sequence[Mapping[str, Any]]) -> None:
+        await asyncio.gather(self.create(SERVICES, bodies[0]), *(self.create(PODS, body) for body in bodies[1:]))
+        if not self.wait_ready:
+            await self.ready(name)
 
     def on_pod(self, event: str, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> None:
+        if not self.wait_ready:
+            return
         labels = (((new or old) or {}).get("metadata") or {}).get("labels") or {}
         name = str(labels.get(c.RAY_CLUSTER_LABEL, ""))
         if not name or name in self.done:
@@ -353,78 +352,142 @@ class Floor:
             self.done.add(name)
             self.spawn(self.ready(name))
 
-    async def run(self, ready_file: Path, report: Path) -> None:
-        """Serve until SIGTERM; touch ``ready_file`` once synced, then write the request counts to ``report``."""
+    async def run(self, ready_file: Path) -> None:
+        """Serve until SIGTERM; touch ``ready_file`` once synced."""
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.stop.set)
-        async with informers(self.clusters, self.pods):
+        async with informers(self.clusters, *([self.pods] if self.wait_ready else [])):
             ready_file.touch()
             await self.stop.wait()
-        counts = _counts_with_code(self.metrics)
-        report.write_text(json.dumps({f"{v} {r} {code}": n for (v, r, code), n in counts.items()}))
         await self.kube.close()
 
 
-def _counts_with_code(metrics: Metrics) -> dict[tuple[str, str, str], int]:
-    counts: dict[tuple[str, str, str], int] = {}
-    for metric in metrics.api_requests.collect():
-        for sample in metric.samples:
-            if sample.name.endswith("_total"):
-                key = (sample.labels["verb"], sample.labels["resource"], sample.labels["code"])
-                counts[key] = counts.get(key, 0) + int(sample.value)
-    return counts
+# --------------------------------------------------------------------------------------------------- the audit log
+def resource_of(event: Mapping[str, Any]) -> str:
+    """``pods``, ``pods/binding``, ``rayclusters.ray.io/status``: resource, API group, subresource."""
+    ref = event.get("objectRef") or {}
+    name = str(ref.get("resource") or event.get("requestURI", "?").split("?")[0])
+    if ref.get("apiGroup"):
+        name = f"{name}.{ref['apiGroup']}"
+    return f"{name}/{ref['subresource']}" if ref.get("subresource") else name
 
 
-# --------------------------------------------------------------------------------------------------- one run
+class AuditLog:
+    """kube-apiserver's audit log (JSON lines, one per answered request): read in slices by byte offset."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def mark(self) -> int:
+        return self.path.stat().st_size if self.path.exists() else 0
+
+    def events(self, start: int = 0, end: int | None = None) -> list[dict[str, Any]]:
+        with self.path.open("rb") as file:
+            file.seek(start)
+            data = file.read() if end is None else file.read(end - start)
+        return [json.loads(line) for line in data.splitlines() if line.strip()]
+
+
+def requests_of(events: Iterable[Mapping[str, Any]], user: str) -> dict[str, int]:
+    """``{"verb resource": n}`` of ``user``'s requests; watches left out (streams, not requests)."""
+    counts: Counter[str] = Counter()
+    for event in events:
+        if (event.get("user") or {}).get("username") == user and event.get("verb") != "watch":
+            counts[f"{event.get('verb')} {resource_of(event)}"] += 1
+    return dict(sorted(counts.items()))
+
+
+def successful_writes(events: Iterable[Mapping[str, Any]], user: str, resource: str) -> int:
+    """``user``'s PATCH/PUT requests answered 2xx on ``resource`` (any subresource), e.g. ``rayclusters.ray.io``."""
+    return sum(
+        1
+        for e in events
+        if (e.get("user") or {}).get("username") == user
+        and e.get("verb") in ("patch", "update")
+        and resource_of(e).split("/")[0] == resource
+        and 200 <= int((e.get("responseStatus") or {}).get("code") or 0) < 300
+    )
+
+
+def by_user(events: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """Requests per user (the API server's load, by client), watches left out, most first."""
+    counts = Counter(str((e.get("user") or {}).get("username")) for e in events if e.get("verb") != "watch")
+    return dict(counts.most_common())
+
+
+# --------------------------------------------------------------------------------------------------- contenders
+@dataclass(frozen=True)
+class Contender:
+    """``floor``, ``raykube`` (its default concurrency) or ``raykube-c<N>``, ``kuberay-c<N>``."""
+
+    name: str
+    kind: str
+    concurrency: int | None
+    wait_ready: bool = False  # the floor's: its status write waits for its Pods
+
+    @classmethod
+    def parse(cls, text: str) -> Contender:
+        if text == "floor-ready":
+            return cls(text, "floor", None, wait_ready=True)
+        kind, _, rest = text.partition("-c")
+        if kind not in ("floor", "raykube", "kuberay") or (rest and not rest.isdigit()) or (kind == "floor" and rest):
+            raise argparse.ArgumentTypeError(
+                f"a contender is floor, floor-ready, raykube[-c<N>] or kuberay-c<N>, got {text!r}"
+            )
+        if kind == "kuberay" and not rest:
+            raise argparse.ArgumentTypeError(f"say KubeRay's reconcile concurrency: kuberay-c1, kuberay-c10 ({text!r})")
+        return cls(text, kind, int(rest) if rest else None)
+
+
 @dataclass
 class Settings:
     clusters: int
     qps: float
     burst: int
-    concurrency: int | None
+    nodes: int
     timeout: float
     profile: Path | None
     profile_rate: int
 
 
 class Run:
-    """One measured run of ``kind`` (raykube or the floor) in a namespace of its own."""
+    """One measured run of a contender on its own fresh sandbox."""
 
-    def __init__(self, kind: str, kubeconfig: Path, settings: Settings, workdir: Path) -> None:
-        self.kind = kind
-        self.kubeconfig = kubeconfig
+    def __init__(self, contender: Contender, settings: Settings, *, kubeconfig: Path, account: Path,
+                 workdir: Path, sandbox: Sandbox, audit: AuditLog) -> None:  # fmt: skip
+        self.contender = contender
+        self.kind = contender.kind
+        self.account = account  # the contender's kubeconfig (ServiceAccount bench/operator)
         self.settings = settings
         self.workdir = workdir
-        self.driver = Kube.from_config(
-            kubeconfig, qps=2000, burst=4000, user_agent="raykube-bench-driver", timeout=600.0
-        )  # deleting 1,000 RayClusters in one request takes a while
-        self.namespace = f"bench-{kind}-{uuid.uuid4().hex[:6]}"
+        self.sandbox = sandbox
+        self.audit = audit
+        self.driver = Kube.from_config(kubeconfig, qps=2000, burst=4000, user_agent="raykube-bench-driver",
+                                       timeout=600.0)  # fmt: skip
+        self.namespace = NAMESPACE
         self.observer = Observer()
-        self.http = httpx2.AsyncClient(trust_env=False, timeout=10.0)
-        self.metrics_url = ""
         self.ready_file = workdir / "floor.ready"
-        self.report = workdir / f"{kind}-requests.json"
         self.process: Process | None = None
         self.profiler: Profiler | None = None
         self.loads: list[float] = []
 
     def argv(self) -> list[str]:
-        settings, kubeconfig = self.settings, self.kubeconfig
+        settings, account, contender = self.settings, self.account, self.contender
+        limits = [f"--qps={settings.qps:g}", f"--burst={settings.burst}"]
         if self.kind == "floor":
-            return [sys.executable, "-m", "benchmarks.scale", "--floor-client", f"--kubeconfig={kubeconfig}",
-                    f"--namespace={self.namespace}", f"--qps={settings.qps:g}", f"--burst={settings.burst}",
-                    f"--ready-file={self.ready_file}", f"--report={self.report}"]  # fmt: skip
-        metrics_port, probe_port = free_port(), free_port()
-        self.metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
-        argv = [sys.executable, "-m", "raykube.cli.main", "operator", f"--kubeconfig={kubeconfig}",
-                f"--watch-namespace={self.namespace}", f"--leader-election-namespace={self.namespace}",
-                "--enable-metrics", f"--metrics-addr=127.0.0.1:{metrics_port}",
-                f"--health-probe-bind-address=127.0.0.1:{probe_port}", f"--qps={settings.qps:g}",
-                f"--burst={settings.burst}"]  # fmt: skip
-        if settings.concurrency is not None:
-            argv.append(f"--reconcile-concurrency={settings.concurrency}")
-        return argv
+            return [sys.executable, "-m", "benchmarks.scale", "--floor-client", f"--kubeconfig={account}",
+                    f"--namespace={self.namespace}", f"--ready-file={self.ready_file}", *limits,
+                    *(["--wait-ready"] if contender.wait_ready else [])]  # fmt: skip
+        metrics, probes = f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"
+        common = [f"--kubeconfig={account}", f"--watch-namespace={self.namespace}",
+                  f"--leader-election-namespace={self.namespace}", f"--metrics-addr={metrics}",
+                  f"--health-probe-bind-address={probes}", *limits]  # fmt: skip
+        if contender.concurrency is not None:
+            common.append(f"--reconcile-concurrency={contender.concurrency}")
+        if self.kind == "kuberay":
+            return [str(versions.binary(versions.KUBERAY_OPERATOR)), *common]
+        return [sys.executable, "-m", "raykube.cli.main", "operator", "--enable-metrics", *common]
 
     @property
     def proc(self) -> Process:
@@ -433,22 +496,13 @@ class Run:
 
     def check_alive(self) -> None:
         if not self.proc.alive():
-            raise RuntimeError(f"{self.kind} exited with {self.proc.popen.returncode}:\n{self.proc.tail()}")
+            raise RuntimeError(f"{self.contender.name} exited with {self.proc.popen.returncode}:\n{self.proc.tail()}")
 
-    async def scraped(self) -> dict[str, int]:
-        if self.kind == "floor":
-            return {k: int(v) for k, v in json.loads(self.report.read_text()).items()}
-        return scrape((await self.http.get(self.metrics_url)).text)
-
-    async def started(self) -> bool | NotYet:
+    def started(self) -> bool | NotYet:
         self.check_alive()
         if self.kind == "floor":
             return True if self.ready_file.exists() else NotYet("floor client not synced")
-        try:
-            text = (await self.http.get(self.metrics_url)).text
-        except httpx2.HTTPError as exc:
-            return NotYet(f"metrics not served yet: {exc}")
-        return True if f'leader_election_master_status{{name="{LEADER_LEASE}"}} 1.0' in text else NotYet("not leading")
+        return True if self.observer.lease_holder else NotYet("no leader yet")
 
     async def sample_load(self) -> None:
         while True:
@@ -460,24 +514,29 @@ class Run:
         done = len(self.observer.ready_at)
         return True if done == self.settings.clusters else NotYet(f"{done}/{self.settings.clusters} RayClusters ready")
 
+    def component_cpu(self) -> dict[str, float]:
+        seconds: dict[str, float] = {}
+        for component in self.sandbox.status().components:
+            if component.component in COMPONENTS and component.running:
+                seconds[component.component] = cpu_seconds(component.pid)
+        return seconds
+
     async def create_all(self) -> float:
         """Create the RayClusters, 50 requests at a time; seconds it took."""
         self.observer.started = time.monotonic()
         n = self.settings.clusters
         for start in range(0, n, 50):
-            await asyncio.gather(*(self.driver.create(RAYCLUSTERS, cluster(f"rc-{i:04d}"), self.namespace)
+            await asyncio.gather(*(self.driver.create(RAYCLUSTERS, cluster(f"rc-{i:05d}"), self.namespace)
                                    for i in range(start, min(n, start + 50))))  # fmt: skip
         return time.monotonic() - self.observer.started
 
-    async def noop_writes(self) -> tuple[dict[str, int], dict[str, int]]:
-        """The operator's requests so far, and its writes that changed nothing (see the module docstring)."""
-        requests: dict[str, int] = {}
+    async def noop_writes(self, mark: int) -> dict[str, int]:
+        """The contender's writes that changed nothing (see the module docstring), up to the audit ``mark``."""
         observer = self.observer
+        events = self.audit.events(0, mark)
+        writes = successful_writes(events, USER, str(RAYCLUSTERS))
 
-        async def caught_up() -> bool | NotYet:
-            nonlocal requests
-            requests = await self.scraped()
-            writes = successful_writes(requests, str(RAYCLUSTERS))
+        def caught_up() -> bool | NotYet:
             seen = observer.cluster_modified
             return True if seen >= writes else NotYet(f"{writes} status writes, {seen} changes seen")
 
@@ -485,9 +544,9 @@ class Run:
         with contextlib.suppress(TimeoutError):
             await wait_for(caught_up, 10, what="the watch to see every status write", max_interval=0.5)
         observer.deleting = True
-        unchanged = max(0, successful_writes(requests, str(RAYCLUSTERS)) - observer.cluster_modified)
-        unchanged += max(0, successful_writes(requests, str(LEASES)) - observer.lease_modified)
-        return requests, {"unchanged": unchanged, "timestamp_only": observer.timestamp_only}
+        unchanged = max(0, writes - observer.cluster_modified)
+        unchanged += max(0, successful_writes(events, USER, str(LEASES)) - observer.lease_modified)
+        return {"unchanged": unchanged, "timestamp_only": observer.timestamp_only}
 
     async def delete_all(self) -> float:
         """Delete every RayCluster; seconds until every Pod is gone."""
@@ -497,7 +556,7 @@ class Run:
         # One DELETE each, 50 at a time, as they were created (a single deletecollection of 1,000 custom resources
         # outlives the API server's request timeout on 2 cores). The garbage collector removes the Pods.
         for start in range(0, n, 50):
-            await asyncio.gather(*(driver.delete(RAYCLUSTERS, f"rc-{i:04d}", namespace)
+            await asyncio.gather(*(driver.delete(RAYCLUSTERS, f"rc-{i:05d}", namespace)
                                    for i in range(start, min(n, start + 50))))  # fmt: skip
 
         async def pods_gone() -> bool | NotYet:
@@ -505,17 +564,16 @@ class Run:
             left = len(page.get("items") or []) + int((page.get("metadata") or {}).get("remainingItemCount") or 0)
             return True if left == 0 else NotYet(f"{left} Pods left")
 
-        await wait_for(pods_gone, self.settings.timeout, what=f"every Pod of {self.kind} gone", max_interval=1.0)
+        await wait_for(pods_gone, self.settings.timeout, what=f"every Pod gone ({self.contender.name})",
+                       max_interval=1.0)  # fmt: skip
         return time.monotonic() - deleting
 
     async def run(self) -> dict[str, Any]:
-        await self.driver.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
-                                              "metadata": {"name": self.namespace}})  # fmt: skip
         watched = Informer(self.driver, RAYCLUSTERS, namespace=self.namespace)
         watched.add_handler(self.observer.on_cluster)
         lease = Informer(self.driver, LEASES, namespace=self.namespace)
         lease.add_handler(self.observer.on_lease)
-        self.process = Process(self.argv(), self.workdir / f"{self.kind}.log")
+        self.process = Process(self.argv(), self.workdir / f"{self.contender.name}.log")
         try:
             async with informers(watched, lease):
                 return await self.measure()
@@ -523,154 +581,258 @@ class Run:
             if self.profiler is not None:
                 await self.profiler.stop()
             await self.proc.stop()
-            await self.http.aclose()
-            with contextlib.suppress(ApiError):
-                await self.driver.delete(NAMESPACES, self.namespace)
             await self.driver.close()
 
     async def measure(self) -> dict[str, Any]:
-        settings, proc = self.settings, self.proc
-        await wait_for(self.started, 120, what=f"the {self.kind} process to start", max_interval=0.5)
-        cpu_idle = proc.cpu_seconds()
+        settings, proc, n = self.settings, self.proc, self.settings.clusters
+        await wait_for(self.started, 120, what=f"{self.contender.name} to start", max_interval=0.5)
+        cpu_idle, components_idle = proc.cpu_seconds(), self.component_cpu()
+        start_mark = self.audit.mark()
         if settings.profile is not None and self.kind == "raykube":
             stamp = time.strftime("%Y%m%dT%H%M%S")
-            self.profiler = Profiler(proc.pid, settings.profile / f"raykube-{settings.clusters}-{stamp}.txt",
-                                     settings.profile_rate)  # fmt: skip
+            self.profiler = Profiler(proc.pid, settings.profile / f"raykube-{n}-{stamp}.txt", settings.profile_rate)
         sampler = asyncio.create_task(self.sample_load())
         load_before = os.getloadavg()
         created_seconds = await self.create_all()
-        await wait_for(self.all_ready, settings.timeout, what=f"{settings.clusters} RayClusters ready ({self.kind})",
+        await wait_for(self.all_ready, settings.timeout, what=f"{n} RayClusters ready ({self.contender.name})",
                        max_interval=1.0)  # fmt: skip
+        ready_mark = self.audit.mark()
         ready = sorted(self.observer.ready_at.values())
         cpu_ready, rss_ready = proc.cpu_seconds() - cpu_idle, proc.peak_rss_mib()
-        requests_ready, noop = await self.noop_writes() if self.kind == "raykube" else ({}, {})
+        components = {k: round(v - components_idle.get(k, 0.0), 1) for k, v in self.component_cpu().items()}
+        if self.profiler is not None:
+            await self.profiler.stop()
+        noop = await self.noop_writes(ready_mark) if self.kind != "floor" else {}
         delete_seconds = await self.delete_all()
         sampler.cancel()
         cpu_total, rss_peak = proc.cpu_seconds() - cpu_idle, proc.peak_rss_mib()
-        if self.kind == "floor":
-            await proc.stop()  # it writes its request counts as it ends
-        requests_total = await self.scraped()
-        n = settings.clusters
+        to_ready = self.audit.events(start_mark, ready_mark)
+        after = self.audit.events(ready_mark)
+        requests = requests_of(to_ready, USER)
         result: dict[str, Any] = {
             "ready_seconds": round(ready[-1], 1),
             "ready_quantiles": {q: round(ready[min(n - 1, int(n * float(q)))], 1) for q in ("0.1", "0.5", "0.9")},
             "created_seconds": round(created_seconds, 1),
             "delete_seconds": round(delete_seconds, 1),
             "cpu_seconds": {"to_ready": round(cpu_ready, 1), "with_deletion": round(cpu_total, 1)},
-            "peak_rss_mib": {"at_ready": round(rss_ready, 1), "overall": round(rss_peak, 1)},
-            "requests_to_ready": by_verb_resource(requests_ready or requests_total),
-            "requests_total": sum(requests_total.values()),
+            "peak_rss_mb": {"at_ready": round(rss_ready * 2**20 / 1e6, 1), "overall": round(rss_peak * 2**20 / 1e6, 1)},
+            "component_cpu_seconds_to_ready": components,
+            "requests_to_ready": requests,
+            "requests_per_cluster_to_ready": round(sum(requests.values()) / n, 2),
+            "requests_with_deletion": sum(requests_of([*to_ready, *after], USER).values()),
+            "requests_by_user_to_ready": by_user(to_ready),
             "load": {
                 "before": [round(x, 2) for x in load_before],
                 "mean_1m": round(sum(self.loads) / max(1, len(self.loads)), 2),
             },
             "curve": ready,
+            "status_changes": status_changes(self.observer.writes),
         }
-        if self.kind == "raykube":
+        if noop:
             result["noop_writes"] = noop
-            result["requests_with_deletion"] = by_verb_resource(requests_total)
+        if self.kind == "floor" and not self.contender.wait_ready:
+            bound = max(0.0, WRITES_PER_CLUSTER * n - settings.burst) / settings.qps
+            result["qps_bound_seconds"] = round(bound, 1)
+            result["off_bound"] = round(ready[-1] / bound - 1, 3) if bound else None
         if self.profiler is not None:
             result["profile"] = str(self.profiler.out)
         return result
 
 
+def status_changes(writes: Mapping[str, Sequence[tuple[float, list[str]]]]) -> dict[str, Any]:
+    """What the RayClusters' status writes changed, as the driver's watch saw them: writes per cluster, and how
+    often each combination of fields changed together in one write (most common first)."""
+    together = Counter(" ".join(keys) or "(nothing but lastUpdateTime)" for seen in writes.values() for _, keys in seen)
+    per_cluster = Counter(len(seen) for seen in writes.values())
+    return {
+        "writes_per_cluster": dict(sorted(per_cluster.items())),
+        "fields_changed_together": dict(together.most_common(12)),
+    }
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 # --------------------------------------------------------------------------------------------------- sandbox
 @contextlib.asynccontextmanager
-async def a_sandbox(existing: Path | None, nodes: int, extra: Mapping[str, tuple[str, ...]]) -> AsyncIterator[Path]:
-    if existing is not None:
-        yield Sandbox.at(existing).status().kubeconfig
-        return
-    with tempfile.TemporaryDirectory(prefix="raykube-bench-") as root:
-        sandbox = Sandbox.named("bench", Path(root))
-        pool = NodePool(count=nodes, cpu="256", memory="1Ti", pods=1000)
-        config = SandboxConfig(name="bench", ports=Ports.free(), nodes=pool, extra_args=extra)
-        result = await sandbox.up(config)
+async def a_sandbox(contender: Contender, settings: Settings, root: Path) -> AsyncIterator[tuple[Sandbox, Path, Path]]:
+    """A fresh sandbox with the audit log on, the contender's CRDs and the ``bench/operator`` account; yields the
+    sandbox, the admin kubeconfig and the account's kubeconfig."""
+    policy = root / "audit-policy.yaml"
+    policy.write_text(yaml.safe_dump(AUDIT_POLICY))
+    audit = ("--audit-log-maxsize=100000", f"--audit-policy-file={policy}", f"--audit-log-path={root / 'audit.log'}")
+    sandbox = Sandbox.named("bench", root / "sandbox")
+    pool = NodePool(count=settings.nodes, cpu="256", memory="1Ti", pods=1000)
+    config = SandboxConfig(name="bench", ports=Ports.free(), nodes=pool, extra_args={"kube-apiserver": audit})
+    result = await sandbox.up(config)
+    try:
+        admin = Kube.from_config(result.kubeconfig)
         try:
-            yield result.kubeconfig
+            await install_crds(admin, kuberay_crds() if contender.kind == "kuberay" else load_generated())
+            await admin.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
+            await admin.create(SERVICE_ACCOUNTS, {"apiVersion": "v1", "kind": "ServiceAccount",
+                                                  "metadata": {"name": ACCOUNT}}, NAMESPACE)  # fmt: skip
+            binding = {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRoleBinding",
+                "metadata": {"name": "bench-operator"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+                "subjects": [{"kind": "ServiceAccount", "name": ACCOUNT, "namespace": NAMESPACE}],
+            }
+            await admin.create(CLUSTER_ROLE_BINDINGS, binding)
         finally:
-            await sandbox.down()
+            await admin.close()
+        account = await sandbox.service_account_kubeconfig(NAMESPACE, ACCOUNT, root / "operator.kubeconfig")
+        yield sandbox, result.kubeconfig, account
+    finally:
+        await sandbox.down()
 
 
-def plot(runs: Mapping[str, Mapping[str, Any]], settings: Settings, path: Path) -> None:
+def kuberay_crds() -> dict[str, Any]:
+    from raykube.sandbox.reference import kuberay_reference  # noqa: PLC0415 - fetched from the module proxy
+
+    return {
+        str(doc["metadata"]["name"]): doc
+        for path in sorted((kuberay_reference() / "crd").glob("*.yaml"))
+        for doc in yaml.safe_load_all(path.read_text())
+        if doc
+    }
+
+
+async def run_one(contender: Contender, settings: Settings) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix=f"raykube-bench-{contender.name}-") as work:
+        root = Path(work)
+        async with a_sandbox(contender, settings, root) as (sandbox, kubeconfig, account):
+            audit = AuditLog(root / "audit.log")
+            run = Run(
+                contender, settings, kubeconfig=kubeconfig, account=account, workdir=root, sandbox=sandbox, audit=audit
+            )
+            return await run.run()
+
+
+# --------------------------------------------------------------------------------------------------- report
+def plot(rounds: Sequence[Mapping[str, Mapping[str, Any]]], settings: Settings, path: Path) -> None:
     import matplotlib  # noqa: PLC0415 - a dev dependency, only for the plot
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt  # noqa: PLC0415
 
-    figure, axes = plt.subplots(figsize=(8, 5))
-    for kind, run in runs.items():
-        curve = run["curve"]
-        axes.step([0.0, *curve], range(len(curve) + 1), where="post", label=f"{kind}: {run['ready_seconds']:.0f} s")
+    figure, axes = plt.subplots(figsize=(9, 5.5))
+    colours = {
+        "floor": "tab:gray",
+        "floor-ready": "tab:green",
+        "raykube": "tab:blue",
+        "kuberay-c1": "tab:red",
+        "kuberay-c10": "tab:orange",
+    }
+    for index, runs in enumerate(rounds):
+        for name, run in runs.items():
+            curve = run["curve"]
+            label = f"{name}: {run['ready_seconds']:.0f} s" + (f" (run {index + 1})" if len(rounds) > 1 else "")
+            axes.step([0.0, *curve], range(len(curve) + 1), where="post", label=label, color=colours.get(name),
+                      linestyle="-" if index == 0 else "--")  # fmt: skip
     axes.set_xlabel("seconds since the first RayCluster was created")
     axes.set_ylabel("RayClusters ready")
-    concurrency = settings.concurrency or f"{DEFAULT_RECONCILE_CONCURRENCY} (the default)"
-    axes.set_title(f"{settings.clusters} RayClusters (1 head + {WORKERS} workers) to ready\n"
-                   f"QPS {settings.qps:g}/burst {settings.burst}, reconcile concurrency {concurrency}")  # fmt: skip
+    title = f"{settings.clusters} RayClusters (1 head + {WORKERS} workers) to ready, each on a fresh sandbox"
+    axes.set_title(
+        f"{title}\nQPS {settings.qps:g}/burst {settings.burst} for every client, {settings.nodes} kwok nodes"
+    )
     axes.grid(alpha=0.3)
-    axes.legend(loc="lower right")
+    axes.legend(loc="lower right", fontsize="small")
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)
 
 
+def compare(runs: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """raykube against the floor and KubeRay's best of the same round, with the issue's targets."""
+    out: dict[str, Any] = {}
+    raykube = runs.get("raykube")
+    kuberay = [run for name, run in runs.items() if name.startswith("kuberay")]
+    best = min(kuberay, key=lambda run: run["ready_seconds"]) if kuberay else None
+    floor = runs.get("floor")
+    if raykube is None:
+        return out
+    meets: dict[str, bool] = {"peak_rss_mb": raykube["peak_rss_mb"]["overall"] <= TARGETS["peak_rss_mb"]}
+    if best is not None:
+        out["to_kuberay_best"] = round(raykube["ready_seconds"] / best["ready_seconds"], 2)
+        meets["to_kuberay_best"] = out["to_kuberay_best"] <= TARGETS["to_kuberay_best"]
+        fewest = min(run["requests_per_cluster_to_ready"] for run in kuberay)
+        meets["fewer_requests_per_cluster"] = raykube["requests_per_cluster_to_ready"] < fewest
+        least = min(run["cpu_seconds"]["to_ready"] for run in kuberay)
+        meets["cpu_at_most_kuberay"] = raykube["cpu_seconds"]["to_ready"] <= least
+    if floor is not None:
+        out["to_floor"] = round(raykube["ready_seconds"] / floor["ready_seconds"], 2)
+        meets["to_floor"] = out["to_floor"] <= TARGETS["to_floor"]
+        meets["floor_near_bound"] = abs(floor.get("off_bound") or 0) <= TARGETS["floor_off_bound"]
+    out["meets_target"] = meets
+    return out
+
+
+def table(rounds: Sequence[Mapping[str, Mapping[str, Any]]]) -> str:
+    rows = [("run", "contender", "to ready", "p50", "CPU s", "peak RSS MB", "requests/cluster", "apiserver CPU s",
+             "etcd CPU s")]  # fmt: skip
+    for index, runs in enumerate(rounds):
+        for name, run in runs.items():
+            comp = run["component_cpu_seconds_to_ready"]
+            p50 = run["ready_quantiles"]["0.5"]
+            rows.append((str(index + 1), name, f"{run['ready_seconds']:.1f} s", f"{p50:.1f} s",
+                         f"{run['cpu_seconds']['to_ready']:.1f}", f"{run['peak_rss_mb']['overall']:.0f}",
+                         f"{run['requests_per_cluster_to_ready']:.2f}", f"{comp.get('kube-apiserver', 0):.1f}",
+                         f"{comp.get('etcd', 0):.1f}"))  # fmt: skip
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows)
+
+
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
-    settings = Settings(args.clusters, args.qps, args.burst, args.reconcile_concurrency, args.timeout, args.profile,
+    settings = Settings(args.clusters, args.qps, args.burst, args.nodes, args.timeout, args.profile,
                         args.profile_rate)  # fmt: skip
-    extra: dict[str, tuple[str, ...]] = {}
-    for item in args.extra_arg:
-        component, _, flag = item.partition("=")
-        extra[component] = (*extra.get(component, ()), flag)
-    kinds = [args.only] if args.only else ["floor", "raykube"]
-    runs: dict[str, dict[str, Any]] = {}
-    async with a_sandbox(args.sandbox, args.nodes, extra) as kubeconfig:
-        installer = Kube.from_config(kubeconfig)
-        await install_crds(installer, load_generated())
-        await installer.close()
-        with tempfile.TemporaryDirectory(prefix="raykube-scale-") as work:
-            for kind in kinds:
-                runs[kind] = await Run(kind, kubeconfig, settings, Path(work)).run()
-                print(f"{kind}: {runs[kind]['ready_seconds']} s to ready", file=sys.stderr)  # noqa: T201
+    contenders: list[Contender] = args.contenders
+    rounds: list[dict[str, dict[str, Any]]] = []
+    for index in range(args.repeat):
+        runs: dict[str, dict[str, Any]] = {}
+        for contender in contenders:
+            say(f"run {index + 1}/{args.repeat}: {contender.name} ...")
+            runs[contender.name] = await run_one(contender, settings)
+            say(f"  {contender.name}: {runs[contender.name]['ready_seconds']} s to ready")
+        rounds.append(runs)
     result: dict[str, Any] = {
         "benchmark": "scale",
+        "schema": SCHEMA,
         "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "kernel": platform.release()},
-        "versions": {"kubernetes": versions.KUBERNETES_VERSION, "kwok": versions.KWOK_VERSION},
+        "versions": {
+            "kubernetes": versions.KUBERNETES_VERSION,
+            "kwok": versions.KWOK_VERSION,
+            "kuberay": versions.KUBERAY_VERSION,
+        },
         "settings": {
             "clusters": args.clusters,
             "workers_per_cluster": WORKERS,
             "qps": args.qps,
             "burst": args.burst,
-            "reconcile_concurrency": args.reconcile_concurrency or DEFAULT_RECONCILE_CONCURRENCY,
-            "reconcile_concurrency_is_default": args.reconcile_concurrency in (None, DEFAULT_RECONCILE_CONCURRENCY),
             "nodes": args.nodes,
-            "sandbox_extra_args": {k: list(v) for k, v in extra.items()},
+            "contenders": [c_.name for c_ in contenders],
+            "raykube_default_concurrency": DEFAULT_RECONCILE_CONCURRENCY,
         },
-        "kuberay_reference": KUBERAY,
+        "targets": TARGETS,
+        "runs": [
+            {name: {k: v for k, v in run.items() if k != "curve"} for name, run in runs.items()} for runs in rounds
+        ],
+        "comparison": [compare(runs) for runs in rounds],
     }
     if args.clusters > 0:
         path = PLOTS / f"scale-ready-{args.clusters}.png"
-        plot(runs, settings, path)
+        plot(rounds, settings, path)
         result["plot"] = str(path.relative_to(Path(__file__).parent.parent))
-    for kind, run in runs.items():
-        result[kind] = {k: v for k, v in run.items() if k != "curve"}
-    if "raykube" in runs and "floor" in runs:
-        ratio = runs["raykube"]["ready_seconds"] / runs["floor"]["ready_seconds"]
-        result["ratio_to_floor"] = round(ratio, 2)
-    if "raykube" in runs:
-        raykube = runs["raykube"]
-        result["targets"] = {
-            "ratio_to_floor": TARGET_RATIO,
-            "cpu_seconds": TARGET_CPU_SECONDS,
-            "peak_rss_mib": round(TARGET_RSS_MIB, 1),
-            "noop_writes": 0,
-        }
-        result["meets_target"] = {
-            "ratio_to_floor": result.get("ratio_to_floor", 0) <= TARGET_RATIO if "floor" in runs else None,
-            "cpu_seconds": raykube["cpu_seconds"]["to_ready"] <= TARGET_CPU_SECONDS,
-            "peak_rss_mib": raykube["peak_rss_mib"]["overall"] < TARGET_RSS_MIB,
-            "noop_writes": sum(raykube["noop_writes"].values()) == 0,
-        }
+    result["table"] = table(rounds)
     return result
+
+
+def say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)  # noqa: T201 - progress of a long benchmark
 
 
 async def cancellable(work: Any) -> Any:
@@ -680,42 +842,55 @@ async def cancellable(work: Any) -> Any:
     return await task
 
 
+def contender_list(text: str) -> list[Contender]:
+    return [Contender.parse(part.strip()) for part in text.split(",") if part.strip()]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--clusters", type=int, default=1000)
-    parser.add_argument("--only", choices=["floor", "raykube"], default=None)
+    default = ",".join(CONTENDERS)
+    parser.add_argument("--contenders", type=contender_list, default=contender_list(default),
+                        help=f"floor, floor-ready, raykube[-c<N>], kuberay-c<N>; default {default}")  # fmt: skip
+    parser.add_argument("--repeat", type=int, default=1, help="rounds of every contender")
     parser.add_argument("--qps", type=float, default=100.0)
     parser.add_argument("--burst", type=int, default=200)
-    parser.add_argument("--reconcile-concurrency", type=int, default=None, help="default: the operator's default")
     parser.add_argument("--nodes", type=int, default=10, help="kwok nodes of 256 CPU / 1Ti / 1,000 Pods")
-    parser.add_argument("--timeout", type=float, default=1200.0, help="for each wait (ready, Pods gone)")
-    parser.add_argument("--sandbox", type=Path, default=None, help="reuse a running sandbox (its state directory)")
-    parser.add_argument("--extra-arg", action="append", default=[], metavar="COMPONENT=--flag",
-                        help="extra flag for a sandbox component (fresh sandbox only)")  # fmt: skip
-    parser.add_argument("--profile", type=Path, default=None, metavar="DIR", help="py-spy the operator into DIR")
+    parser.add_argument("--timeout", type=float, default=1800.0, help="for each wait (ready, Pods gone)")
+    parser.add_argument("--profile", type=Path, default=None, metavar="DIR", help="py-spy raykube into DIR")
     parser.add_argument("--profile-rate", type=int, default=50, help="py-spy samples per second")
     # The floor's own process (started by the benchmark):
     parser.add_argument("--floor-client", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--kubeconfig", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--namespace", help=argparse.SUPPRESS)
     parser.add_argument("--ready-file", type=Path, help=argparse.SUPPRESS)
-    parser.add_argument("--report", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--wait-ready", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.floor_client:
-        floor = Floor(args.kubeconfig, args.namespace, qps=args.qps, burst=args.burst)
-        asyncio.run(floor.run(args.ready_file, args.report))
+        floor = Floor(args.kubeconfig, args.namespace, qps=args.qps, burst=args.burst, wait_ready=args.wait_ready)
+        asyncio.run(floor.run(args.ready_file))
         return
+    if any(c_.kind == "kuberay" for c_ in args.contenders):
+        from raykube.cli.output import progress  # noqa: PLC0415
+        from raykube.sandbox.conformance import build_optional  # noqa: PLC0415 - KubeRay's operator, if missing
+
+        build_optional(progress, (versions.KUBERAY_OPERATOR,))
     result = asyncio.run(cancellable(main_async(args)))
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     with RESULTS.open("a") as results:
         results.write(json.dumps(result) + "\n")
-    print(json.dumps(result, indent=2))  # noqa: T201 - a benchmark reports on stdout
-    if args.profile is not None and "raykube" in result and "profile" in result["raykube"]:
-        summary = summarize_profile(Path(result["raykube"]["profile"]))
-        for title, rows in summary.items():
-            print(f"\nprofile, {title} (% of samples):")  # noqa: T201
-            for frame, share in rows:
-                print(f"  {share:5.1f}  {frame}")  # noqa: T201
+    print(json.dumps({k: v for k, v in result.items() if k != "table"}, indent=2))  # noqa: T201
+    print("\n" + result["table"])  # noqa: T201
+    for index, comparison in enumerate(result["comparison"]):
+        print(f"run {index + 1}: {json.dumps(comparison)}")  # noqa: T201
+    for runs in result["runs"]:
+        run = runs.get("raykube") or {}
+        if "profile" in run:
+            summary = summarize_profile(Path(run["profile"]))
+            for title, rows in summary.items():
+                print(f"\nprofile, {title} (% of samples):")  # noqa: T201
+                for frame, share in rows:
+                    print(f"  {share:5.1f}  {frame}")  # noqa: T201
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from raykube.api import constants as c
 from raykube.api.resources import RAYCLUSTERS
 from raykube.builders import names, pods
 from raykube.builders.options import BuildOptions
-from raykube.controllers.base import Deps, Result
+from raykube.controllers.base import Deps, OwnWrites, Result
 from raykube.controllers.expectations import ScaleExpectations
 from raykube.controllers.raycluster import REQUEUE_QUIET, RayClusterReconciler, ReconcileError, registration
 from raykube.kube import objects
@@ -80,11 +80,12 @@ class World:
     fake: FakeKube
     options: BuildOptions = field(default_factory=BuildOptions)
     expectations: ScaleExpectations = field(default_factory=ScaleExpectations)
+    own: OwnWrites = field(default_factory=OwnWrites)
 
     @property
     def reconciler(self) -> RayClusterReconciler:
         deps = Deps(self.fake.api, self.fake.cache, self.fake.recorder, self.options, clock=lambda: NOW)
-        return RayClusterReconciler(deps, expectations=self.expectations)
+        return RayClusterReconciler(deps, expectations=self.expectations, own=self.own)
 
     async def reconcile(self) -> Result:
         return await self.reconciler.reconcile(NS, NAME)
@@ -386,6 +387,23 @@ async def test_a_lagging_cache_never_creates_duplicates_while_expectations_are_u
     await world.reconcile()  # now it has: expectations are met, and there is nothing to create
     assert world.fake.writes_of("create", "pods") == []
     assert world.expectations.pending((NS, NAME)) == 0
+
+
+async def test_a_pass_before_the_cache_has_its_status_write_does_not_send_it_again() -> None:
+    world = World(FakeKube([raycluster()], resources=RESOURCES, lagging=True, clock=lambda: NOW))
+    await world.reconcile()
+    world.fake.sync()
+    world.run_all_pods()
+    world.clear()
+    await world.reconcile()
+    assert len(world.fake.writes_of("patch", "rayclusters/status")) == 1
+    world.clear()
+    await world.reconcile()  # the cache still holds the RayCluster as it was before that write
+    assert world.fake.writes == []
+    world.fake.sync()
+    await world.reconcile()  # caught up: the remembered write is dropped, and there is still nothing to write
+    assert world.fake.writes == []
+    assert len(world.own) == 0
 
 
 async def test_a_lagging_cache_never_deletes_twice() -> None:

@@ -186,3 +186,43 @@ class Context(Generic[ModelT, SpecT]):
     @property
     def annotations(self) -> Mapping[str, str]:
         return objects.annotations(self.obj)
+
+
+class OwnWrites:
+    """The objects this controller's own writes returned, newer than the cache until the cache catches up.
+
+    A pass that starts before the informer has delivered the previous pass's status write would compute the status
+    from the old one and send the same write again: a write that changes nothing, one per lagging pass. client-go
+    answers this with a mutation cache compared by integer ``resourceVersion`` (``NewIntegerResourceVersionMutation
+    Cache``); this is that, for one kind. :meth:`newest` returns the remembered object while its resourceVersion is
+    above the cached one (same uid), and forgets it as soon as the cache has caught up, the object is gone, or a
+    resourceVersion is not an integer (then the cache is all there is, as before).
+    """
+
+    def __init__(self) -> None:
+        self._objects: dict[Key, Obj] = {}
+
+    def remember(self, obj: Obj) -> None:
+        self._objects[objects.key(obj)] = obj
+
+    def forget(self, key: Key) -> None:
+        self._objects.pop(key, None)
+
+    def newest(self, key: Key, cached: Obj | None) -> Obj | None:
+        written = self._objects.get(key)
+        if written is None:
+            return cached
+        if cached is not None and objects.uid(written) == objects.uid(cached):
+            try:
+                ahead = int(objects.meta(written).get("resourceVersion") or 0) > int(
+                    objects.meta(cached).get("resourceVersion") or 0
+                )
+            except ValueError:
+                ahead = False
+            if ahead:
+                return written
+        del self._objects[key]
+        return cached
+
+    def __len__(self) -> int:
+        return len(self._objects)

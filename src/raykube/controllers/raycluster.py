@@ -43,7 +43,7 @@ from raykube.api.validation import FieldError, validate_raycluster
 from raykube.builders import batch, groups, names, pods, services, status
 from raykube.builders.options import BuildOptions
 from raykube.builders.patch import merge_patch
-from raykube.controllers.base import REQUEUE_SOON, Context, Deps, Registration, Result
+from raykube.controllers.base import REQUEUE_SOON, Context, Deps, OwnWrites, Registration, Result
 from raykube.controllers.children import ChildError, Children
 from raykube.controllers.expectations import ScaleExpectations
 from raykube.controllers.ports import Cache
@@ -102,7 +102,8 @@ def registration(options: BuildOptions) -> Registration:
         )
         reg = reg.owns(res, missing_hint=hint)
     expectations = ScaleExpectations()  # one per controller: it outlives every pass
-    return reg.complete(lambda deps: RayClusterReconciler(deps, expectations=expectations))
+    own = OwnWrites()  # the same
+    return reg.complete(lambda deps: RayClusterReconciler(deps, expectations=expectations, own=own))
 
 
 @dataclass(frozen=True)
@@ -190,18 +191,21 @@ def _validation_message(errors: Sequence[FieldError]) -> str:
 
 
 class RayClusterReconciler:
-    def __init__(self, deps: Deps, *, expectations: ScaleExpectations | None = None) -> None:
+    def __init__(
+        self, deps: Deps, *, expectations: ScaleExpectations | None = None, own: OwnWrites | None = None
+    ) -> None:
         self.api = deps.api
         self.cache = deps.cache
         self.recorder = deps.recorder
         self.options = deps.options
         self.clock = deps.clock
         self.expectations = expectations or ScaleExpectations()
+        self.own = own if own is not None else OwnWrites()  # status writes the cache has not delivered yet
         self.children = Children(deps)
 
     # -------------------------------------------------------------------------------------------------- entry
     async def reconcile(self, namespace: str, name: str) -> Result:
-        obj = self.cache.get(RAYCLUSTERS, namespace, name)
+        obj = self.own.newest((namespace, name), self.cache.get(RAYCLUSTERS, namespace, name))
         if obj is None:
             self.expectations.forget((namespace, name))
             return Result()
@@ -582,5 +586,6 @@ class RayClusterReconciler:
         patch = merge_patch(old, new)
         if not patch:
             return False
-        await self.api.patch(RAYCLUSTERS, ctx.name, {"status": patch}, ctx.namespace, subresource="status")
+        written = await self.api.patch(RAYCLUSTERS, ctx.name, {"status": patch}, ctx.namespace, subresource="status")
+        self.own.remember(written)
         return True
