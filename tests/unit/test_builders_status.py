@@ -793,3 +793,29 @@ def test_any_nano_precise_value_survives_a_round_trip(units: int, scale: int, fm
     value = Fraction(units, 10**scale)
     text = format_quantity(Quantity(value, fmt))
     assert parse_quantity(text).value == value
+
+
+def _cond(type_: str, value: str, reason: str = "") -> dict[str, str]:
+    return {"type": type_, "status": value, "reason": reason}
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        ({}, {"readyWorkerReplicas": 1, "head": {"podIP": "10.0.0.1"}}, True),
+        ({}, {"conditions": [_cond("HeadPodReady", "False"), _cond("RayClusterSuspending", "False")]}, True),
+        ({"conditions": [_cond("HeadPodReady", "False")]}, {"conditions": [_cond("HeadPodReady", "True")]}, True),
+        ({}, {"state": "ready"}, False),
+        ({"state": "ready"}, {"state": "ready", "reason": "x"}, False),
+        ({}, {"conditions": [_cond("ReplicaFailure", "True", "FailedCreateWorkerPod")]}, False),
+        (
+            {"conditions": [_cond("RayClusterSuspending", "False")]},
+            {"conditions": [_cond("RayClusterSuspending", "True")]},
+            False,
+        ),
+        ({"conditions": [_cond("RayClusterSuspended", "True")]}, {"conditions": []}, False),
+    ],
+)
+def test_progress_only_holds_back_only_what_reports_progress(old: dict[str, Any], new: dict[str, Any],
+                                                             expected: bool) -> None:  # fmt: skip
+    assert status.progress_only(old, new) is expected

@@ -21,7 +21,7 @@ from raykube.api import constants as c
 from raykube.api.resources import RAYCLUSTERS
 from raykube.builders import names, pods
 from raykube.builders.options import BuildOptions
-from raykube.controllers.base import Deps, OwnWrites, Result
+from raykube.controllers.base import Deps, OwnWrites, Result, StatusPacer
 from raykube.controllers.expectations import ScaleExpectations
 from raykube.controllers.raycluster import REQUEUE_QUIET, RayClusterReconciler, ReconcileError, registration
 from raykube.kube import objects
@@ -81,11 +81,12 @@ class World:
     options: BuildOptions = field(default_factory=BuildOptions)
     expectations: ScaleExpectations = field(default_factory=ScaleExpectations)
     own: OwnWrites = field(default_factory=OwnWrites)
+    pacer: StatusPacer = field(default_factory=lambda: StatusPacer(0.0))
 
     @property
     def reconciler(self) -> RayClusterReconciler:
         deps = Deps(self.fake.api, self.fake.cache, self.fake.recorder, self.options, clock=lambda: NOW)
-        return RayClusterReconciler(deps, expectations=self.expectations, own=self.own)
+        return RayClusterReconciler(deps, expectations=self.expectations, own=self.own, pacer=self.pacer)
 
     async def reconcile(self) -> Result:
         return await self.reconciler.reconcile(NS, NAME)
@@ -404,6 +405,34 @@ async def test_a_pass_before_the_cache_has_its_status_write_does_not_send_it_aga
     await world.reconcile()  # caught up: the remembered write is dropped, and there is still nothing to write
     assert world.fake.writes == []
     assert len(world.own) == 0
+
+
+async def test_paced_progress_writes_wait_while_a_new_state_goes_out_at_once() -> None:
+    now = [100.0]
+    world = new_world(pacer=StatusPacer(2.0, clock=lambda: now[0]))
+    result = await world.reconcile()  # Pods created, all Pending: progress only, so the first write waits
+    assert world.fake.writes_of("patch", "rayclusters/status") == []
+    assert result.requeue_after == 2.0
+    now[0] += 0.5
+    set_pod = world.pods(**{c.RAY_NODE_TYPE_LABEL: c.NODE_TYPE_HEAD})[0]
+    world.set_pod(set_pod, phase="Running", podIP="10.0.0.9")
+    result = await world.reconcile()  # the head has an IP: still progress, due in 1.5 s
+    assert world.fake.writes_of("patch", "rayclusters/status") == []
+    assert result.requeue_after == 1.5
+    world.run_all_pods()
+    await world.reconcile()  # ready: a new state is written at once, carrying everything learned meanwhile
+    assert len(world.fake.writes_of("patch", "rayclusters/status")) == 1
+    assert world.cluster["status"]["state"] == c.CLUSTER_STATE_READY
+    assert world.cluster["status"]["head"]["podIP"]
+    assert world.cluster["status"]["desiredWorkerReplicas"] == 2
+    world.clear()
+    world.set_pod(world.workers()[0], conditions=[{"type": "Ready", "status": "False"}])
+    result = await world.reconcile()  # a worker not Ready any more, 0.5 s after the last write: waits 2 s
+    assert world.fake.writes_of("patch", "rayclusters/status") == []
+    now[0] += 2.0
+    await world.reconcile()
+    assert len(world.fake.writes_of("patch", "rayclusters/status")) == 1
+    assert world.cluster["status"]["readyWorkerReplicas"] == 1
 
 
 async def test_a_lagging_cache_never_deletes_twice() -> None:

@@ -449,6 +449,36 @@ def status_needs_update(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -
     return list(before.get("conditions") or []) != list(new.get("conditions") or [])
 
 
+# Conditions that only report a cluster coming up: a change in them alone may wait for the next paced write.
+_PROGRESS_CONDITIONS = frozenset({c.CONDITION_HEAD_POD_READY, c.CONDITION_RAYCLUSTER_PROVISIONED})
+
+
+def progress_only(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> bool:
+    """Whether ``new`` differs from ``old`` only in what reports progress (replica counters, endpoints, head, the
+    HeadPodReady and RayClusterProvisioned conditions, another condition appearing as False), not in ``state``,
+    ``reason`` or any other condition (ReplicaFailure, the suspend conditions: writes that move a cluster along, which
+    must go out at once)."""
+    before = old or {}
+    if (before.get("state") or "") != (new.get("state") or "") or (before.get("reason") or "") != (
+        new.get("reason") or ""
+    ):
+        return False
+
+    def others(status: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+        conditions = status.get("conditions") or []
+        return {str(cond.get("type")): cond for cond in conditions if cond.get("type") not in _PROGRESS_CONDITIONS}
+
+    had, has = others(before), others(new)
+    for type_ in {*had, *has}:
+        was, now = had.get(type_), has.get(type_)
+        if was == now:
+            continue
+        # A condition that is (or was) True moves the cluster along; one reported False for the first time does not.
+        if (was or {}).get("status") == _TRUE or (now or {}).get("status") == _TRUE or was is not None:
+            return False
+    return True
+
+
 def _present(mapping: Mapping[str, Any] | None) -> dict[str, Any]:
     return {key: value for key, value in (mapping or {}).items() if value}
 

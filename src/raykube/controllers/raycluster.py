@@ -43,7 +43,7 @@ from raykube.api.validation import FieldError, validate_raycluster
 from raykube.builders import batch, groups, names, pods, services, status
 from raykube.builders.options import BuildOptions
 from raykube.builders.patch import merge_patch
-from raykube.controllers.base import REQUEUE_SOON, Context, Deps, OwnWrites, Registration, Result
+from raykube.controllers.base import REQUEUE_SOON, Context, Deps, OwnWrites, Registration, Result, StatusPacer
 from raykube.controllers.children import ChildError, Children
 from raykube.controllers.expectations import ScaleExpectations
 from raykube.controllers.ports import Cache
@@ -65,6 +65,9 @@ log = logging.getLogger(__name__)
 
 CONTROLLER = "raycluster"  # controller-runtime's name for KubeRay's RayCluster controller (metrics, work queue)
 REQUEUE_QUIET = 300.0  # KubeRay RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV default
+# At most one status write that only reports progress per cluster in this many seconds (StatusPacer): KubeRay's
+# DefaultRequeueDuration, the delay it gives a cluster that is coming up.
+STATUS_PACE = REQUEUE_SOON
 NORMAL = c.EVENT_TYPE_NORMAL
 WARNING = c.EVENT_TYPE_WARNING
 # KubeRay internal/managercache: only Ray Pods are cached, so unrelated Pods cost no memory.
@@ -103,7 +106,8 @@ def registration(options: BuildOptions) -> Registration:
         reg = reg.owns(res, missing_hint=hint)
     expectations = ScaleExpectations()  # one per controller: it outlives every pass
     own = OwnWrites()  # the same
-    return reg.complete(lambda deps: RayClusterReconciler(deps, expectations=expectations, own=own))
+    pacer = StatusPacer(STATUS_PACE)
+    return reg.complete(lambda deps: RayClusterReconciler(deps, expectations=expectations, own=own, pacer=pacer))
 
 
 @dataclass(frozen=True)
@@ -186,13 +190,28 @@ async def slow_start(items: Sequence[Obj], create: Callable[[Obj], Awaitable[Non
         size *= 2
 
 
+def _requeue(changed: bool | float, waiting: bool) -> float:
+    """When to look again after a pass: soon after a status write, or while waiting for the cache; when a paced
+    status write is due (``changed`` is then its delay); else after the quiet period."""
+    if changed is True:
+        return REQUEUE_SOON
+    if changed is False:
+        return REQUEUE_SOON if waiting else REQUEUE_QUIET
+    return min(changed, REQUEUE_SOON)
+
+
 def _validation_message(errors: Sequence[FieldError]) -> str:
     return "; ".join(f"{e.path}: {e.message}" for e in errors)
 
 
 class RayClusterReconciler:
     def __init__(
-        self, deps: Deps, *, expectations: ScaleExpectations | None = None, own: OwnWrites | None = None
+        self,
+        deps: Deps,
+        *,
+        expectations: ScaleExpectations | None = None,
+        own: OwnWrites | None = None,
+        pacer: StatusPacer | None = None,
     ) -> None:
         self.api = deps.api
         self.cache = deps.cache
@@ -201,6 +220,7 @@ class RayClusterReconciler:
         self.clock = deps.clock
         self.expectations = expectations or ScaleExpectations()
         self.own = own if own is not None else OwnWrites()  # status writes the cache has not delivered yet
+        self.pacer = pacer if pacer is not None else StatusPacer(0.0)  # table tests: every change written at once
         self.children = Children(deps)
 
     # -------------------------------------------------------------------------------------------------- entry
@@ -208,6 +228,7 @@ class RayClusterReconciler:
         obj = self.own.newest((namespace, name), self.cache.get(RAYCLUSTERS, namespace, name))
         if obj is None:
             self.expectations.forget((namespace, name))
+            self.pacer.forget((namespace, name))
             return Result()
         spec = obj.get("spec") or {}
         managed_by = spec.get("managedBy") if isinstance(spec, Mapping) else None
@@ -247,7 +268,7 @@ class RayClusterReconciler:
         changed = await self._update_status(ctx, failure)
         if failure is not None:
             raise ReconcileError(failure.message, failure.reason)
-        return Result(REQUEUE_SOON if changed or waiting else REQUEUE_QUIET)
+        return Result(_requeue(changed, waiting))
 
     # -------------------------------------------------------------------------------------------------- writes
     async def _create(self, ctx: ClusterContext, res: Resource, body: Obj) -> dict[str, Any] | None:
@@ -570,7 +591,9 @@ class RayClusterReconciler:
         await slow_start(bodies, lambda body: self._create_worker(ctx, group, body))
 
     # -------------------------------------------------------------------------------------------------- status
-    async def _update_status(self, ctx: ClusterContext, failure: status.ReconcileFailure | None) -> bool:
+    async def _update_status(self, ctx: ClusterContext, failure: status.ReconcileFailure | None) -> bool | float:
+        """Write the status if it changed: True if written (or not computable yet), False if unchanged, or the
+        seconds until a paced progress write is due (:class:`StatusPacer`)."""
         try:
             new = status.calculate_status(
                 ctx.cluster, ctx.pods(), ctx.head_services(), failure=failure, now=self.clock(), options=self.options
@@ -586,6 +609,11 @@ class RayClusterReconciler:
         patch = merge_patch(old, new)
         if not patch:
             return False
+        if failure is None and status.progress_only(old, new):
+            due = self.pacer.due_in(ctx.key, ctx.uid)
+            if due > 0:
+                return due
         written = await self.api.patch(RAYCLUSTERS, ctx.name, {"status": patch}, ctx.namespace, subresource="status")
         self.own.remember(written)
+        self.pacer.wrote(ctx.key, ctx.uid)
         return True
