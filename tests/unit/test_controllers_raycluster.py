@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -654,3 +655,28 @@ async def test_a_user_named_autoscaler_service_account_that_is_missing_fails_the
         await world.reconcile()
     assert world.fake.reasons() == [c.EVENT_AUTOSCALER_SERVICE_ACCOUNT_NOT_FOUND]
     assert world.fake.writes_of("create", "pods") == []
+
+
+def test_the_pod_cache_keeps_what_the_controllers_read_and_drops_the_rest() -> None:
+    from raykube.api.resources import RayCluster  # noqa: PLC0415
+    from raykube.builders import pods as pod_builder  # noqa: PLC0415
+    from raykube.controllers.raycluster import cached_pod  # noqa: PLC0415
+
+    model = RayCluster.model_validate(raycluster())
+    full = pod_builder.head_pod(model, BuildOptions())
+    full["spec"]["restartPolicy"] = "Never"
+    full["status"] = {
+        "phase": "Running",
+        "podIP": "10.0.0.7",
+        "containerStatuses": [{"name": "ray-head", "state": {"terminated": {"exitCode": 1}}}],
+    }
+    before = copy.deepcopy(full)
+    kept = cached_pod(copy.deepcopy(full))
+    assert kept["metadata"] == before["metadata"]
+    assert kept["status"] == before["status"]
+    assert set(kept["spec"]) == {"restartPolicy", "containers"}
+    assert [ctr["name"] for ctr in kept["spec"]["containers"]] == [ctr["name"] for ctr in before["spec"]["containers"]]
+    assert kept["spec"]["containers"][0]["ports"] == before["spec"]["containers"][0]["ports"]
+    assert "env" not in kept["spec"]["containers"][0]
+    assert pod_builder.should_delete_pod(kept) is pod_builder.should_delete_pod(before) is True
+    assert len(json.dumps(kept)) < len(json.dumps(before)) / 2

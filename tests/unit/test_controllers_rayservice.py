@@ -23,7 +23,7 @@ from raykube.builders import services
 from raykube.builders.options import BuildOptions
 from raykube.builders.rayservice import goal_cluster_hash
 from raykube.controllers.base import Deps, Result
-from raykube.controllers.raycluster import POD_SELECTOR
+from raykube.controllers.raycluster import POD_SELECTOR, cached_pod
 from raykube.controllers.raycluster import registration as raycluster_registration
 from raykube.controllers.rayjob import registration as rayjob_registration
 from raykube.controllers.rayservice import (
@@ -321,8 +321,12 @@ def test_its_watches_share_the_operators_informers() -> None:
     their own, indexed by Service name."""
     merged = _merge_watches([raycluster_registration(BuildOptions()), rayjob_registration(), registration()])
     assert merged[PODS].label_selector == POD_SELECTOR
+    assert merged[PODS].transform is cached_pod  # what the cache keeps of a Pod covers both controllers' reads
     assert merged[ENDPOINT_SLICES].index_labels == ("kubernetes.io/service-name",)
     assert RAYSERVICES in merged
+    other = registration().reads_(PODS, label_selector=POD_SELECTOR)
+    with pytest.raises(ValueError, match="different transforms"):
+        _merge_watches([raycluster_registration(BuildOptions()), other])
 
 
 # ---------------------------------------------------------------------------------------------------- walk-through

@@ -75,6 +75,9 @@ class Watch:
     # Set for a type the API server serves only once something is installed (a batch scheduler's CRD): the operator
     # lists it at start-up and, if it is not served, stops with this message instead of waiting for a sync.
     missing_hint: str | None = None
+    # What the cache keeps of each object (``Informer(transform=)``); None keeps it all. One per resource: every
+    # controller that watches the resource must declare the same function.
+    transform: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
 
 def generation_or_metadata_changed(old: Obj | None, new: Obj | None) -> bool:
@@ -117,14 +120,21 @@ class Registration:
         label_selector: str | None = None,
         index_labels: tuple[str, ...] = (),
         missing_hint: str | None = None,
+        transform: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
     ) -> Registration:
-        return replace(self, owned=(*self.owned, Watch(res, label_selector, index_labels, missing_hint)))
+        watch = Watch(res, label_selector, index_labels, missing_hint, transform)
+        return replace(self, owned=(*self.owned, watch))
 
     def reads_(
-        self, res: Resource, *, label_selector: str | None = None, index_labels: tuple[str, ...] = ()
+        self,
+        res: Resource,
+        *,
+        label_selector: str | None = None,
+        index_labels: tuple[str, ...] = (),
+        transform: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
     ) -> Registration:
         """A resource the reconciler reads from the cache without reacting to its events."""
-        return replace(self, reads=(*self.reads, Watch(res, label_selector, index_labels)))
+        return replace(self, reads=(*self.reads, Watch(res, label_selector, index_labels, transform=transform)))
 
     def with_predicate(self, changed: Callable[[Obj | None, Obj | None], bool]) -> Registration:
         return replace(self, primary_changed=changed)

@@ -58,7 +58,7 @@ from raykube.builders import rayjob as rj
 from raykube.builders import rayservice as rs
 from raykube.builders.status import StatusError, head_pod, is_running_and_ready
 from raykube.controllers.base import Context, Deps, Registration, Result
-from raykube.controllers.raycluster import POD_SELECTOR
+from raykube.controllers.raycluster import POD_SELECTOR, cached_pod
 from raykube.controllers.rayjob import cached_head_service
 from raykube.kube import objects, times
 from raykube.kube.errors import ApiError
@@ -95,7 +95,7 @@ def registration(options: object = None) -> Registration:
         .with_predicate(generation_labels_or_annotations_changed)
         .owns(RAYCLUSTERS)
         .owns(SERVICES, index_labels=(c.RAY_CLUSTER_LABEL,))
-        .reads_(PODS, label_selector=POD_SELECTOR, index_labels=(c.RAY_CLUSTER_LABEL,))
+        .reads_(PODS, label_selector=POD_SELECTOR, index_labels=(c.RAY_CLUSTER_LABEL,), transform=cached_pod)
         .reads_(ENDPOINT_SLICES, index_labels=(SERVICE_NAME_LABEL,))
         .complete(RayServiceReconciler)
     )

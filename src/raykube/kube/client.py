@@ -234,7 +234,7 @@ class Kube:
         if single is None:
             raise ValueError(f"kubeconfig has no context {context!r}")
         # trust_env=False: the API server is reached directly, never through an HTTP proxy from the environment.
-        params = ConnectionParams(timeout=httpx2.Timeout(timeout), trust_env=False)
+        params = ConnectionParams(timeout=httpx2.Timeout(timeout), trust_env=False, http2=True)
         # Enough pooled connections for a full burst; every watch holds one of its own.
         limits = httpx2.Limits(max_connections=burst + 32, max_keepalive_connections=burst + 32)
         http = httpx2.AsyncClient(**params.httpx_params(single), limits=limits)

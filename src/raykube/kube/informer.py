@@ -135,9 +135,13 @@ class Informer:
         field_selector: str | None = None,
         index_labels: Sequence[str] = (),
         inactivity: float = 90.0,
+        transform: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
     ) -> None:
         self.kube = kube
         self.res = res
+        # Applied to every object as it arrives, after managedFields are stripped: drops what no reader needs, so
+        # the cache holds less (it must keep metadata.name, namespace, uid and resourceVersion).
+        self.transform = transform
         self.namespace = namespace
         self.label_selector = label_selector
         self.field_selector = field_selector
@@ -274,8 +278,12 @@ class Informer:
             except Exception:
                 log.exception("informer handler failed for %s %s", self.res, event)
 
-    def _apply(self, event: str, obj: dict[str, Any]) -> None:
+    def _ingest(self, obj: dict[str, Any]) -> dict[str, Any]:
         strip_managed_fields(obj)
+        return self.transform(obj) if self.transform is not None else obj
+
+    def _apply(self, event: str, obj: dict[str, Any]) -> None:
+        obj = self._ingest(obj)
         if event == "DELETED":
             old = self._remove(_key(obj))
             self._dispatch("DELETED", old, None)
@@ -288,7 +296,7 @@ class Informer:
         result = await self.kube.list(
             self.res, self.namespace, label_selector=self.label_selector, field_selector=self.field_selector
         )
-        fresh = {_key(obj): strip_managed_fields(obj) for obj in result.items}
+        fresh = {_key(obj): self._ingest(obj) for obj in result.items}
         gone = [key for key in self._objects if key not in fresh]
         for key in gone:
             self._dispatch("DELETED", self._remove(key), None)

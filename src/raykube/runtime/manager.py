@@ -110,8 +110,14 @@ def _merge_watches(registrations: Sequence[Registration]) -> dict[Resource, Watc
                     f"controllers watch {watch.res} with different label selectors ({seen.label_selector!r} and "
                     f"{watch.label_selector!r}); the cache holds one copy per resource, so they must agree"
                 )
+            if seen.transform is not watch.transform:
+                raise ValueError(
+                    f"controllers watch {watch.res} with different transforms; the cache holds one copy per resource, "
+                    "so they must keep the same fields"
+                )
             labels = tuple(dict.fromkeys((*seen.index_labels, *watch.index_labels)))
-            merged[watch.res] = Watch(watch.res, watch.label_selector, labels, seen.missing_hint or watch.missing_hint)
+            hint = seen.missing_hint or watch.missing_hint
+            merged[watch.res] = Watch(watch.res, watch.label_selector, labels, hint, seen.transform)
     return merged
 
 
@@ -171,6 +177,7 @@ class Manager:
                     namespace=namespace,
                     label_selector=watch.label_selector,
                     index_labels=watch.index_labels,
+                    transform=watch.transform,
                 )
                 for ctl in self.controllers:
                     self._route(informer, ctl)
