@@ -18,7 +18,9 @@ UV := $(or $(shell command -v uv 2>/dev/null),$(CURDIR)/.tools/bin/uv)
 export UV_PYTHON := $(PYTHON)
 export UV_PYTHON_DOWNLOADS := never
 UVRUN := $(UV) run --no-sync
+# make bench: RayClusters in the side-by-side scale run (floor, raykube, KubeRay v1.6.1), and how many rounds.
 BENCH_CLUSTERS ?= 1000
+BENCH_ROUNDS ?= 2
 # make conformance: which suites (comma-separated, `raykube conformance --list`) and an optional -test.run regex.
 SUITE ?= raycluster
 RUN ?=
@@ -78,7 +80,7 @@ test: lint typecheck imports pytest
 bench: sandbox-build
 	$(UVRUN) python -m benchmarks.sandbox_startup
 	$(UVRUN) python -m benchmarks.doctor_all
-	$(UVRUN) python -m benchmarks.scale --clusters $(BENCH_CLUSTERS)
+	$(UVRUN) python -m benchmarks.scale --clusters $(BENCH_CLUSTERS) --repeat $(BENCH_ROUNDS)
 	$(UVRUN) python -m benchmarks.process_cluster
 	$(UVRUN) python -m benchmarks.rayjob
 	$(UVRUN) python -m benchmarks.rayservice
