@@ -243,29 +243,28 @@ class StatusPacer:
     """At most one *progress* status write per object every ``interval`` seconds.
 
     While a cluster comes up its Pods change many times a second (scheduled, started, Ready, one after another), and
-    every pass that sees a new ready count would write the status again. A write that only reports progress
+    every pass that sees a new ready count would write the status again. The first status write goes out at once
+    (users see the cluster being provisioned, as with KubeRay); after it, a write that only reports progress
     (``raykube.builders.status.progress_only``) waits until ``interval`` has passed since the object's last status
-    write, or since the pass that first saw it; the pass asks to run again when it is due, so the write that then
-    goes out carries everything learned meanwhile. A write that moves the object along (a new ``state``, a failure,
-    a suspend condition) goes out at once. Nothing is lost: the end state is the same, only intermediate counts
-    show up at most ``interval`` later. An interval of 0 writes every change at once (KubeRay's behaviour).
+    write, and the pass asks to run again when it is due, so the write that then goes out carries everything learned
+    meanwhile. A write that moves the object along (a new ``state``, a failure, a suspend condition) goes out at
+    once. Nothing is lost: the end state is the same, only intermediate counts show up at most ``interval`` later.
+    An interval of 0 writes every change at once (KubeRay's behaviour).
     """
 
     def __init__(self, interval: float, clock: Callable[[], float] = time.monotonic) -> None:
         self.interval = interval
         self.clock = clock
-        self._since: dict[Key, tuple[str, float]] = {}  # key -> (uid, monotonic time of the last write or first pass)
+        self._since: dict[Key, tuple[str, float]] = {}  # key -> (uid, monotonic time of the last status write)
 
     def due_in(self, key: Key, uid: str) -> float:
         """Seconds until a progress write for this object may go out (0: now)."""
         if self.interval <= 0:
             return 0.0
-        now = self.clock()
-        seen = self._since.get(key)
-        if seen is None or seen[0] != uid:
-            self._since[key] = (uid, now)
-            seen = self._since[key]
-        return max(0.0, seen[1] + self.interval - now)
+        written = self._since.get(key)
+        if written is None or written[0] != uid:
+            return 0.0  # nothing written for this object yet: its first status goes out at once
+        return max(0.0, written[1] + self.interval - self.clock())
 
     def wrote(self, key: Key, uid: str) -> None:
         if self.interval > 0:
