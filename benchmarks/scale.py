@@ -13,8 +13,10 @@ cluster-admin: the same authorization work for all) and with the same ``--qps``/
 
 * **floor**: a bare client in its own process (``--floor-client``) with no operator logic: for every RayCluster it
   sees it creates the same head Service, head Pod and 3 worker Pods (raykube's builders), and writes
-  ``status.state: ready`` once when its 4 Pods are Running and Ready: 6 writes per cluster, so its bound is
+  ``status.state: ready`` once those creates are answered: 6 writes per cluster, so its bound is
   ``(6N - burst) / QPS`` seconds and the report gives its distance from it;
+* **floor-ready**: the same client writing ``status.state: ready`` only once the cluster's 4 Pods are Running and
+  Ready (the wait the operators have, with no logic; informative, no target);
 * **raykube**: ``raykube operator`` in its own process with its defaults (leader election on, reconcile concurrency
   10 unless ``raykube-c<N>``), raykube's CRDs;
 * **kuberay-c1**, **kuberay-c10**: KubeRay v1.6.1's operator (built from the Go module proxy into the cache) with
