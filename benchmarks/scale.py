@@ -145,8 +145,7 @@ class Process:
         self.pid = self.popen.pid
 
     def cpu_seconds(self) -> float:
-        fields = Path(f"/proc/{self.pid}/stat").read_text().rpartition(")")[2].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return cpu_seconds(self.pid)
 
     def peak_rss_mib(self) -> float:
         for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():

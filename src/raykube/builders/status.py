@@ -459,9 +459,7 @@ def progress_only(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> bool
     ``reason`` or any other condition (ReplicaFailure, the suspend conditions: writes that move a cluster along, which
     must go out at once)."""
     before = old or {}
-    if (before.get("state") or "") != (new.get("state") or "") or (before.get("reason") or "") != (
-        new.get("reason") or ""
-    ):
+    if any((before.get(key) or "") != (new.get(key) or "") for key in ("state", "reason")):
         return False
 
     def others(status: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:

@@ -216,9 +216,6 @@ class OwnWrites:
     def remember(self, obj: Obj) -> None:
         self._objects[objects.key(obj)] = obj
 
-    def forget(self, key: Key) -> None:
-        self._objects.pop(key, None)
-
     def newest(self, key: Key, cached: Obj | None) -> Obj | None:
         written = self._objects.get(key)
         if written is None:
@@ -272,6 +269,3 @@ class StatusPacer:
 
     def forget(self, key: Key) -> None:
         self._since.pop(key, None)
-
-    def __len__(self) -> int:
-        return len(self._since)
