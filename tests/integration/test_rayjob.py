@@ -116,11 +116,11 @@ async def test_a_rayjob_runs_to_succeeded_and_prints_kuberays_columns(
 async def test_a_failing_entrypoint_is_retried_on_new_clusters_then_app_failed(
     proc: ProcessSandbox, pkube: AsyncClient, ns: str, proc_operator: Manager
 ) -> None:
-    """backoffLimit 2: three attempts, each on a new cluster made once the previous one is deleted; ``failed: 3``."""
-    body = rayjob("fails", "python -c 'import sys; sys.exit(3)'", backoffLimit=2, shutdownAfterJobFinishes=True)
+    """backoffLimit 1: two attempts, the second on a new cluster made once the first is deleted; ``failed: 2``."""
+    body = rayjob("fails", "python -c 'import sys; sys.exit(3)'", backoffLimit=1, shutdownAfterJobFinishes=True)
     await pkube.create(from_dict(body), namespace=ns)  # type: ignore[call-overload]
-    status = await wait_job(pkube, ns, "fails", ("Failed",), "to fail three times", seconds=3 * DONE)
-    assert (status["jobStatus"], status["reason"], status["failed"]) == ("FAILED", "AppFailed", 3)
+    status = await wait_job(pkube, ns, "fails", ("Failed",), "to fail twice", seconds=2 * DONE)
+    assert (status["jobStatus"], status["reason"], status["failed"]) == ("FAILED", "AppFailed", 2)
     assert "exit code 3" in status["message"]
 
     async def clusters_gone() -> bool | NotYet:
@@ -129,7 +129,7 @@ async def test_a_failing_entrypoint_is_retried_on_new_clusters_then_app_failed(
 
     await wait_for(clusters_gone, 120, what="shutdownAfterJobFinishes to delete the last cluster")
 
-    # One cluster after another: the RayJob's events name three clusters, each deleted before the next is created.
+    # One cluster after another: the RayJob's events name two clusters, the first deleted before the second is made.
     events = sorted(
         (e for e in [ev async for ev in pkube.list(Event, namespace=ns)] if e.involvedObject.name == "fails"),
         key=lambda e: (e.firstTimestamp or e.eventTime, e.metadata.name if e.metadata else ""),
@@ -140,9 +140,9 @@ async def test_a_failing_entrypoint_is_retried_on_new_clusters_then_app_failed(
     deleted = [
         ((e.message or "").rpartition("/")[2], e.firstTimestamp) for e in events if e.reason == "DeletedRayCluster"
     ]
-    assert len({name for name, _ in created}) == 3, [(e.reason, e.message) for e in events]
-    assert [name for name, _ in deleted[:2]] == [name for name, _ in created[:2]], (created, deleted)
-    for (_, gone), (_, made) in zip(deleted[:2], created[1:], strict=True):
+    assert len({name for name, _ in created}) == 2, [(e.reason, e.message) for e in events]
+    assert [name for name, _ in deleted[:1]] == [name for name, _ in created[:1]], (created, deleted)
+    for (_, gone), (_, made) in zip(deleted[:1], created[1:], strict=True):
         assert gone is not None and made is not None and gone <= made, (created, deleted)
 
 

@@ -833,3 +833,35 @@ EVENT_CREATED_HTTPROUTE: Final = "CreatedHTTPRoute"
 EVENT_UPDATED_HTTPROUTE: Final = "UpdatedHTTPRoute"
 EVENT_FAILED_TO_CREATE_HTTPROUTE: Final = "FailedToCreateHTTPRoute"
 EVENT_FAILED_TO_UPDATE_HTTPROUTE: Final = "FailedToUpdateHTTPRoute"
+
+# --- The kubectl plugin (KubeRay kubectl-plugin/pkg/util/constant.go, pkg/cmd/*; v1.6.1) -------------------------
+
+# kubectl-plugin/pkg/util/constant.go: the field manager of its server-side applies (create cluster, job submit).
+KUBECTL_RAY_FIELD_MANAGER: Final = "ray-kubectl-plugin"
+# kubectl-plugin/pkg/util/constant.go RayVersion / RayImage: what `create cluster` and `job submit` default to.
+KUBECTL_RAY_DEFAULT_RAY_VERSION: Final = "2.52.0"
+KUBECTL_RAY_DEFAULT_IMAGE: Final = "rayproject/ray:2.52.0"
+# kubectl-plugin/pkg/util/generation: the container names and head ports of the RayCluster it generates.
+KUBECTL_RAY_HEAD_CONTAINER: Final = "ray-head"
+KUBECTL_RAY_WORKER_CONTAINER: Final = "ray-worker"
+KUBECTL_RAY_DEFAULT_GROUP: Final = "default-group"
+KUBECTL_RAY_HEAD_PORTS: Final = (("gcs-server", 6379), ("dashboard", 8265), ("client", 10001))
+# kubectl-plugin/pkg/cmd/session: the local ports `session` forwards, per kind, with the names it prints.
+KUBECTL_RAY_SESSION_PORTS: Final[Mapping[str, tuple[tuple[str, int], ...]]] = MappingProxyType(
+    {
+        "raycluster": (("Ray Dashboard", 8265), ("Ray Interactive Client", 10001)),
+        "rayjob": (("Ray Dashboard", 8265),),
+        "rayservice": (("Ray Dashboard", 8265), ("Ray Serve", 8000)),
+    }
+)
+# kubectl-plugin/pkg/cmd/log: the directory `log` copies out of every Ray Pod (Ray's session log directory).
+RAY_SESSION_LOGS_DIR: Final = "/tmp/ray/session_latest/logs/"  # noqa: S108 - a path inside the Ray Pod
+# kubectl-plugin/pkg/cmd/job: Ray's job submission ids ("raysubmit_" + 16 of these characters).
+RAY_SUBMISSION_ID_PREFIX: Final = "raysubmit_"
+RAY_SUBMISSION_ID_ALPHABET: Final = "abcdefghijkmnpqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ123456789"
+# kubectl-plugin/pkg/util/constant.go: the extended resources its tables count as GPUs and TPUs.
+NVIDIA_GPU_RESOURCE_NAME: Final = "nvidia.com/gpu"
+# kubectl-plugin/pkg/util/constant.go: the node selectors a TPU worker group needs, and where to read about them.
+GKE_TPU_ACCELERATOR_SELECTOR: Final = "cloud.google.com/gke-tpu-accelerator"
+GKE_TPU_TOPOLOGY_SELECTOR: Final = "cloud.google.com/gke-tpu-topology"
+GKE_TPU_DOCS: Final = "https://cloud.google.com/kubernetes-engine/docs/concepts/plan-tpus#availability"

@@ -109,6 +109,7 @@ class ExecResult:
     stdout: str
     stderr: str
     exit_code: int
+    raw_stdout: bytes = b""  # stdout as sent (a tar stream, say), before decoding
 
 
 # The exec streaming protocol (KEP-4006, WebSockets): each binary message starts with its channel.
@@ -582,7 +583,8 @@ class Kube:
                 except BaseExceptionGroup as group:  # the WebSocket's task group wraps what went wrong in it
                     raise group.exceptions[0] if len(group.exceptions) == 1 else group from None
             exit_code = -1 if status is None else exec_status(status)
-            return ExecResult(out[0].decode(errors="replace"), out[1].decode(errors="replace"), exit_code)
+            raw = bytes(out[0])
+            return ExecResult(raw.decode(errors="replace"), out[1].decode(errors="replace"), exit_code, raw)
         finally:
             if self.observer:
                 self.observer.observe("create", f"{res}/exec", code, time.monotonic() - started)
