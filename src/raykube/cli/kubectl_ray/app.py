@@ -13,10 +13,10 @@ import typer
 
 from raykube import __version__
 from raykube.api import constants as c
-from raykube.api.resources import RAYCLUSTERS
 from raykube.cli.kubectl_ray import flows, render
 from raykube.cli.kubectl_ray.common import (
     KINDS,
+    RAYCLUSTERS,
     Conn,
     ContextFlag,
     KubeconfigFlag,

@@ -25,10 +25,11 @@ import yaml
 
 from raykube.api import constants as c
 from raykube.api.dashboard import is_job_terminal
-from raykube.api.resources import RAYCLUSTERS, RAYJOBS
 from raykube.cli.kubectl_ray import render
 from raykube.cli.kubectl_ray.common import (
     KINDS,
+    RAYCLUSTERS,
+    RAYJOBS,
     Conn,
     ContextFlag,
     KubeconfigFlag,
