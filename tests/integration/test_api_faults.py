@@ -20,6 +20,7 @@ import pytest
 
 from raykube.api.resources import RAYCLUSTERS
 from raykube.kube.client import Kube
+from raykube.kube.errors import ApiError
 from raykube.kube.resources import EVENTS, PODS
 from raykube.waiting import NotYet, wait_for
 from tests.integration.faultproxy import Delay, Fail, Fault, FaultProxy, Refuse, Seen, Throttle, fault_proxy
@@ -61,6 +62,24 @@ def _earliest_rewatch(requests: list[Seen]) -> float | None:
     return min(gaps) if gaps else None
 
 
+async def _scale(kube: Kube, namespace: str, name: str, replicas: int) -> None:
+    """Set the first group's replicas as a user's client does: read, change, write, again on a 409 (the operator
+    may write the cluster's status between the read and the write)."""
+
+    async def written() -> bool | NotYet:
+        cluster = await kube.get(RAYCLUSTERS, name, namespace)
+        cluster["spec"]["workerGroupSpecs"][0]["replicas"] = replicas
+        try:
+            await kube.replace(RAYCLUSTERS, name, cluster, namespace)
+        except ApiError as exc:
+            if exc.conflict:
+                return NotYet(f"409 on {name}: {exc.message}")
+            raise
+        return True
+
+    await wait_for(written, 30, what=f"RayCluster {name} scaled to {replicas}")
+
+
 @pytest.mark.reliability
 async def test_a_throttling_failing_refusing_and_slow_api_server_is_backed_off_from_and_recovered_from(
     runtime_kube: Kube, kubeconfig: Path, namespace: str, start_operator: Any, tmp_path: Path, ledger: Ledger
@@ -85,10 +104,8 @@ async def test_a_throttling_failing_refusing_and_slow_api_server_is_backed_off_f
             proxy.cut()  # open watches drop too, so they must come back through the fault
             # Behind the operator's back: scale two clusters (one up, one down).
             for offset, name in enumerate(sorted(desired)[round_ % CLUSTERS :][:2]):
-                cluster = await kube.get(RAYCLUSTERS, name, namespace)
                 desired[name] = 2 if offset == 0 else 0
-                cluster["spec"]["workerGroupSpecs"][0]["replicas"] = desired[name]
-                await kube.replace(RAYCLUSTERS, name, cluster, namespace)
+                await _scale(kube, namespace, name, desired[name])
 
             def window_over(started: float = started) -> bool | NotYet:
                 met = [s for s in proxy.since(started) if s.fault != "NoneType"]
@@ -185,9 +202,8 @@ async def test_a_kube_apiserver_restart_with_etcd_compacted_makes_every_watch_re
                    if p["metadata"]["labels"].get("ray.io/cluster") == hurt
                    and p["metadata"]["labels"].get("ray.io/node-type") == "worker"]  # fmt: skip
         await kube.delete(PODS, workers[0]["metadata"]["name"], namespace)
-        cluster = await kube.get(RAYCLUSTERS, grown, namespace)
-        cluster["spec"]["workerGroupSpecs"][0]["replicas"] = desired[grown] = 3
-        await kube.replace(RAYCLUSTERS, grown, cluster, namespace)
+        desired[grown] = 3
+        await _scale(kube, namespace, grown, 3)
 
         compacted: list[int] = []
 

@@ -96,6 +96,15 @@ async def test_the_read_and_write_commands_on_kwok(  # noqa: PLR0915 - one clust
                         "MEMORY", "CONDITION", "STATUS", "AGE"]  # fmt: skip
     assert table[1][:-1] == ["demo", ns, "2", "2", "3", "0", "0", "6Gi", "RayClusterProvisioned", "ready"]
 
+    # Shell completion through kubectl (1.26+ runs kubectl_complete-ray): the cluster's name, then its types.
+    child = await asyncio.create_subprocess_exec(
+        str(kubectl), "__complete", "ray", "get", "cluster", "-n", ns, "de", stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "KUBECONFIG": str(cfg), "PATH": f"{PLUGIN.parent}:{os.environ.get('PATH', '')}"},
+    )  # fmt: skip
+    raw_out, raw_err = await child.communicate()
+    assert raw_out.decode().splitlines() == ["demo", ":4"], raw_out.decode() + raw_err.decode()
+
     group_table = words(await wait_for(lambda: available("2/2"), 60, what="2/2 workers in get workergroup"))
     assert group_table == [
         ["NAME", "MIN", "MAX", "REPLICAS", "CPUS", "GPUS", "TPUS", "MEMORY", "CLUSTER"],
@@ -188,7 +197,7 @@ def _port_free(port: int) -> bool:
     return True
 
 
-async def test_job_submit_log_and_session_on_real_ray(
+async def test_job_submit_log_and_session_on_real_ray(  # noqa: PLR0915 - one cluster through three commands
     proc: ProcessSandbox, pkube: AsyncClient, ns: str, proc_operator: Manager, tmp_path: Path
 ) -> None:
     # A laptop with Ray installed: the same venv the process runtime runs rayproject/ray:2.52.0 from.
@@ -238,20 +247,27 @@ async def test_job_submit_log_and_session_on_real_ray(
         str(PLUGIN), "session", "rayjob/demo", "-n", ns, env=env, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
+
+    async def dashboard() -> str | NotYet:
+        if session.returncode is not None:
+            raise AssertionError(f"kubectl ray session ended early: exit {session.returncode}")
+        try:
+            async with httpx2.AsyncClient(trust_env=False, timeout=5) as http:
+                response = await http.get("http://127.0.0.1:8265/api/version")
+        except httpx2.HTTPError as exc:
+            return NotYet(repr(exc))
+        return response.text if response.is_success else NotYet(str(response.status_code))
+
     try:
-
-        async def dashboard() -> str | NotYet:
-            try:
-                async with httpx2.AsyncClient(trust_env=False, timeout=5) as http:
-                    response = await http.get("http://127.0.0.1:8265/api/version")
-            except httpx2.HTTPError as exc:
-                return NotYet(repr(exc))
-            return response.text if response.is_success else NotYet(str(response.status_code))
-
-        assert "ray_version" in await wait_for(dashboard, 60, what="the dashboard through kubectl ray session")
+        version = await wait_for(dashboard, 60, what="the dashboard through kubectl ray session")
     finally:
-        session.send_signal(signal.SIGINT)
-        out_b, _ = await asyncio.wait_for(session.communicate(), 30)
+        session.send_signal(signal.SIGINT)  # Ctrl-C
+        try:
+            out_b, _ = await asyncio.wait_for(session.communicate(), 30)
+        except TimeoutError:
+            session.kill()
+            raise AssertionError("kubectl ray session did not end within 30 s of SIGINT") from None
+    assert "ray_version" in version, version
     assert out_b.decode().splitlines()[:2] == [
         f"Forwarding ports to service {job['status']['rayClusterStatus']['head']['serviceName']}",
         "Ray Dashboard: http://localhost:8265",

@@ -375,3 +375,15 @@ def test_targets_are_name_or_type_slash_name() -> None:
     for bad in ("/x", "raycluster/", "invalid-type/x", "a/b/c"):
         with pytest.raises(Exception, match=r"invalid resource type/name|unsupported resource type"):
             parse_target(bad, "log")
+
+
+def test_completion_offers_commands_flags_and_fixed_values_without_a_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
+    from raykube.cli.kubectl_ray.complete import complete  # noqa: PLC0415
+
+    monkeypatch.setenv("KUBECONFIG", "/nonexistent")
+    found, directive = complete(["g"])
+    assert [line.split("\t")[0] for line in found] == ["get"] and directive == 4
+    assert complete(["log", "--node-type", "h"]) == (["head\tdownload logs from head Ray nodes"], 4)
+    assert complete(["create", "cluster", "c", "--worker-m"]) == (["--worker-memory"], 4)
+    assert complete(["session", "rayj"]) == (["rayjob/"], 6)  # no cluster: no names, and no space after the type
+    assert complete(["job", "submit", "-f", ""]) == ([], 0)  # a file name: the shell completes it

@@ -21,6 +21,7 @@ import re
 import shlex
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -86,6 +87,18 @@ class Stage:
                 out.print(f"[yellow]{escape(result.stderr.rstrip())}[/yellow]")
         if check and result.returncode != 0:
             raise DemoFailed(f"kubectl {' '.join(args)} failed: {result.stderr.strip()}")
+        return result.stdout
+
+    def kubectl_ray(self, *args: str) -> str:
+        """``kubectl ray ARGS`` (raykube's kubectl-ray, beside this Python), shown as the user types it."""
+        command = [str(Path(sys.executable).parent / "kubectl-ray"), *args]
+        out.print(f"[bold]$ kubectl ray {escape(shlex.join(args))}[/bold]")
+        env = {**os.environ, "KUBECONFIG": str(self.kubeconfig), "COLUMNS": "120"}
+        env["PATH"] = f"{Binaries.from_cache().path_dir}:{env.get('PATH', '')}"
+        result = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+        out.print(escape(result.stdout.rstrip()), highlight=False)
+        if result.returncode != 0:
+            raise DemoFailed(f"kubectl ray {' '.join(args)} failed: {result.stderr.strip()}")
         return result.stdout
 
     def doctor(self, *args: str, show: bool = True) -> tuple[int, str]:
@@ -291,6 +304,12 @@ async def chapter_checks(stage: Stage) -> None:
     if (cluster.get("status") or {}).get("head", {}).get("serviceIP") != head_ip:
         raise DemoFailed("status.head.serviceIP is not the head Pod IP of the headless Service")
     claim("status.head.serviceIP is that IP too: the head Service is headless, as KubeRay makes it")
+    stage.kubectl_ray("get", "cluster", "-n", NAMESPACE)
+    groups = stage.kubectl_ray("get", "workergroup", "-n", NAMESPACE)
+    stage.kubectl_ray("get", "nodes", "-n", NAMESPACE, "-c", CLUSTER)
+    if f"{WORKERS}/{WORKERS}" not in groups:
+        raise DemoFailed(f"kubectl ray get workergroup does not show {WORKERS}/{WORKERS} ready workers:\n{groups}")
+    claim(f"kubectl ray (KubeRay's plugin commands, from raykube) reads the same: {WORKERS}/{WORKERS} workers ready")
 
 
 def ray_status_nodes(output: str) -> int:
@@ -341,6 +360,12 @@ async def rayjob_act(stage: Stage) -> None:
     out.print(escape("\n".join(shown)), highlight=False)
     claim(f"the Ray job {status.get('jobId')} SUCCEEDED on {CLUSTER}; its submitter Job followed its logs")
     stage.kubectl("-n", NAMESPACE, "delete", "rayjob", RAYJOB)
+    with tempfile.TemporaryDirectory(prefix="raykube-demo-logs-") as logs_dir:
+        stage.kubectl_ray("log", CLUSTER, "-n", NAMESPACE, "--node-type", "head", "--out-dir", logs_dir)
+        files = sorted(p.name for p in Path(logs_dir).glob("*/*") if p.is_file())  # noqa: ASYNC240 - a few files
+        if "raylet.out" not in files or "stdout.log" not in files:
+            raise DemoFailed(f"kubectl ray log brought back {files}, without the head's raylet.out and stdout.log")
+        claim(f"kubectl ray log copied the head's {len(files)} log files out of its Pod (raylet.out and more)")
 
 
 async def rayservice_act(stage: Stage) -> None:
@@ -523,6 +548,7 @@ def how_to_reach(stage: Stage, name: str) -> None:
     out.print(f'  eval "$(uv run raykube sandbox env{flag})"   # KUBECONFIG and the sandbox\'s kubectl')
     out.print(f"  kubectl -n {NAMESPACE} get raycluster,pods,svc,endpointslices")
     out.print(f"  uv run raykube doctor raycluster/{CLUSTER} -n {NAMESPACE}")
+    out.print(f"  kubectl ray get cluster -n {NAMESPACE}; kubectl ray session {CLUSTER} -n {NAMESPACE}   # dashboard")
     out.print(f"Operator log: {stage.sandbox.layout.log(OPERATOR_PROCESS)}")
     out.print(f"Stop everything with `make demo-down` (or `uv run raykube sandbox down{flag}`).")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -251,6 +252,9 @@ def env(name: NameOption = "default") -> None:
     if sandbox.load_state() is None:
         err.print(f"[yellow]note:[/yellow] sandbox {name!r} is not running; `raykube sandbox up --name {name}`")
     out.print(sandbox.shell_env(), end="")
+    plugins = Path(sys.executable).parent  # kubectl-ray and kubectl-raykube, last on PATH: they shadow nothing
+    if (plugins / "kubectl-ray").exists():
+        out.print(f"export PATH=$PATH:{plugins}")
 
 
 @app.command(name="sa-kubeconfig")

@@ -636,5 +636,11 @@ _doctor()
 
 
 def main() -> None:
-    """Entry point of the ``kubectl-ray`` executable (kubectl runs it for ``kubectl ray``)."""
+    """Entry point of the ``kubectl-ray`` executable (kubectl runs it for ``kubectl ray``); ``kubectl-ray __complete
+    ARGS`` answers shell completion as ``kubectl_complete-ray ARGS`` does."""
+    if sys.argv[1:2] in (["__complete"], ["__completeNoDesc"]):
+        from raykube.cli.kubectl_ray import complete  # noqa: PLC0415
+
+        complete.main(sys.argv[2:])
+        return
     app(prog_name="kubectl ray")

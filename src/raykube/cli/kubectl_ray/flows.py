@@ -103,6 +103,9 @@ def session(
     breaks (the head Pod restarted) is started again after 3 s; Ctrl-C ends it."""
     kind, name = parse_target(target, "session", lower=False)
     conn = Conn(kubeconfig, context, namespace)
+    # Ctrl-C ends the session even when this process started with SIGINT ignored (a background job of a script):
+    # Python would then leave it ignored, while KubeRay's plugin (Go's signal.Notify) takes it back.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
     async def find(kube: Kube, ns: str) -> tuple[str, str]:
         return await _head_service(kube, kind, name, ns), ns
