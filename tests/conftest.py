@@ -30,7 +30,7 @@ from raykube.runtime.manager import Manager
 from raykube.sandbox import NodePool, Ports, Sandbox, SandboxConfig
 from raykube.waiting import NotYet, wait_for
 from tests import rbac_usage
-from tests.ledger import Ledger
+from tests.ledger import Ledger, read_parts, write_part
 from tests.support import RunningSandbox
 
 _MARKERS = {"unit": "unit", "integration": "integration", "e2e": "e2e"}
@@ -43,6 +43,40 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         for directory, marker in _MARKERS.items():
             if directory in parts:
                 item.add_marker(getattr(pytest.mark, marker))
+        # `make test` runs two pytest-xdist workers (--dist loadgroup): the tests on process nodes on one, all the
+        # others on the other, so each worker brings up one sandbox and the two halves take about as long.
+        group = "process-nodes" if "proc" in getattr(item, "fixturenames", ()) else "kwok"
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
+_LEDGERS: list[Ledger] = []  # this process's ledger, once a test asked for it
+
+
+def _worker(config: pytest.Config) -> str | None:
+    """This process's pytest-xdist worker id, or None in the controller or a run without workers."""
+    workerinput = getattr(config, "workerinput", None)
+    return str(workerinput["workerid"]) if workerinput else None
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """With workers, each leaves its ledger rows and RBAC counts in a part file and the controller writes the one
+    report from all of them, with the RBAC row for the whole run."""
+    config = session.config
+    worker = _worker(config)
+    if worker is not None:
+        write_part(worker, _LEDGERS[0] if _LEDGERS else None, {"|".join(k): v for k, v in rbac_usage.USED.items()})
+        return
+    if not getattr(config.option, "numprocesses", None):
+        return  # one process: the ledger fixture wrote the report
+    rows, used = read_parts()
+    book = Ledger()
+    book.add_json(rows)
+    for key, count in used.items():
+        verb, group, resource = key.split("|")
+        rbac_usage.USED[(verb, group, resource)] += count
+    if rbac_usage.whole_run(config):
+        rbac_usage.record(book)
+    book.write()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -54,7 +88,10 @@ def ledger(request: pytest.FixtureRequest) -> Iterator[Ledger]:
     """The reliability ledger (``tests/ledger.py``), written out when the session ends; after a whole run with
     the RBAC usage row (``tests/rbac_usage.py``)."""
     book = Ledger()
+    _LEDGERS.append(book)
     yield book
+    if _worker(request.config) is not None:
+        return  # pytest_sessionfinish hands the rows to the controller, which writes the report
     if rbac_usage.whole_run(request.config):
         rbac_usage.record(book)
     book.write()

@@ -11,10 +11,11 @@ typed: a row exists only if its test ran, and its outcome is what the test saw.
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 PROFILE = os.environ.get("RAYKUBE_RELIABILITY_PROFILE", "short")
@@ -73,6 +74,14 @@ class Ledger:
                 lines += [f"| {_cell(case)} | {_cell(what)} |" for case, what in row.details]
         return "\n".join(lines) + "\n"
 
+    def to_json(self) -> list[dict[str, object]]:
+        return [asdict(row) for row in self.rows]
+
+    def add_json(self, rows: list[dict[str, object]]) -> None:
+        for row in rows:
+            details = [(str(case), str(what)) for case, what in row.pop("details", []) or []]  # type: ignore[attr-defined]
+            self.rows.append(Row(**row, details=details))  # type: ignore[arg-type]
+
     def write(self) -> Path | None:
         target = os.environ.get("RAYKUBE_RELIABILITY_REPORT")
         if not self.rows or not target:
@@ -85,3 +94,35 @@ class Ledger:
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
+
+
+def parts_dir() -> Path | None:
+    """Where the workers of a parallel run (pytest-xdist) leave their rows and RBAC counts for the controller."""
+    target = os.environ.get("RAYKUBE_RELIABILITY_REPORT")
+    return Path(target).parent / ".ledger-parts" if target else None
+
+
+def write_part(name: str, ledger: Ledger | None, used: dict[str, int]) -> None:
+    where = parts_dir()
+    if where is None:
+        return
+    where.mkdir(parents=True, exist_ok=True)
+    rows = ledger.to_json() if ledger is not None else []
+    (where / f"{name}.json").write_text(json.dumps({"rows": rows, "used": used}))
+
+
+def read_parts() -> tuple[list[dict[str, object]], dict[str, int]]:
+    """Every worker's rows and RBAC counts (the part files are removed once read)."""
+    where = parts_dir()
+    rows: list[dict[str, object]] = []
+    used: dict[str, int] = {}
+    if where is None or not where.is_dir():
+        return rows, used
+    for part in sorted(where.glob("*.json")):
+        data = json.loads(part.read_text())
+        rows += data["rows"]
+        for key, count in data["used"].items():
+            used[key] = used.get(key, 0) + count
+        part.unlink()
+    where.rmdir()
+    return rows, used
