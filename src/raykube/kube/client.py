@@ -115,6 +115,7 @@ class ExecResult:
 # The exec streaming protocol (KEP-4006, WebSockets): each binary message starts with its channel.
 EXEC_PROTOCOLS = ["v5.channel.k8s.io", "v4.channel.k8s.io"]
 _STDOUT, _STDERR, _ERROR = 1, 2, 3
+EXEC_DRAIN_SECONDS = 2.0  # after the exec's Status, how long to wait for the server to close the stream
 
 
 def exec_status(message: bytes) -> int:
@@ -567,16 +568,27 @@ class Kube:
                         res.path(namespace, name, "exec"), subprotocols=EXEC_PROTOCOLS, params=params
                     ) as ws:
                         code = 101
-                        while status is None:
-                            message = await ws.receive_bytes()
+                        # Until the server closes: the Status may come before the last stdout frames (kube-apiserver
+                        # forwards each stream of the kubelet's connection on its own), so it does not end the read;
+                        # after it, a server that does not close within EXEC_DRAIN_SECONDS is taken as done.
+                        while True:
+                            try:
+                                if status is None:
+                                    message = await ws.receive_bytes()
+                                else:
+                                    try:
+                                        async with asyncio.timeout(EXEC_DRAIN_SECONDS):
+                                            message = await ws.receive_bytes()
+                                    except TimeoutError:
+                                        break
+                            except WebSocketDisconnect:  # closed: after the Status, the end; without, it was cut
+                                break
                             channel, body = message[0], message[1:]
                             if channel in (_STDOUT, _STDERR):
                                 buffer = out[channel - 1]
                                 buffer += body[: max(0, limit - len(buffer))]
                             elif channel == _ERROR:
                                 status = body
-                except WebSocketDisconnect:  # closed with no Status on the error channel: the stream was cut
-                    pass
                 except WebSocketUpgradeError as exc:  # the API server answered with a Status, not a stream
                     code = exc.response.status_code
                     raise _upgrade_error(exc.response) from None

@@ -60,6 +60,7 @@ from raykube.waiting import NotYet, WaitTimeout, wait_for
 SETTINGS = {"help_option_names": ["-h", "--help"]}
 RETRY_SECONDS = 3.0  # session: how long after a failed port-forward it tries again (the plugin's 3 s)
 DASHBOARD_PORT = 8265
+FOLLOW_HINT_SECONDS = 60.0  # job submit: after this long with no new RayJob status, say where to look
 
 
 def _kubectl() -> str:
@@ -624,7 +625,7 @@ async def _submit(
                 raise PluginError(f"Failed to find service name: RayCluster {cluster} has no status.head.serviceName")
             address = await stack.enter_async_context(_forward(conn, ns, service))
         argv = argv_for(address)
-        echo(f"Ray command: [{' '.join(argv)}]")
+        echo(f"Ray command: [{shlex.join(argv)}]")
         echo("Running Ray submit job command...")
         child = await asyncio.create_subprocess_exec(
             ray, *argv[1:], stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
@@ -693,14 +694,21 @@ async def _follow(kube: Kube, ns: str, job_name: str, submission: str) -> None:
     """Print each new jobStatus of the RayJob until it is terminal; FAILED is an error."""
     echo("Waiting for job to finish...")
     seen = ""
+    hint_at = time.monotonic() + FOLLOW_HINT_SECONDS
 
     async def finished() -> dict[str, Any] | NotYet:
-        nonlocal seen
+        nonlocal seen, hint_at
         status = (await kube.get(RAYJOBS, job_name, ns)).get("status") or {}
         job_status = status.get("jobStatus", "")
         if job_status != seen:
             seen = job_status
             echo(f"Current status: {job_status} (RayJob: {job_name}, JobID: {status.get('jobId') or 'unknown'})")
+        elif time.monotonic() > hint_at:  # ray job submit has returned, so the operator should have seen the end
+            hint_at = float("inf")
+            echo(
+                f"The RayJob still says {job_status or 'nothing'}; if the operator cannot reach the Ray dashboard, "
+                f"`kubectl ray doctor rayjob/{job_name} -n {ns}` says so"
+            )
         return status if is_job_terminal(job_status) else NotYet(f"jobStatus {job_status or '(none)'}")
 
     status = await wait_for(finished, 7 * 24 * 3600, what=f"RayJob {job_name} to finish", max_interval=2.0)
