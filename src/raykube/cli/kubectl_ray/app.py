@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -47,6 +48,7 @@ from raykube.waiting import NotYet, WaitTimeout, wait_for
 
 SETTINGS = {"help_option_names": ["-h", "--help"]}
 F = TypeVar("F", bound=Callable[..., Any])
+PROGRESS_SECONDS = 10.0  # create cluster --wait: how often it says what it waits for (on stderr)
 
 app = typer.Typer(
     name="ray",
@@ -130,6 +132,13 @@ def get_cluster(
     run(Conn(kubeconfig, context, namespace), body)
 
 
+def _not_found(what: str, all_namespaces: bool, ns: str, ray_cluster: str | None) -> PluginError:
+    """``<what> not found in namespace NS in Ray cluster C`` and its three other forms (the plugin's words)."""
+    where = " in any namespace" if all_namespaces else f" in namespace {ns}"
+    which = f" in Ray cluster {ray_cluster}" if ray_cluster else " in any Ray cluster"
+    return PluginError(f"{what} not found{where}{which}")
+
+
 @_alias(get_app, ("workergroup", "workergroups"))
 def get_workergroup(
     group: Annotated[str | None, typer.Argument(show_default=False)] = None,
@@ -160,9 +169,7 @@ def get_workergroup(
                 pods = (await kube.list(PODS, meta.get("namespace"), label_selector=selector_text)).items
                 rows.append(render.workergroup_row(cluster, spec, pods, all_namespaces))
         if group and not rows:
-            where = " in any namespace" if all_namespaces else f" in namespace {ns}"
-            which = f" in Ray cluster {ray_cluster}" if ray_cluster else " in any Ray cluster"
-            raise PluginError(f"Ray worker group {group} not found{where}{which}")
+            raise _not_found(f"Ray worker group {group}", all_namespaces, ns, ray_cluster)
         columns = (("Namespace",) if all_namespaces else ()) + render.WORKERGROUP_COLUMNS
         _write(render.table(columns, rows))
 
@@ -196,9 +203,7 @@ def get_node(
         except Exception as exc:
             raise PluginError(f"unable to get Ray nodes: {exc}") from None
         if node and not pods:
-            where = " in any namespace" if all_namespaces else f" in namespace {ns}"
-            which = f" in Ray cluster {ray_cluster}" if ray_cluster else " in any Ray cluster"
-            raise PluginError(f"Ray node {node} not found{where}{which}")
+            raise _not_found(f"Ray node {node}", all_namespaces, ns, ray_cluster)
         now = _now()
         columns = (("Namespace",) if all_namespaces else ()) + render.NODE_COLUMNS
         _write(render.table(columns, [render.node_row(pod, now, all_namespaces) for pod in pods]))
@@ -239,12 +244,25 @@ def get_token(
 
 # ------------------------------------------------------------------------------------------------- create
 async def _wait_provisioned(kube: Kube, name: str, ns: str, seconds: float) -> None:
+    """Until RayClusterProvisioned (or state ready); what it waits for goes to stderr every 10 s, so stdout keeps
+    the plugin's two lines."""
+    started = time.monotonic()
+    reported = started
+
     async def provisioned() -> bool | NotYet:
+        nonlocal reported
         cluster = await kube.get(RAYCLUSTERS, name, ns)
         status = cluster.get("status") or {}
         true = {x.get("type") for x in status.get("conditions") or [] if x.get("status") == "True"}
         if "RayClusterProvisioned" in true or status.get("state") == "ready":
             return True
+        if time.monotonic() - reported >= PROGRESS_SECONDS:
+            reported = time.monotonic()
+            sys.stderr.write(
+                f"waiting for Ray cluster {name} ({int(reported - started)}s): head "
+                f"{'ready' if 'HeadPodReady' in true else 'not ready'}, "
+                f"{status.get('readyWorkerReplicas', 0)}/{status.get('desiredWorkerReplicas', 0)} workers ready\n"
+            )
         return NotYet(f"state {status.get('state') or '(none)'}, conditions True: {sorted(true)}")
 
     try:
