@@ -885,7 +885,7 @@ async def test_a_rayjob_whose_workers_can_never_fit_names_its_clusters_root_caus
     async def diagnosed() -> str | NotYet:
         run = cli("doctor", "rayjob/train", "-n", namespace, kubeconfig=kubeconfig)
         section = run.stdout.split(f"RayJob {namespace}/train:", 1)[-1].split("\nRayCluster ", 1)[0]
-        # While the head still starts, its Pod may be a second root cause for a moment: wait for B02 alone.
+        # A second root cause can show for a moment while the cluster starts (seen, not identified): wait for B02 alone.
         alone = "Root cause (in what it runs on)" in section
         if (
             run.returncode == 1
