@@ -12,7 +12,7 @@ the root cause it names and the evidence it quotes from inside the Pods:
 
 The chapter's healthy cluster (exit 0 with nothing at warning or above, while starting and once ready, with the
 in-Pod checks run on the head and one worker) is checked where it already runs, in
-``test_process_runtime.py::test_the_seed_raycluster_runs_real_ray``.
+``test_process_runtime.py::test_the_seed_raycluster_runs_real_ray_and_a_submitter_jobs_ray_job``.
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ Every ``ray-job.*.yaml`` of KubeRay's ``config/samples`` is either in ``RUNNABLE
 all its documents, in a namespace watched by raykube's operator, and must end ``Complete`` / ``SUCCEEDED``) or in
 ``NOT_RUNNABLE`` with the reason, and a test checks that the two cover the folder, so a sample a later KubeRay adds
 cannot be skipped silently. The reasons are checked too: a sample that stops needing PyPI shows up as a failure here.
+The runs of the ``RUNNABLE`` samples take about 40 s each and are marked long (``make conformance``); the listing
+check and the InteractiveMode sample are in ``make test``.
 
 The sandbox has no route off the machine (a Pod's network namespace has no default route), so a sample whose Ray job
 installs packages from PyPI (``runtimeEnvYAML`` ``pip``), fetches a ``working_dir`` from GitHub or reads S3 cannot
@@ -273,6 +275,10 @@ def printer_columns() -> list[dict[str, Any]]:
     return list(v1["additionalPrinterColumns"])
 
 
+# About 40 s each on 2 cores: `make conformance` runs them (pytest -m long). make test keeps a RayJob on real Ray
+# through test_rayjob.py (K8sJobMode and HTTPMode to SUCCEEDED, retries), the InteractiveMode sample below and
+# `kubectl ray job submit`.
+@pytest.mark.long
 @pytest.mark.parametrize("sample", list(RUNNABLE), ids=lambda n: n.removeprefix("ray-job.").removesuffix(".yaml"))
 async def test_the_sample_reaches_succeeded(
     sample: str, proc: ProcessSandbox, pkube: AsyncClient, ns: str, proc_operator: Manager, tmp_path: Path
