@@ -1,6 +1,6 @@
 # raykube: every target bootstraps what it needs on a fresh machine (uv, the Python environment, the sandbox).
 #
-#   make demo       the main job: the local Kubernetes, built the first time (about 6 minutes), then the demo
+#   make demo       the main job: the local Kubernetes, built the first time (16 minutes on 2 cores), then the demo
 #   make test       everything CI checks: lint, types, import layers, unit + integration + e2e tests
 #   make bench      speed and memory benchmarks (results appended under benchmarks/results/), then make reliability
 #   make reliability  every test, the fault and bad-input ones at full size (~30 min); rewrites docs/reliability.md

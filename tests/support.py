@@ -20,14 +20,14 @@ class RunningSandbox:
     state_root: Path  # what RAYKUBE_STATE_DIR must be for the CLI to find it
 
 
-def raykube(*args: str, state_root: Path) -> subprocess.CompletedProcess[str]:
+def raykube(*args: str, state_root: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     """Run the CLI as a user would, against the sandboxes under ``state_root``."""
     return subprocess.run(
         [sys.executable, "-m", "raykube.cli.main", *args],
         env={**os.environ, "RAYKUBE_STATE_DIR": str(state_root), "COLUMNS": "200"},
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=timeout,
         check=False,
     )
 

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from raykube.sandbox import Ports, Sandbox
+from raykube.sandbox.kubelet import network
 from tests.support import raykube
 
 
@@ -30,3 +33,23 @@ def test_the_demo_plays_the_chapter_and_a_second_run_reuses_the_sandbox(tmp_path
         down = raykube("sandbox", "down", "--name", "e2e", state_root=tmp_path)
     assert down.returncode == 0, down.stderr
     assert not Sandbox.named("e2e", tmp_path).layout.root.exists()
+
+
+@pytest.mark.long  # minutes of real Ray (a RayJob, a RayService upgrade): make conformance runs it
+def test_the_demo_on_process_nodes_runs_the_operator_in_its_pod_and_ray_itself(tmp_path: Path) -> None:
+    if problems := network.preflight():
+        pytest.skip("this machine cannot run process nodes: " + "; ".join(problems))
+    try:
+        run = raykube("demo", "--name", "e2e-proc", "--port-base", str(Ports.free().etcd), "--runtime", "process",
+                      state_root=tmp_path, timeout=1200)  # fmt: skip
+        assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+        output = run.stdout
+        assert "$ kubectl -n kuberay-operator get pods -o wide" in output
+        assert "is Running 1/1 on process-node-" in output
+        assert "$ kubectl -n kuberay-operator logs deploy/kuberay-operator | grep raycluster-demo" in output
+        assert '"msg": "Created head Pod raykube-demo/raycluster-demo-head-' in output
+        assert "Ray's own view: 3 nodes joined the head's GCS" in output
+        assert "The demo finished: every check above held." in output
+    finally:
+        down = raykube("sandbox", "down", "--name", "e2e-proc", state_root=tmp_path)
+    assert down.returncode == 0, down.stderr

@@ -26,7 +26,7 @@ from raykube.api.rbac import LEADER_ELECTION_RULES, OPERATOR_RULES
 from raykube.kube.client import Kube
 from raykube.runtime.crds import install_crds
 from raykube.runtime.manager import Manager
-from raykube.sandbox import NodePool, Ports, Sandbox, SandboxConfig
+from raykube.sandbox import Binaries, NodePool, Ports, Sandbox, SandboxConfig
 from raykube.sandbox.kubelet import network
 from raykube.waiting import NotYet, wait_for
 from tests.integration.process import ProcessSandbox
@@ -134,3 +134,18 @@ def start_operator(kubeconfig: Path, namespace: str, ray_crds: list[str], tmp_pa
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+@pytest.fixture(scope="session")
+def helm(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    """The sandbox's Helm build, with its cache/config/data directories kept out of the user's home."""
+    binary = Binaries.from_cache().helm
+    assert binary.exists(), f"{binary} is missing: run `raykube sandbox build`"
+    home = tmp_path_factory.mktemp("helm-home")
+    env = {
+        **os.environ,
+        "HELM_CACHE_HOME": str(home / "cache"),
+        "HELM_CONFIG_HOME": str(home / "config"),
+        "HELM_DATA_HOME": str(home / "data"),
+    }
+    return binary, env

@@ -36,27 +36,11 @@ from raykube.cli.install import (
     retarget,
 )
 from raykube.kube.client import Kube
-from raykube.sandbox import Binaries
 from raykube.waiting import NotYet, wait_for
 from tests.ledger import Ledger
 
 CHART = chart_dir()
 RBAC_KINDS = {"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
-
-
-@pytest.fixture(scope="module")
-def helm(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
-    """The sandbox's Helm build, with its cache/config/data directories kept out of the user's home."""
-    binary = Binaries.from_cache().helm
-    assert binary.exists(), f"{binary} is missing: run `raykube sandbox build`"
-    home = tmp_path_factory.mktemp("helm-home")
-    env = {
-        **os.environ,
-        "HELM_CACHE_HOME": str(home / "cache"),
-        "HELM_CONFIG_HOME": str(home / "config"),
-        "HELM_DATA_HOME": str(home / "data"),
-    }
-    return binary, env
 
 
 def run_helm(helm: tuple[Path, dict[str, str]], *args: str) -> subprocess.CompletedProcess[str]:

@@ -12,6 +12,7 @@ from raykube.kube import events
 from raykube.kube.client import Kube
 from raykube.kube.events import CORE_EVENTS_API, EventRecorder
 from raykube.kube.resources import CORE_EVENTS, Resource
+from raykube.runtime.logs import JsonFormatter, reconcile_context
 from raykube.waiting import NotYet, wait_for
 
 POD = {"metadata": {"name": "p", "namespace": "ns", "uid": "u-1", "resourceVersion": "7"}}
@@ -129,3 +130,26 @@ def test_an_event_about_an_object_with_a_253_character_name_still_has_a_valid_na
     [event] = sink.created
     assert len(event["metadata"]["name"]) <= 253 and event["metadata"]["name"].startswith("nnn")
     assert event["involvedObject"]["name"] == "n" * 253
+
+
+def test_an_operators_events_are_also_its_log_lines_with_the_reconciles_keys(caplog: pytest.LogCaptureFixture) -> None:
+    kube: Kube = Sink()  # type: ignore[assignment] - duck-typed: create and patch only
+    operator = EventRecorder(kube, "raycluster-controller", api=CORE_EVENTS_API, log_events=True)
+    kubelet = kubelet_recorder(Sink())
+    cluster = {"apiVersion": "ray.io/v1", "kind": "RayCluster", **POD}
+    token = reconcile_context.set({"RayCluster": "ns/p", "reconcileID": "r-1"})
+    try:
+        with caplog.at_level("INFO"):
+            operator.event(cluster, "Normal", "CreatedHeadPod", "Create", "Created head Pod ns/p-head-x")
+            operator.event(cluster, "Warning", "FailedToCreateWorkerPod", "Create", "forbidden")
+            kubelet.event(cluster, "Normal", "Started", "", "not an operator: not logged")
+    finally:
+        reconcile_context.reset(token)
+    records = [r for r in caplog.records if r.name == "raykube.raycluster-controller"]
+    assert [(r.levelname, r.getMessage()) for r in records] == [
+        ("INFO", "Created head Pod ns/p-head-x"),
+        ("WARNING", "forbidden"),
+    ]
+    assert not any("not logged" in r.getMessage() for r in caplog.records)
+    line = JsonFormatter().format(records[0])
+    assert '"event": {"type": "Normal", "reason": "CreatedHeadPod", "object": "RayCluster ns/p"' in line

@@ -1,11 +1,13 @@
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 from pathlib import Path
 
 import pytest
 
-from raykube.sandbox import ToolchainError, versions
+from raykube.sandbox import ToolchainError, build, versions
 from raykube.sandbox.build import (
     find_go,
     is_built,
@@ -17,6 +19,7 @@ from raykube.sandbox.build import (
     wrapper_go_mod,
 )
 from raykube.sandbox.errors import BuildError, NotBuiltError
+from raykube.waiting import NotYet, wait_for
 
 UPSTREAM_GO_MOD = """\
 module k8s.io/kubernetes
@@ -119,3 +122,37 @@ def test_cache_root_follows_the_environment(monkeypatch: pytest.MonkeyPatch, tmp
     monkeypatch.delenv("RAYKUBE_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
     assert versions.cache_root() == tmp_path / "x" / "raykube"
+
+
+def test_progress_names_the_step_and_the_time_left(tmp_path: Path) -> None:
+    assert build.step_name(["mod", "download", "-json", "k8s.io/kubernetes@v1.36.3"]) == "downloading modules"
+    assert build.step_name(["mod", "tidy"]) == "resolving dependencies (go mod tidy)"
+    targets = [
+        "build",
+        "-trimpath",
+        "-o",
+        "out/",
+        "k8s.io/kubernetes/cmd/kube-apiserver",
+        "k8s.io/kubernetes/cmd/kubectl",
+    ]
+    assert build.step_name(targets) == "compiling kube-apiserver, kubectl"
+    assert build.step_name(["install", "-ldflags=-s -w", "helm.sh/helm/v4/cmd/helm@v4.3.2"]) == "compiling helm"
+
+    # No build of it here yet: the typical time; after one, this machine's own (the newest marker).
+    assert build.expected_seconds(versions.KUBERNETES, tmp_path)[0] == versions.KUBERNETES.typical_seconds
+    for version, seconds in (("1.35.0", 900.0), ("1.36.3", 300.0)):
+        marker = tmp_path / "bin" / f"kubernetes-v{version}-r1" / ".complete"
+        marker.parent.mkdir(parents=True)
+        marker.write_text(json.dumps({"seconds": seconds}))
+    assert build.expected_seconds(versions.KUBERNETES, tmp_path) == (300.0, "the last build here")
+
+    seen: list[str] = []
+    ticker = build.Ticker(versions.KUBERNETES, seen.append, 300.0)
+    ticker.set_step("compiling kube-apiserver")
+    assert ticker.line(ticker.started + 75) == (
+        "kubernetes v1.36.3: compiling kube-apiserver (1m15s so far, about 3m45s left)"
+    )
+    assert ticker.line(ticker.started + 400).endswith("(6m40s so far, taking longer than the last time)")
+    with build.Ticker(versions.ETCD, seen.append, 10.0, interval=0.01):
+        asyncio.run(wait_for(lambda: bool(seen) or NotYet("no line yet"), 5, what="the ticker's first line"))
+    assert seen[0].startswith("etcd v3.6.16: starting (")

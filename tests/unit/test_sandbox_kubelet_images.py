@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import ipaddress
+import sys
 from pathlib import Path
 
 import pytest
 
+import raykube
 from raykube.sandbox.components import PROCESS_RUNTIME, SandboxConfig
 from raykube.sandbox.kubelet import images, network
 
@@ -25,6 +27,7 @@ from raykube.sandbox.kubelet import images, network
 )
 def test_ray_images_map_to_a_version(reference: str, version: str, python: str | None) -> None:
     image = images.parse(reference)
+    assert isinstance(image, images.RayImage)
     assert (image.version, image.python) == (version, python)
 
 
@@ -50,6 +53,34 @@ def test_other_images_are_not_found_with_the_mapping_explained(reference: str) -
         images.parse(reference)
     assert str(raised.value).startswith(f'"{reference}" not found: ')
     assert "rayproject/ray" in str(raised.value)
+
+
+def test_the_operator_image_at_the_installed_version_runs_from_the_projects_environment() -> None:
+    __version__ = raykube.__version__
+    for reference in (f"{images.OPERATOR_REPOSITORY}:{__version__}", f"{images.OPERATOR_REPOSITORY}:v{__version__}"):
+        image = images.parse(reference)
+        assert isinstance(image, images.OperatorImage) and (image.version, image.note) == (__version__, "")
+    assert "means raykube" in images.parse(f"{images.OPERATOR_REPOSITORY}:latest").note
+    image = images.parse(f"{images.OPERATOR_REPOSITORY}:{__version__}")
+    assert isinstance(image, images.OperatorImage)
+    store = images.ImageStore(Path("/nonexistent-cache"))
+    assert store.present(image)  # nothing to pull: the sandbox runs from it
+
+    runnable = images.project_runnable(image)
+    assert runnable.venv == Path(sys.prefix) and runnable.bin_dir / "raykube" == Path(sys.prefix) / "bin" / "raykube"
+    assert (runnable.entrypoint, runnable.cmd, runnable.working_dir) == (("raykube", "operator"), (), "/home/nonroot")
+    assert runnable.env["PATH"].startswith(f"{sys.prefix}/bin:") and runnable.env["HOME"] == "/home/nonroot"
+    assert runnable.env["PYTHONUNBUFFERED"] == "1"
+    package = Path(raykube.__file__).resolve().parent
+    assert str(package.parent) in runnable.host_paths or package.is_relative_to(Path(sys.prefix).resolve())
+    assert f"raykube {__version__} from the project's environment" in runnable.description
+
+
+def test_another_operator_version_is_not_found_and_names_the_one_that_is() -> None:
+    __version__ = raykube.__version__
+    with pytest.raises(images.ImageNotFound) as raised:
+        images.parse(f"{images.OPERATOR_REPOSITORY}:0.0.1")
+    assert f"{images.OPERATOR_REPOSITORY}:{__version__}" in str(raised.value)
 
 
 def test_a_version_newer_than_every_release_is_no_image() -> None:
@@ -185,7 +216,7 @@ async def test_an_installed_venv_is_a_present_image(tmp_path: Path) -> None:
     assert store.present(images.parse("rayproject/ray:2.52.0-py311-cpu"))
     assert not store.present(images.parse("rayproject/ray:2.9.3"))
     runnable = await store.ensure(images.parse("rayproject/ray:2.52.0"), lambda _: None)  # no install: present
-    assert (runnable.venv, runnable.ray_version) == (venv, "2.52.0")
+    assert (runnable.venv, runnable.version) == (venv, "2.52.0")
     assert runnable.env["PATH"].startswith(f"{venv / 'bin'}:")
 
 

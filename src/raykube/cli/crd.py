@@ -58,15 +58,17 @@ def install(kubeconfig: KubeconfigOption = None) -> None:
 
     crds = crd_generation.load_generated()
 
+    from raykube.cli.install import next_step  # noqa: PLC0415
+
     async def run() -> list[str]:
         client = Kube.from_config(kubeconfig, user_agent="raykube", field_manager=FIELD_MANAGER)
         try:
-            return await install_crds(client, crds)
+            return await install_crds(client, crds, on_progress=progress)
         finally:
             await client.close()
 
     try:
         names = asyncio.run(run())
-    except Exception as exc:  # an API or config error: say it plainly
-        fail(f"installing the CRDs failed: {exc}")
+    except Exception as exc:  # an API or config error: say it plainly, and what to run next
+        fail(f"installing the CRDs failed: {exc}\n{next_step(exc)}")
     success(f"installed {', '.join(names)}")

@@ -33,7 +33,7 @@ from rich.rule import Rule
 
 from raykube.cli.output import err, fail, out
 from raykube.cli.sandbox import NameOption, bring_up
-from raykube.sandbox.components import KWOK_TAINT, Binaries, NodePool, SandboxConfig
+from raykube.sandbox.components import Binaries, NodePool, SandboxConfig
 from raykube.sandbox.errors import SandboxError
 from raykube.sandbox.ports import DEFAULT_PORT_BASE, Ports
 from raykube.waiting import WaitTimeout
@@ -49,6 +49,7 @@ RAYSERVICE = "rayservice-demo"  # examples/07-rayservice.yaml
 OPERATOR_NAMESPACE = "kuberay-operator"
 OPERATOR_ACCOUNT = "kuberay-operator"
 OPERATOR_PROCESS = "raykube-operator"
+OPERATOR_LOG_LINES = 6
 WORKERS = 2
 MAX_WORKERS = 10  # examples/04-raycluster.yaml's maxReplicas
 TOO_MANY_WORKERS = 24  # 1 CPU each: more than the sandbox's default 2 nodes x 8 CPUs can hold
@@ -128,17 +129,13 @@ async def install_operator(stage: Stage) -> None:
     from raykube.cli.install import FIELD_MANAGER, install_operator  # noqa: PLC0415 - heavy imports load per command
     from raykube.kube.client import Kube  # noqa: PLC0415
 
-    chapter("1. The operator: its Deployment, its RBAC, and the process")
+    chapter("1. The operator: its Deployment, its RBAC, and its Pod")
+    if stage.process:  # a local operator left by an earlier demo on kwok nodes (--keep) would be a second operator
+        await stage.sandbox.stop_extra(OPERATOR_PROCESS)
     client = Kube.from_config(stage.kubeconfig, user_agent=FIELD_MANAGER, field_manager=FIELD_MANAGER)
-    # On process nodes a Pod runs for real and the operator's image has no local equivalent: its Pod goes to the
-    # sandbox's tainted kwok node (a toleration and a nodeSelector), and the operator runs as a local process.
-    placement = (
-        {"nodeSelector": {"type": "kwok"}, "tolerations": [{**KWOK_TAINT, "operator": "Equal"}]}
-        if stage.process
-        else None
-    )
     try:
-        await install_operator(client, OPERATOR_NAMESPACE, available_within=120, pod_spec=placement)
+        # On process nodes the Pod runs raykube for real: the operator image maps to this project's environment.
+        await install_operator(client, OPERATOR_NAMESPACE, available_within=180)
     finally:
         await client.close()
     stage.kubectl("-n", OPERATOR_NAMESPACE, "get", "deployment", "kuberay-operator")
@@ -149,7 +146,13 @@ async def install_operator(stage: Stage) -> None:
         raise DemoFailed(f"the operator's ServiceAccount may not create Pods: {answer}")
     claim("the ClusterRole lets the operator's ServiceAccount create Pods (a missing rule shows as 'forbidden')")
 
-    # The Deployment's Pod sits on a kwok node, which runs nothing; the real operator runs here, as that account.
+    if stage.process:
+        stage.kubectl("-n", OPERATOR_NAMESPACE, "get", "pods", "-o", "wide")
+        pod = await wait_for_leader(stage)
+        claim(f"the operator Pod {pod['metadata']['name']} is Running 1/1 on {pod['spec'].get('nodeName')}: raykube "
+              f"itself, as {account} (its token at the usual path), and it holds the leader Lease")  # fmt: skip
+        return
+    # On kwok nodes the Deployment's Pod runs nothing; the real operator runs here, as that account.
     token_kubeconfig = await stage.sandbox.service_account_kubeconfig(
         OPERATOR_NAMESPACE, OPERATOR_ACCOUNT, stage.sandbox.layout.root / "kubeconfigs" / "demo-operator.yaml"
     )
@@ -164,13 +167,16 @@ async def install_operator(stage: Stage) -> None:
     claim(f"the raykube operator runs locally as {account} (pid {record.pid}) and holds the leader Lease")
 
 
-async def wait_for_leader(stage: Stage) -> None:
+async def wait_for_leader(stage: Stage) -> dict[str, Any]:
+    """Wait until the leader Lease is held: by the local operator process (kwok nodes), or by an operator Pod that
+    is Running and Ready (process nodes), which is returned."""
+    from raykube.cli.install import OPERATOR_POD_LABEL  # noqa: PLC0415
     from raykube.kube.errors import ApiError  # noqa: PLC0415
-    from raykube.kube.resources import LEASES  # noqa: PLC0415
+    from raykube.kube.resources import LEASES, PODS  # noqa: PLC0415
     from raykube.waiting import NotYet, wait_for  # noqa: PLC0415
 
-    async def leader() -> str | NotYet:
-        if stage.sandbox.running_extra(OPERATOR_PROCESS) is None:
+    async def leader() -> dict[str, Any] | NotYet:
+        if not stage.process and stage.sandbox.running_extra(OPERATOR_PROCESS) is None:
             log = stage.sandbox.layout.log(OPERATOR_PROCESS)
             raise DemoFailed(f"the operator exited; see {log}")
         try:
@@ -178,9 +184,39 @@ async def wait_for_leader(stage: Stage) -> None:
         except ApiError:
             return NotYet("no leader Lease yet")
         holder = str((lease.get("spec") or {}).get("holderIdentity") or "")
-        return holder or NotYet("the Lease has no holder")
+        if not holder:
+            return NotYet("the Lease has no holder")
+        if not stage.process:
+            return {"metadata": {"name": holder}, "spec": {}}
+        pods = await stage.kube.list(PODS, OPERATOR_NAMESPACE, label_selector=OPERATOR_POD_LABEL)
+        by_name = {p["metadata"]["name"]: p for p in pods.items}
+        pod = by_name.get(holder.partition("_")[0])  # the identity is <pod name>_<uuid>, as controller-runtime's
+        if pod is None or not _ready(pod):
+            return NotYet(f"the Lease holder {holder} is no Running and Ready operator Pod yet")
+        return pod
 
-    await wait_for(leader, 60, what="the operator to hold the leader Lease")
+    hint = (
+        f"kubectl -n {OPERATOR_NAMESPACE} describe pods; kubectl -n {OPERATOR_NAMESPACE} logs deploy/kuberay-operator"
+    )
+    try:
+        return await wait_for(leader, 120, what="the operator to hold the leader Lease")
+    except WaitTimeout as exc:
+        raise DemoFailed(f"{exc} (look with: {hint})") from exc
+
+
+def operator_log(stage: Stage) -> None:
+    """On process nodes: the operator's own log lines about the chapter's cluster, read as a user reads them."""
+    shown = f"kubectl -n {OPERATOR_NAMESPACE} logs deploy/kuberay-operator | grep {CLUSTER}"
+    out.print(f"[bold]$ {escape(shown)}[/bold]")
+    logs = stage.kubectl("-n", OPERATOR_NAMESPACE, "logs", "deploy/kuberay-operator", show=False)
+    lines = [line for line in logs.splitlines() if CLUSTER in line]
+    for line in lines[:OPERATOR_LOG_LINES]:
+        out.print(escape(line), highlight=False, soft_wrap=True)
+    if len(lines) > OPERATOR_LOG_LINES:
+        out.print(f"[dim]... {len(lines) - OPERATOR_LOG_LINES} more[/dim]")
+    if not any("Created head Pod" in line for line in lines):
+        raise DemoFailed(f"the operator's log does not show it creating the head Pod of {CLUSTER}")
+    claim(f"the operator's log, read with kubectl, shows what it did for {CLUSTER} ({len(lines)} lines)")
 
 
 async def create_objects(stage: Stage) -> None:
@@ -551,7 +587,10 @@ def how_to_reach(stage: Stage, name: str) -> None:
     out.print(f"  kubectl -n {NAMESPACE} get raycluster,pods,svc,endpointslices")
     out.print(f"  uv run raykube doctor raycluster/{CLUSTER} -n {NAMESPACE}")
     out.print(f"  kubectl ray get cluster -n {NAMESPACE}; kubectl ray session {CLUSTER} -n {NAMESPACE}   # dashboard")
-    out.print(f"Operator log: {stage.sandbox.layout.log(OPERATOR_PROCESS)}")
+    if stage.process:
+        out.print(f"Operator log: kubectl -n {OPERATOR_NAMESPACE} logs deploy/kuberay-operator")
+    else:
+        out.print(f"Operator log: {stage.sandbox.layout.log(OPERATOR_PROCESS)}")
     out.print(f"Stop everything with `make demo-down` (or `uv run raykube sandbox down{flag}`).")
 
 
@@ -561,6 +600,7 @@ async def play(stage: Stage, *, keep: bool, name: str) -> None:
     await create_cluster(stage)
     await chapter_checks(stage)
     if stage.process:
+        operator_log(stage)
         await ray_itself(stage)
         await rayjob_act(stage)
         await rayservice_act(stage)
@@ -573,8 +613,9 @@ async def play(stage: Stage, *, keep: bool, name: str) -> None:
         await clean_up(stage)
 
 
-# Three process nodes that hold one of the chapter's Ray Pods (2Gi) each, as the cluster spreads on real nodes.
-PROCESS_NODES = NodePool(count=3, cpu="2", memory="3Gi")
+# Three process nodes that hold one of the chapter's Ray Pods (2Gi) each, as the cluster spreads on real nodes, and
+# beside them the operator's Pod (512Mi, the chart's) and, during the RayService upgrade, two 1Gi heads and the client.
+PROCESS_NODES = NodePool(count=3, cpu="2", memory="3584Mi")
 
 
 def choose_runtime(wanted: str) -> str:
@@ -614,7 +655,7 @@ def demo(
     try:
         config = SandboxConfig(name=name, ports=Ports.from_base(port_base))
         if choose_runtime(runtime) == "process":
-            config = replace(config, nodes=PROCESS_NODES, runtime="process", kwok_nodes=1)
+            config = replace(config, nodes=PROCESS_NODES, runtime="process")
     except ValueError as exc:
         fail(str(exc), code=2)
     result = bring_up(config)

@@ -21,6 +21,7 @@ import os
 import re
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +40,7 @@ FIELD_MANAGER = "raykube"
 RELEASE = "kuberay-operator"  # the release name config/operator/ is rendered with
 RENDER_NAMESPACE = "kuberay-operator"  # ... and its namespace, which ``install`` rewrites
 DEPLOYMENT = "kuberay-operator"
+OPERATOR_POD_LABEL = "app.kubernetes.io/component=kuberay-operator"  # the chart's componentOverride
 CONTAINER = "kuberay-operator"
 HEADER = (
     "# Generated from the Helm chart helm/raykube-operator with default values (release and namespace\n"
@@ -329,12 +331,54 @@ async def apply_objects(client: Kube, objects: Sequence[Mapping[str, Any]]) -> l
     return results
 
 
-async def wait_until_available(client: Kube, namespace: str, name: str = DEPLOYMENT, within: float = 300) -> None:
-    """Wait until the Deployment has rolled out its current spec and is Available."""
-    from raykube.kube.resources import DEPLOYMENTS  # noqa: PLC0415
+def pod_state(pod: Mapping[str, Any]) -> str:
+    """One Pod's state as ``kubectl get pods`` and ``describe`` would tell it: ``Pending (Unschedulable: ...)``,
+    ``ImagePullBackOff: ...``, ``Running, 0/1 ready``."""
+    status = pod.get("status") or {}
+    conditions = {c.get("type"): c for c in status.get("conditions") or []}
+    scheduled = conditions.get("PodScheduled") or {}
+    if scheduled.get("status") == "False":
+        return f"Pending ({scheduled.get('reason')}: {scheduled.get('message', '')})"
+    for container in status.get("containerStatuses") or []:
+        waiting = (container.get("state") or {}).get("waiting")
+        if waiting:
+            message = waiting.get("message")
+            return f"{waiting.get('reason')}{': ' + message if message else ''}"
+    statuses = status.get("containerStatuses") or []
+    ready = sum(bool(c.get("ready")) for c in statuses)
+    return f"{status.get('phase', 'Pending')}, {ready}/{len(statuses) or 1} ready"
+
+
+async def wait_until_available(
+    client: Kube,
+    namespace: str,
+    name: str = DEPLOYMENT,
+    within: float = 300,
+    on_wait: Callable[[str], None] | None = None,
+    every: float = 10.0,
+) -> None:
+    """Wait until the Deployment has rolled out its current spec and is Available; ``on_wait`` hears, every
+    ``every`` seconds, what is still missing and what its Pods are doing."""
+    from raykube.kube.resources import DEPLOYMENTS, PODS  # noqa: PLC0415
     from raykube.waiting import NotYet, wait_for  # noqa: PLC0415
 
+    started = time.monotonic()
+    told = started
+
     async def available() -> bool | NotYet:
+        nonlocal told
+        result = await rolled_out()
+        if isinstance(result, NotYet) and on_wait and time.monotonic() - told >= every:
+            told = time.monotonic()
+            deployment = await client.get(DEPLOYMENTS, name, namespace)
+            labels = ((deployment.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+            selector = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+            pods = (await client.list(PODS, namespace, label_selector=selector)).items if selector else []
+            states = "; ".join(f"{p['metadata']['name']}: {pod_state(p)}" for p in pods) or "no Pod yet"
+            on_wait(f"{time.monotonic() - started:.0f}s: {result.reason}; {states}")
+        return result
+
+    async def rolled_out() -> bool | NotYet:
         deployment = await client.get(DEPLOYMENTS, name, namespace)
         status = deployment.get("status")
         if status is None:
@@ -388,7 +432,7 @@ async def install_operator(
         for entry in done:
             tell(entry)
     tell(f"waiting up to {available_within:g}s for deployment/{DEPLOYMENT} in namespace {namespace} to be Available")
-    await wait_until_available(client, namespace, within=available_within)
+    await wait_until_available(client, namespace, within=available_within, on_wait=tell)
     return InstallReport(applied, namespace)
 
 
@@ -417,7 +461,7 @@ def install(
     try:
         client = Kube.from_config(kubeconfig, user_agent=FIELD_MANAGER, field_manager=FIELD_MANAGER)
     except Exception as exc:  # no kubeconfig, no such context, unreadable credentials: say it plainly
-        fail(f"installing the operator failed: {exc}")
+        fail(f"installing the operator failed: {exc}\n{next_step(exc)}")
 
     async def run() -> InstallReport:
         try:
@@ -429,15 +473,48 @@ def install(
 
     try:
         report = asyncio.run(run())
-    except (InstallError, WaitTimeout, FileNotFoundError) as exc:
-        fail(f"installing the operator failed: {exc}")
+    except WaitTimeout as exc:
+        fail(f"installing the operator failed: {exc}\n{next_step(exc, namespace=namespace)}")
+    except (InstallError, FileNotFoundError) as exc:
+        cause = exc.__cause__ or exc
+        fail(f"installing the operator failed: {exc}\n{next_step(cause)}")
     except Exception as exc:  # an API or connection error outside one object: say it plainly
-        fail(f"installing the operator failed: {type(exc).__name__}: {exc}")
+        fail(f"installing the operator failed: {type(exc).__name__}: {exc}\n{next_step(exc)}")
     changed = sum(entry.action != "unchanged" for entry in report.applied)
     success(
         f"raykube operator installed in namespace {report.namespace}: deployment/{DEPLOYMENT} is Available "
         f"({changed} of {len(report.applied)} objects created or changed)"
     )
+
+
+def next_step(exc: BaseException, *, namespace: str | None = None) -> str:
+    """The command to run next after an install step failed with ``exc`` (a line to append to the error)."""
+    from raykube.kube.errors import ApiError  # noqa: PLC0415
+    from raykube.waiting import WaitTimeout  # noqa: PLC0415
+
+    if isinstance(exc, ApiError) and exc.code in (401, 403):
+        return (
+            "Next: CRDs and ClusterRoles are cluster-scoped, so install as a cluster admin; "
+            "`kubectl auth can-i create customresourcedefinitions` says whether you may."
+        )
+    if isinstance(exc, WaitTimeout) and namespace:
+        pods = f"kubectl -n {namespace} describe pods -l {OPERATOR_POD_LABEL}"
+        return (
+            f"Next: `{pods}` (scheduling, image, probes), `kubectl -n {namespace} logs deploy/{DEPLOYMENT}`, "
+            f"or `raykube doctor` on a RayCluster for the whole chain."
+        )
+    if isinstance(exc, WaitTimeout):
+        return "Next: `kubectl get crd -o wide` and `kubectl describe crd <name>` show their conditions."
+    if isinstance(exc, OSError) or "connect" in type(exc).__name__.lower():
+        return (
+            "Next: `kubectl cluster-info` checks that the API server answers (the local sandbox: "
+            "`raykube sandbox status`, then `raykube sandbox up`)."
+        )
+    if "config" in type(exc).__name__.lower() or "kubeconfig" in str(exc).lower():
+        return (
+            'Next: point --kubeconfig or $KUBECONFIG at a cluster (the local sandbox: eval "$(raykube sandbox env)").'
+        )
+    return "Next: `kubectl cluster-info` and `kubectl auth can-i '*' '*'` show what the kubeconfig reaches."
 
 
 def _print_step(step: Applied | str) -> None:

@@ -40,7 +40,7 @@ def ensure_built() -> None:
     if not missing_artifacts():
         progress(f"sandbox binaries are built (cache: {versions.cache_root() / 'bin'}); nothing to do")
         return
-    progress("building the local control plane from the Go module proxy (about 15 minutes the first time)")
+    progress("building the local control plane from the Go module proxy (the first time only; progress every 30 s)")
     from raykube.sandbox.build import build_all  # noqa: PLC0415
 
     try:

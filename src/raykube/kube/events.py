@@ -18,6 +18,9 @@ Either way:
 * A spam filter per object and reason (a token bucket of 25, refilled one every 5 minutes, as client-go's) drops
   floods, so a crash-looping Pod or cluster cannot fill etcd with events.
 * Failures to write an event are logged and dropped: events are best effort in Kubernetes, never a reason to fail.
+* With ``log_events`` (the operator's recorders) each event is also a log line at info, the note as the message:
+  what the operator did to which object reads from ``kubectl logs deploy/kuberay-operator`` too, with the
+  reconcile's keys (``RayCluster``, ``namespace``, ``reconcileID``) that :mod:`raykube.runtime.logs` adds.
 """
 
 from __future__ import annotations
@@ -77,10 +80,18 @@ class EventRecorder:
     """Records events for one reporter: a controller (``raycluster-controller``) or a component (``kubelet``)."""
 
     def __init__(
-        self, kube: Kube, controller: str, instance: str | None = None, *, api: EventsApi = EVENTS_API
+        self,
+        kube: Kube,
+        controller: str,
+        instance: str | None = None,
+        *,
+        api: EventsApi = EVENTS_API,
+        log_events: bool = False,
     ) -> None:
         self.kube = kube
         self.controller = controller
+        self.log_events = log_events
+        self._log = logging.getLogger(f"raykube.{controller}")  # e.g. raykube.raycluster-controller
         self.instance = (instance or f"{controller}-{socket.gethostname()}")[:128]
         self.api = api
         self._queue: asyncio.Queue[_Pending] = asyncio.Queue(QUEUE_LIMIT)
@@ -102,6 +113,10 @@ class EventRecorder:
         field_path: str = "",
     ) -> None:
         """Queue an event about ``regarding`` (``field_path``: the part of it, e.g. ``spec.containers{ray-head}``)."""
+        if self.log_events:
+            about = f"{regarding.get('kind', '')} {objects.namespace(regarding)}/{objects.name(regarding)}"
+            extra = {"event": {"type": type_, "reason": reason, "object": about.strip(), "reporter": self.controller}}
+            (self._log.warning if type_ == WARNING else self._log.info)(note, extra=extra)
         if not self._allow(objects.uid(regarding), reason):
             self.dropped += 1
             return

@@ -157,7 +157,7 @@ class Manager:
         for reg in regs:
             # core/v1 Events, as KubeRay's (controller-runtime's GetEventRecorderFor: client-go's record package, with
             # source.component and reportingComponent the recorder's name); its own rate limiter, as client-go's.
-            recorder = EventRecorder(kube.sibling(), reg.recorder, api=CORE_EVENTS_API)
+            recorder = EventRecorder(kube.sibling(), reg.recorder, api=CORE_EVENTS_API, log_events=True)
             deps = Deps(
                 kube,
                 self.cache,

@@ -39,6 +39,7 @@ from raykube.sandbox.versions import Artifact
 Report = Callable[[str], None]
 
 _COMPLETE = ".complete"
+TICK_SECONDS = 30.0  # how often a running build says where it is
 # Build tags of upstream release builds (hack/lib/golang.sh): no test hooks, no gRPC tracing, SELinux support.
 _KUBE_BUILD_TAGS = "selinux,notest,grpcnotrace"
 _KUBE_TARGETS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
@@ -200,7 +201,7 @@ def require_built(artifacts: Sequence[Artifact], root: Path | None = None) -> No
         names = ", ".join(f"{a.name} v{a.version}" for a in missing)
         raise NotBuiltError(
             f"the sandbox binaries are not built yet ({names} missing under {versions.cache_root()}/bin)",
-            hint="run `raykube sandbox build` (about 15 minutes the first time)",
+            hint="run `raykube sandbox build` (16 minutes on 2 cores the first time, with empty Go caches)",
         )
 
 
@@ -208,15 +209,23 @@ def require_built(artifacts: Sequence[Artifact], root: Path | None = None) -> No
 class GoRunner:
     """Runs go commands for one artifact, logging each command and its output to that artifact's build log."""
 
-    def __init__(self, go: GoToolchain, log_path: Path, extra_env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        go: GoToolchain,
+        log_path: Path,
+        extra_env: dict[str, str] | None = None,
+        on_step: Callable[[str], None] | None = None,
+    ) -> None:
         self.go = go
         self.log_path = log_path
         self.env = {**os.environ, "CGO_ENABLED": "0", **(extra_env or {})}
+        self.on_step = on_step or (lambda _: None)
         log_path.parent.mkdir(parents=True, exist_ok=True)
         log_path.write_text("")
 
     def run(self, *args: str, cwd: Path, env: dict[str, str] | None = None) -> str:
         """Run ``go ARGS`` in ``cwd``; return stdout; raise BuildError with the log's tail on failure."""
+        self.on_step(step_name(args))
         argv = [self.go.path, *args]
         with self.log_path.open("a") as log:
             log.write(f"\n$ (cd {cwd} && {' '.join(argv)})\n")
@@ -238,6 +247,75 @@ class GoRunner:
                 hint=f"full log: {self.log_path}",
             )
         return proc.stdout
+
+
+def step_name(args: Sequence[str]) -> str:
+    """What a go command does, for progress: ``go build`` of what (the last path element of each package)."""
+    verb = args[0] if args else ""
+    if verb == "mod" and len(args) > 1:
+        return {"download": "downloading modules", "tidy": "resolving dependencies (go mod tidy)"}.get(
+            args[1], f"go mod {args[1]}"
+        )
+    packages = [a for a in args[1:] if "." in a.split("/")[0] and "/" in a]  # module paths start with a domain
+    targets = [a.rsplit("/", 1)[-1].partition("@")[0] for a in packages]
+    if verb in ("build", "install"):
+        return f"compiling {', '.join(targets)}" if targets else "compiling"
+    if verb == "get":
+        return "downloading modules"
+    return f"go {verb}"
+
+
+def expected_seconds(artifact: Artifact, root: Path | None = None) -> tuple[float, str]:
+    """About how long building ``artifact`` takes here: the last build of it (any version) on this machine, from its
+    ``.complete`` marker, else the typical cold build; with where the figure comes from."""
+    cache = root or versions.cache_root()
+    seen: list[tuple[float, float]] = []
+    for marker in (cache / "bin").glob(f"{artifact.name}-v*/{_COMPLETE}"):
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+            seen.append((marker.stat().st_mtime, float(json.loads(marker.read_text())["seconds"])))
+    if seen:
+        return max(seen)[1], "the last build here"
+    return artifact.typical_seconds, "a typical build on 2 cores; longer while the Go modules download"
+
+
+def human_seconds(seconds: float) -> str:
+    seconds = max(0, round(seconds))
+    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
+
+
+class Ticker:
+    """While an artifact builds, says every ``interval`` seconds what it is doing and about how long is left."""
+
+    def __init__(self, artifact: Artifact, report: Report, expected: float, *, interval: float = TICK_SECONDS) -> None:
+        self.artifact = artifact
+        self.report = report
+        self.expected = expected
+        self.interval = interval
+        self.step = "starting"
+        self.started = time.monotonic()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"build-ticker-{artifact.name}", daemon=True)
+
+    def set_step(self, step: str) -> None:
+        self.step = step
+
+    def line(self, now: float | None = None) -> str:
+        elapsed = (now if now is not None else time.monotonic()) - self.started
+        left = self.expected - elapsed
+        when = f"about {human_seconds(left)} left" if left >= 1 else "taking longer than the last time"
+        return f"{self.artifact.name} v{self.artifact.version}: {self.step} ({human_seconds(elapsed)} so far, {when})"
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.report(self.line())
+
+    def __enter__(self) -> Ticker:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
 
 
 def tail(path: Path, lines: int) -> str:
@@ -345,9 +423,11 @@ def build_artifact(
     partial.mkdir(parents=True)
     work.mkdir(parents=True, exist_ok=True)
     log = cache / "logs" / f"build-{artifact.dirname}.log"
-    report(f"building {artifact.name} v{artifact.version} (log: {log})")
+    expected, basis = expected_seconds(artifact, root)
+    report(f"building {artifact.name} v{artifact.version}: about {human_seconds(expected)} ({basis}; log: {log})")
     started = time.monotonic()
-    (recipe or _RECIPES[artifact.name])(GoRunner(go, log), work, partial)
+    with Ticker(artifact, report, expected) as ticker:
+        (recipe or _RECIPES[artifact.name])(GoRunner(go, log, on_step=ticker.set_step), work, partial)
     for name in artifact.files:
         if not (partial / name).is_file():
             raise BuildError(f"the {artifact.name} build did not produce {name}", hint=f"see {log}")
@@ -403,7 +483,13 @@ def _build_missing(report: Report, root: Path | None) -> list[BuildResult]:
     if not todo:
         return [BuildResult(a, built=False, seconds=0.0) for a in versions.ARTIFACTS]
     go = find_go()
-    report(f"using {go.path} ({go.version_string}); building {', '.join(a.name for a in todo)}")
+    big = [a for a in todo if a is versions.KUBERNETES]
+    small = [a for a in todo if a is not versions.KUBERNETES]
+    total = max(sum(expected_seconds(a, root)[0] for a in lane) for lane in (big, small) if lane)
+    report(
+        f"using {go.path} ({go.version_string}); building {', '.join(a.name for a in todo)} in two lanes, "
+        f"about {human_seconds(total)} in all"
+    )
     lock = threading.Lock()
 
     def locked_report(message: str) -> None:
@@ -413,8 +499,6 @@ def _build_missing(report: Report, root: Path | None) -> list[BuildResult]:
     def lane(artifacts: Sequence[Artifact]) -> list[BuildResult]:
         return [build_artifact(a, go, locked_report, root) for a in artifacts]
 
-    big = [a for a in todo if a is versions.KUBERNETES]
-    small = [a for a in todo if a is not versions.KUBERNETES]
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="sandbox-build") as pool:
         futures = [pool.submit(lane, group) for group in (big, small) if group]
         results = [r for f in futures for r in f.result()]

@@ -36,6 +36,10 @@ class Artifact:
     version: str
     files: tuple[str, ...]
     recipe: int = RECIPE_REVISION  # the optional artifacts below count their own recipe revisions
+    # What a build took on a 2-core machine with the Go modules already downloaded (the `seconds` of its .complete
+    # marker, 2026-12-04, both lanes running): the progress lines' "about N left" until this machine has built the
+    # artifact once itself (then its own time). Empty Go caches add the downloads (README: 16 minutes in all).
+    typical_seconds: float = 120.0
 
     @property
     def dirname(self) -> str:
@@ -46,8 +50,9 @@ KUBERNETES = Artifact(
     "kubernetes",
     KUBERNETES_VERSION,
     ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl"),
+    typical_seconds=426.0,
 )
-ETCD = Artifact("etcd", ETCD_VERSION, ("etcd",))
+ETCD = Artifact("etcd", ETCD_VERSION, ("etcd",), typical_seconds=77.0)
 KWOK = Artifact(
     "kwok",
     KWOK_VERSION,
@@ -58,8 +63,9 @@ KWOK = Artifact(
         "stages/pod-ready.yaml",
         "stages/pod-delete.yaml",
     ),
+    typical_seconds=110.0,
 )
-HELM = Artifact("helm", HELM_VERSION, ("helm",))
+HELM = Artifact("helm", HELM_VERSION, ("helm",), typical_seconds=191.0)
 
 ARTIFACTS = (KUBERNETES, ETCD, KWOK, HELM)
 
@@ -83,8 +89,11 @@ KUBERAY_E2E = Artifact(
     KUBERAY_VERSION,
     (*(f"{package}.test" for package in KUBERAY_E2E_PACKAGES), "module.json"),
     recipe=CONFORMANCE_RECIPE_REVISION,
+    typical_seconds=360.0,  # the Makefile's "6 minutes" for make conformance's first build
 )
-KUBERAY_OPERATOR = Artifact("kuberay-operator", KUBERAY_VERSION, ("ray-operator",), recipe=CONFORMANCE_RECIPE_REVISION)
+KUBERAY_OPERATOR = Artifact(
+    "kuberay-operator", KUBERAY_VERSION, ("ray-operator",), recipe=CONFORMANCE_RECIPE_REVISION, typical_seconds=71.0
+)
 OPTIONAL_ARTIFACTS = (KUBERAY_E2E, KUBERAY_OPERATOR)
 
 

@@ -11,12 +11,19 @@ stands in for the image's ``/home/ray/anaconda3``: its ``bin`` leads ``PATH``, `
 working directory too, as in the image. When the exact version cannot be installed for this Python the nearest
 available one is used and the Pod's events say so.
 
+raykube's own operator image (``ghcr.io/raykube/raykube-operator:<raykube version>``, what the Helm chart deploys;
+built by the repository's ``Containerfile``) maps to the project's environment: the venv the sandbox itself runs from,
+at raykube's installed version. Its Pod runs ``raykube operator`` for real, with the image's environment (``HOME``
+``/home/nonroot``, unbuffered Python) and its ServiceAccount token at the usual path, so the operator finds its
+in-cluster config as in any cluster. Only the installed version exists: another tag is not found.
+
 An image the runtime cannot map is **not found**, as a registry answers for a missing image, so the kubelet's pull
 rules apply to it (``ErrImagePull``, then ``ImagePullBackOff`` between retries; ``ErrImageNeverPull`` under
 ``imagePullPolicy: Never``). Not found are:
 
-* any image other than ``rayproject/ray``, ``rayproject/ray-ml`` and ``rayproject/ray-llm`` (``busybox:1.36``,
-  ``example.invalid/nothing:1``): nothing else is run under another image's name;
+* any image other than ``rayproject/ray``, ``rayproject/ray-ml``, ``rayproject/ray-llm`` and raykube's operator
+  (``busybox:1.36``, ``example.invalid/nothing:1``): nothing else is run under another image's name;
+* an operator image tag other than the raykube version installed here (``latest`` means that one);
 * a tag of those that names no Ray version (``rayproject/ray:does-not-exist``; the version is ``X.Y.Z``, ``latest``
   or ``nightly``, optionally followed by ``-py3XX``, ``-cpu``, ``-gpu``, ``-cuXXX`` variants);
 * a version newer than every release the package index offers for this Python (``rayproject/ray:9.9.9``): there is
@@ -47,6 +54,12 @@ _RAY_IMAGE = re.compile(
     r"(?:library/)?rayproject/(?P<repo>ray|ray-ml|ray-llm)"
     r"(?::(?P<tag>[A-Za-z0-9_.-]+))?(?:@sha256:[0-9a-f]{64})?$"
 )
+# The operator image of raykube's Helm chart (helm/raykube-operator values.yaml image.repository; the Containerfile).
+OPERATOR_REPOSITORY = "ghcr.io/raykube/raykube-operator"
+_OPERATOR_IMAGE = re.compile(
+    rf"^{re.escape(OPERATOR_REPOSITORY)}(?::(?P<tag>[A-Za-z0-9_.-]+))?(?:@sha256:[0-9a-f]{{64}})?$"
+)
+OPERATOR_HOME = "/home/nonroot"  # the Containerfile's HOME and WORKDIR
 _TAG = re.compile(r"^(?P<version>\d+\.\d+\.\d+|latest|nightly)(?:-(?P<rest>[A-Za-z0-9_.-]+))?$")
 _PYTHON_TAG = re.compile(r"^py3(\d{1,2})$")
 PULL_ALWAYS = "Always"
@@ -85,14 +98,41 @@ class RayImage:
     note: str = ""  # what differs from the real image, for an event
 
 
-def parse(reference: str) -> RayImage:
-    """The Ray image ``reference`` names, or ImageNotFound saying why it is not one and what the runtime can run."""
+@dataclass(frozen=True)
+class OperatorImage:
+    """raykube's operator image, run from the project's environment."""
+
+    reference: str
+    version: str  # raykube's installed version (what ``latest`` means)
+    note: str = ""
+
+
+def installed_raykube_version() -> str:
+    from raykube import __version__  # noqa: PLC0415 - the package's own version, read where it is needed
+
+    return __version__
+
+
+def parse(reference: str) -> RayImage | OperatorImage:
+    """The image ``reference`` names, or ImageNotFound saying why the runtime cannot run it and what it can run."""
+    if operator := _OPERATOR_IMAGE.match(reference.strip()):
+        installed = installed_raykube_version()
+        tag = operator["tag"] or "latest"
+        if tag == "latest":
+            return OperatorImage(reference, installed, f'"latest" means raykube {installed} here')
+        if tag.removeprefix("v") != installed:
+            raise ImageNotFound(
+                f'"{reference}" not found: the process runtime runs raykube\'s operator image only at the version '
+                f"installed here, {OPERATOR_REPOSITORY}:{installed} (from the project's environment)"
+            )
+        return OperatorImage(reference, installed)
     match = _RAY_IMAGE.match(reference.strip())
     if not match:
         raise ImageNotFound(
             f'"{reference}" not found: the sandbox\'s process runtime pulls no images; it runs rayproject/ray:<X.Y.Z> '
             "(and its -py3XX, -cpu and -gpu variants, and rayproject/ray-ml and ray-llm) from a local venv with "
-            f"ray[{RAY_EXTRAS}] of that version"
+            f"ray[{RAY_EXTRAS}] of that version, and raykube's operator image {OPERATOR_REPOSITORY}:"
+            f"{installed_raykube_version()} from the project's environment"
         )
     tag = match["tag"] or "latest"
     tag_match = _TAG.match(tag)
@@ -237,23 +277,55 @@ def parse_available_versions(pip_output: str) -> list[str]:
 class Runnable:
     """What a container of a mapped image runs with."""
 
-    image: RayImage
+    image: RayImage | OperatorImage
     venv: Path
-    ray_version: str  # what is installed (may differ from image.version: the nearest available)
+    # What is installed: Ray's version in a Ray venv (may differ from image.version: the nearest available);
+    # raykube's in the project's environment.
+    version: str
     env: dict[str, str] = field(default_factory=dict)
     working_dir: str = "/home/ray"
     entrypoint: tuple[str, ...] = ()
     cmd: tuple[str, ...] = ("bash",)
+    more_paths: tuple[str, ...] = ()  # the project's sources, when it is installed editable
 
     @property
     def host_paths(self) -> list[str]:
-        """Host directories the container must see at their own paths: the venv and the Python it is built on."""
+        """Host directories the container must see at their own paths: the venv, the Python it is built on, and
+        for the project's environment the sources an editable install points at."""
         base = Path(os.path.realpath(self.venv / "bin" / "python")).parent.parent
-        return [str(self.venv), str(base)]
+        return [str(self.venv), str(base), *self.more_paths]
+
+    @property
+    def description(self) -> str:
+        """What the image runs as, for the ``Pulled`` event."""
+        if isinstance(self.image, OperatorImage):
+            return f"raykube {self.version} from the project's environment {self.venv}"
+        return f"venv {self.venv} with {requirement(self.version)}"
 
     @property
     def bin_dir(self) -> Path:
         return self.venv / "bin"
+
+
+def project_runnable(image: OperatorImage) -> Runnable:
+    """raykube's operator image as the project's environment: the venv this process runs from (the sandbox's
+    kubelet runs with the raykube CLI's Python), its sources when installed editable, and the image's ENV, HOME,
+    WORKDIR and ENTRYPOINT (Containerfile)."""
+    import raykube  # noqa: PLC0415 - where the package's files are
+
+    venv = Path(sys.prefix)
+    package = Path(raykube.__file__).resolve().parent
+    sources = () if package.is_relative_to(venv.resolve()) else (str(package.parent),)
+    env = {
+        "PATH": f"{venv / 'bin'}:{IMAGE_PATH}",
+        "HOME": OPERATOR_HOME,
+        "LANG": "C.UTF-8",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONUNBUFFERED": "1",
+    }
+    return Runnable(
+        image, venv, image.version, env, OPERATOR_HOME, entrypoint=("raykube", "operator"), cmd=(), more_paths=sources
+    )
 
 
 def requirement(version: str) -> str:
@@ -304,8 +376,11 @@ class ImageStore:
             return None
         return venv if complete and (venv / "bin" / "ray").exists() else None
 
-    def present(self, image: RayImage) -> bool:
-        """Whether ``image`` runs without a pull: its venv (or the nearest version's, once mapped) is installed."""
+    def present(self, image: RayImage | OperatorImage) -> bool:
+        """Whether ``image`` runs without a pull: its venv (or the nearest version's, once mapped) is installed; the
+        project's environment always is."""
+        if isinstance(image, OperatorImage):
+            return True
         version = self._nearest.get(image.version, image.version)
         return self.installed(version) is not None
 
@@ -318,10 +393,12 @@ class ImageStore:
         }
         return Runnable(image, venv, version, env)
 
-    async def ensure(self, image: RayImage, report: Report) -> Runnable:
+    async def ensure(self, image: RayImage | OperatorImage, report: Report) -> Runnable:
         """The venv for ``image``, installing it (or the nearest installable version) the first time.
 
         ImageNotFound when the version is no release at all; InstallFailed when the venv could not be made."""
+        if isinstance(image, OperatorImage):
+            return project_runnable(image)
         for version in (image.version, self._nearest.get(image.version)):
             if version and (venv := self.installed(version)):
                 return self.runnable(image, venv, version)

@@ -637,12 +637,12 @@ class PodWorker:
         the waiting reason and message when there is no image to run."""
         reference = str(c.spec.get("image") or "")
         store = self.host.image_store
-        parsed: images.RayImage | images.ImageNotFound
+        parsed: images.RayImage | images.OperatorImage | images.ImageNotFound
         try:
             parsed = images.parse(reference)
         except images.ImageNotFound as exc:
             parsed = exc
-        image = parsed if isinstance(parsed, images.RayImage) else None
+        image = None if isinstance(parsed, images.ImageNotFound) else parsed
         present = image is not None and store.present(image)
         policy = images.pull_policy(c.spec)
         if not images.should_pull(policy, present):
@@ -686,15 +686,17 @@ class PodWorker:
         if runnable.image.note:
             extra.append(runnable.image.note)
         suffix = f"; {'; '.join(extra)}" if extra else ""
-        return f"venv {runnable.venv} with {images.requirement(runnable.ray_version)}{suffix}"
+        return f"{runnable.description}{suffix}"
 
-    def _pulled(self, c: Container, image: images.RayImage, runnable: images.Runnable, message: str) -> images.Runnable:
+    def _pulled(
+        self, c: Container, image: images.RayImage | images.OperatorImage, runnable: images.Runnable, message: str
+    ) -> images.Runnable:
         self.host.new_venv(runnable.venv)
         self._event("Normal", "Pulled", message, c)
-        if runnable.ray_version != image.version:
+        if runnable.version != image.version:
             self._warn_once(
                 "ImageVersionMapped",
-                f'"{image.reference}" runs Ray {runnable.ray_version}, the nearest version installable for Python '
+                f'"{image.reference}" runs Ray {runnable.version}, the nearest version installable for Python '
                 f"{images.python_version()} (Ray {image.version} is not)",
                 c,
             )
