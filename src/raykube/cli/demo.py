@@ -618,6 +618,17 @@ async def play(stage: Stage, *, keep: bool, name: str) -> None:
 PROCESS_NODES = NodePool(count=3, cpu="2", memory="3584Mi")
 
 
+def too_small(nodes: NodePool) -> bool:
+    """Whether a running sandbox's process nodes are fewer or smaller than the demo's (an older demo's sandbox)."""
+    from raykube.builders.quantity import parse_quantity  # noqa: PLC0415
+
+    return (
+        nodes.count < PROCESS_NODES.count
+        or parse_quantity(nodes.cpu).value < parse_quantity(PROCESS_NODES.cpu).value
+        or parse_quantity(nodes.memory).value < parse_quantity(PROCESS_NODES.memory).value
+    )
+
+
 def choose_runtime(wanted: str) -> str:
     """``process`` or ``kwok`` for ``--runtime`` (``auto``: process nodes if this machine can run them, else kwok,
     saying why)."""
@@ -661,6 +672,14 @@ def demo(
     result = bring_up(config)
     sandbox = Sandbox.named(name)
     process = result.config.runtime == "process"
+    down = "make demo-down" if name == "default" else f"uv run raykube sandbox down --name {name}"
+    if process and too_small(result.config.nodes):
+        fail(
+            f"sandbox {name!r} was started with process nodes of {result.config.nodes.count} x "
+            f"{result.config.nodes.cpu} CPU / {result.config.nodes.memory}; the demo needs {PROCESS_NODES.count} x "
+            f"{PROCESS_NODES.cpu} CPU / {PROCESS_NODES.memory} (the chapter's cluster, the operator's Pod and a "
+            f"RayService upgrade)\nNext: `{down}`, then run the demo again"
+        )
     if process:
         err.print("[dim]process nodes: the Pods run real Ray processes (images map to a local Ray venv)[/dim]")
 
@@ -674,6 +693,12 @@ def demo(
     try:
         asyncio.run(run())
     except (DemoFailed, SandboxError, WaitTimeout) as exc:
-        fail(f"the demo stopped: {exc}")
+        env = "uv run raykube sandbox env" + ("" if name == "default" else f" --name {name}")
+        fail(
+            f"the demo stopped: {exc}\n"
+            f'Next: eval "$({env})", then `uv run raykube doctor raycluster/{CLUSTER} -n {NAMESPACE}` (or '
+            f"rayjob/{RAYJOB}, rayservice/{RAYSERVICE}) and `kubectl -n {NAMESPACE} get events`; `{down}` removes "
+            "everything"
+        )
     out.print()
     out.print("[bold green]The demo finished: every check above held.[/bold green]")
