@@ -149,3 +149,19 @@ def helm(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]
         "HELM_DATA_HOME": str(home / "data"),
     }
     return binary, env
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A failed test on process nodes reports what the sandbox looked like at that moment (before its namespace is
+    deleted): Pods and nodes, the namespace's events, and doctor on its Ray objects; a stall then names its cause."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    funcargs = getattr(item, "funcargs", {})
+    proc, namespace = funcargs.get("proc"), funcargs.get("ns")
+    if report.when != "call" or not report.failed or not isinstance(proc, ProcessSandbox) or not namespace:
+        return
+    try:
+        report.sections.append(("the process sandbox at the failure", proc.at_failure(str(namespace))))
+    except Exception as exc:
+        report.sections.append(("the process sandbox at the failure", f"(could not collect it: {exc!r})"))

@@ -1100,3 +1100,21 @@ def test_a_cluster_that_is_starting_is_progress_until_the_grace_runs_out() -> No
 
     _pending(world, world.pods("worker"), "0/3 nodes are available: 3 Insufficient memory.")
     assert root(world.diagnose(), "B02").severity == "error"
+
+
+def test_a_young_cluster_the_operator_already_acts_on_is_not_unreconciled() -> None:
+    """A RayCluster seconds old whose Pods the operator created but whose first status is not written yet: no A12
+    (before, it was a second root cause beside the real one, B02 say); without any sign of the operator it is."""
+    world = World()
+    world.add_operator()
+    world.allow_operator()
+    cluster = world.objects["rayclusters"][0]
+    cluster.pop("status")
+    cluster["metadata"]["creationTimestamp"] = "2026-01-01T11:59:58Z"  # 2 s before NOW
+    world.event(cluster, "CreatedHeadPod", "Created head Pod", component=c.RAYCLUSTER_CONTROLLER_NAME)
+    assert "A12" not in {f.rule for f in world.diagnose().findings}
+
+    world.objects["events"] = []
+    world.objects["pods"] = [p for p in world.objects["pods"] if "ray.io/cluster" not in p["metadata"]["labels"]]
+    [a12] = [f for f in world.diagnose().findings if f.rule == "A12"]
+    assert a12.severity == "info" and "created 2s ago" in a12.title

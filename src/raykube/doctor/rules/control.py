@@ -442,6 +442,8 @@ def check_reconciled(snap: Snapshot) -> Iterator[Finding]:
         age = view.age_seconds
         young = age is not None and age < RECONCILE_GRACE_SECONDS
         observed = view.observed_generation
+        if young and observed is None and view.operator_active:
+            continue  # its first pass is under way (its events or Pods are there); the status comes at its end
         evidence = [
             field_evidence(view.ref, "metadata.generation", view.generation, "cr.status"),
             field_evidence(
