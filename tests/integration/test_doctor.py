@@ -607,7 +607,7 @@ async def test_without_an_operator_the_missing_pods_hang_under_operator_missing(
     await create_seed_dependencies(kube, namespace)
     await runtime_kube.create(RAYCLUSTERS, seed_cluster(), namespace)
 
-    def settled(report: Report) -> bool:  # a RayCluster gets a grace period before "not reconciled" is an error
+    def settled(report: Report) -> bool:  # with --starting-grace 0 (run_doctor), no operator is an error at once
         chained = has_root("A01", with_consequences={"A12", "X02", "X03", "F05", "X01"})(report)
         return chained and root_named(report, "A01").severity == "error"
 

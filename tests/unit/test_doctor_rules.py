@@ -1118,3 +1118,15 @@ def test_a_young_cluster_the_operator_already_acts_on_is_not_unreconciled() -> N
     world.objects["pods"] = [p for p in world.objects["pods"] if "ray.io/cluster" not in p["metadata"]["labels"]]
     [a12] = [f for f in world.diagnose().findings if f.rule == "A12"]
     assert a12.severity == "info" and "created 2s ago" in a12.title
+
+
+def test_no_operator_for_a_young_cluster_is_a_warning_unless_the_run_allows_no_grace() -> None:
+    world = World()
+    _unreconciled(world)
+    world.objects["deployments"] = []
+    world.objects["pods"] = []
+    world.objects["rayclusters"][0]["metadata"]["creationTimestamp"] = "2026-01-01T11:59:55Z"  # 5 s before NOW
+    [waiting] = [f for f in world.diagnose().findings if f.rule == "A01"]
+    assert waiting.severity == "warning" and "created 5s ago" in waiting.title
+    [now] = [f for f in world.diagnose(starting_grace=0).findings if f.rule == "A01"]
+    assert now.severity == "error" and now.confidence == "confirmed"

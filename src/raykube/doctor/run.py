@@ -21,6 +21,7 @@ from raykube.doctor.gather import Scope, gather
 from raykube.doctor.inside import ExecMode, look_inside
 from raykube.doctor.model import Finding, NotChecked, ObjectRef, Report, RuleFailure, Severity
 from raykube.doctor.rules import CHECKERS
+from raykube.doctor.rules.control import STARTING_GRACE_KEY
 from raykube.doctor.snapshot import Snapshot
 from raykube.kube.client import Kube
 
@@ -64,6 +65,7 @@ def _wanted(finding: Finding, options: Options) -> bool:
 def diagnose(snap: Snapshot, options: Options | None = None) -> Report:
     """Run every rule over ``snap`` and correlate the findings. A rule that raises is reported, not fatal."""
     options = options or Options()
+    snap.extra[STARTING_GRACE_KEY] = options.starting_grace  # what rules with a grace of their own shorten it to
     findings: list[Finding] = []
     failures: list[RuleFailure] = []
     for registered in CHECKERS:

@@ -97,6 +97,8 @@ SUSPENDED = rule(
 
 # A fresh RayCluster gets this long before "not reconciled" is an error rather than a note.
 RECONCILE_GRACE_SECONDS = 30
+# Snapshot.extra key: the run's --starting-grace (raykube.doctor.run.diagnose puts it there).
+STARTING_GRACE_KEY = "starting_grace"
 # A RayCluster terminating longer than this is stuck.
 DELETE_GRACE_SECONDS = 300
 
@@ -269,7 +271,10 @@ def check_operator(snap: Snapshot) -> Iterator[Finding]:
         reconciled = view.operator_active
         effects = {t.reconcile(view.key)}
         age = view.age_seconds
-        young = age is not None and age < RECONCILE_GRACE_SECONDS
+        # No operator at all is a fact whatever the cluster's age; the grace only allows for an install under way,
+        # and --starting-grace shorter than it (0: judge now) shortens it.
+        grace = min(RECONCILE_GRACE_SECONDS, float(snap.extra.get(STARTING_GRACE_KEY, RECONCILE_GRACE_SECONDS)))
+        young = age is not None and age < grace
         if not every:
             if reconciled:
                 yield finding(
