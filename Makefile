@@ -21,9 +21,9 @@ UVRUN := $(UV) run --no-sync
 # make bench: RayClusters in the side-by-side scale run (floor, raykube, KubeRay v1.6.1), and how many rounds.
 BENCH_CLUSTERS ?= 1000
 BENCH_ROUNDS ?= 2
-# make test: pytest-xdist workers. 1 (default): one process. 2: the process-node tests on one worker, the rest on the
-# other (tests/conftest.py); 14 min instead of 19 on 2 cores, but timing-sensitive tests flaked beside each other.
-TEST_WORKERS ?= 1
+# make test: pytest-xdist workers. 2 (default): the process-node tests on one worker, the rest on the other
+# (tests/conftest.py); a clean-clone .ci/run took 15 min this way and 19 in one process (TEST_WORKERS=1) on 2 cores.
+TEST_WORKERS ?= 2
 # make conformance: which suites (comma-separated, `raykube conformance --list`) and an optional -test.run regex.
 SUITE ?= raycluster
 RUN ?=
