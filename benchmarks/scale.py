@@ -666,7 +666,10 @@ async def a_sandbox(contender: Contender, settings: Settings, root: Path) -> Asy
     audit = ("--audit-log-maxsize=100000", f"--audit-policy-file={policy}", f"--audit-log-path={root / 'audit.log'}")
     sandbox = Sandbox.named("bench", root / "sandbox")
     pool = NodePool(count=settings.nodes, cpu="256", memory="1Ti", pods=1000)
-    config = SandboxConfig(name="bench", ports=Ports.free(), nodes=pool, extra_args={"kube-apiserver": audit})
+    config = SandboxConfig(
+        name="bench", ports=Ports.free(), nodes=pool, extra_args={"kube-apiserver": audit},
+        client_qps=settings.qps, client_burst=settings.burst,  # "every client": kube-controller-manager, kube-scheduler
+    )  # fmt: skip
     result = await sandbox.up(config)
     try:
         admin = Kube.from_config(result.kubeconfig)

@@ -63,6 +63,23 @@ def test_scheduler_config_disables_leader_election() -> None:
     assert scheduler_config(LAYOUT)["leaderElection"] == {"leaderElect": False}
 
 
+def test_the_client_limits_of_the_control_plane_follow_the_config_and_survive_the_state_file() -> None:
+    assert (scheduler_config(LAYOUT)["clientConnection"]["qps"], "--kube-api-qps=100") == (
+        100.0,
+        next(a for a in argv("kube-controller-manager", CONFIG, LAYOUT, BINS) if a.startswith("--kube-api-qps")),
+    )
+    fast = SandboxConfig(name="t", ports=CONFIG.ports, client_qps=500, client_burst=1000)
+    connection = scheduler_config(LAYOUT, fast)["clientConnection"]
+    assert (connection["qps"], connection["burst"]) == (500, 1000)
+    manager = argv("kube-controller-manager", fast, LAYOUT, BINS)
+    assert "--kube-api-qps=500" in manager and "--kube-api-burst=1000" in manager
+    assert SandboxConfig.from_json(fast.to_json()) == fast
+    older = {k: v for k, v in fast.to_json().items() if k not in ("clientQPS", "clientBurst")}  # an older state file
+    assert SandboxConfig.from_json(older).client_qps == 100.0
+    with pytest.raises(ValueError, match="--client-qps"):
+        SandboxConfig(name="t", client_qps=0)
+
+
 @pytest.mark.parametrize(
     ("kwargs", "option"),
     [

@@ -118,6 +118,12 @@ def up(
             "raykube.io/kwok=true:NoSchedule so only Pods that tolerate it run there.",
         ),
     ] = 0,
+    client_qps: Annotated[
+        float, typer.Option(help="API client QPS of kube-controller-manager and kube-scheduler (kwok has no limit).")
+    ] = 100.0,
+    client_burst: Annotated[
+        int, typer.Option(help="API client burst of kube-controller-manager and kube-scheduler.")
+    ] = 200,
 ) -> None:
     """Start the control plane (building it first if needed) and print the kubeconfig path."""
     try:
@@ -128,6 +134,8 @@ def up(
             extra_args=parse_extra_args(extra_arg or []),
             runtime=runtime,
             kwok_nodes=kwok_nodes,
+            client_qps=client_qps,
+            client_burst=client_burst,
         )
     except ValueError as exc:
         fail(str(exc), code=2)

@@ -420,7 +420,7 @@ class Sandbox:
                 layout.component_kubeconfig(component),
                 pki.kubeconfig(authority, config.server, component, f"raykube-{config.name}"),
             )
-        layout.scheduler_config.write_text(yaml.safe_dump(scheduler_config(layout), sort_keys=False))
+        layout.scheduler_config.write_text(yaml.safe_dump(scheduler_config(layout, config), sort_keys=False))
         layout.kwok_config.write_text(kwok.kwok_config(bins))
 
     # ----------------------------------------------------------------------------------------------- health

@@ -79,10 +79,19 @@ class SandboxConfig:
     # With runtime "process": this many kwok nodes beside the process nodes, tainted KWOK_TAINT so that only Pods that
     # tolerate it land there (a Deployment whose image has no local equivalent, say); Ray Pods go to process nodes.
     kwok_nodes: int = 0
+    # The API client limits of kube-controller-manager and kube-scheduler (kwok's client has none): a benchmark at a
+    # higher rate gives every client the same limit (benchmarks/scale.py --qps/--burst).
+    client_qps: float = 100.0
+    client_burst: int = 200
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):
             raise ValueError(f"--name must be a lowercase DNS label of at most 40 characters, got {self.name!r}")
+        if not self.client_qps > 0 or self.client_burst < 1:
+            raise ValueError(
+                f"--client-qps must be above 0 and --client-burst at least 1, got {self.client_qps:g} and "
+                f"{self.client_burst}"
+            )
         for option, cidr in (("service CIDR", self.service_cidr), ("pod CIDR", self.pod_cidr)):
             network = ipaddress.ip_network(cidr)
             if network.is_loopback:
@@ -134,6 +143,8 @@ class SandboxConfig:
             "extraArgs": {k: list(v) for k, v in self.extra_args.items()},
             "runtime": self.runtime,
             "kwokNodes": self.kwok_nodes,
+            "clientQPS": self.client_qps,
+            "clientBurst": self.client_burst,
         }
 
     @classmethod
@@ -148,6 +159,8 @@ class SandboxConfig:
             extra_args={k: tuple(v) for k, v in data.get("extraArgs", {}).items()},
             runtime=data.get("runtime", "kwok"),
             kwok_nodes=int(data.get("kwokNodes", 0)),
+            client_qps=float(data.get("clientQPS", 100.0)),
+            client_burst=int(data.get("clientBurst", 200)),
         )
 
 
@@ -309,20 +322,21 @@ def controller_manager_argv(cfg: SandboxConfig, layout: Layout, bins: Binaries) 
         "--use-service-account-credentials=false",
         f"--service-cluster-ip-range={cfg.service_cidr}",
         "--node-monitor-grace-period=3m20s",
-        "--kube-api-qps=100",
-        "--kube-api-burst=200",
+        f"--kube-api-qps={cfg.client_qps:g}",
+        f"--kube-api-burst={cfg.client_burst}",
         "--v=1",
     ]
 
 
-def scheduler_config(layout: Layout) -> dict[str, Any]:
+def scheduler_config(layout: Layout, cfg: SandboxConfig | None = None) -> dict[str, Any]:
+    cfg = cfg or SandboxConfig()
     return {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
         "clientConnection": {
             "kubeconfig": str(layout.component_kubeconfig("kube-scheduler")),
-            "qps": 100,
-            "burst": 200,
+            "qps": cfg.client_qps,
+            "burst": cfg.client_burst,
         },
         "leaderElection": {"leaderElect": False},
     }
