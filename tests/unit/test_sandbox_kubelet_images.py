@@ -218,6 +218,8 @@ async def test_an_installed_venv_is_a_present_image(tmp_path: Path) -> None:
     runnable = await store.ensure(images.parse("rayproject/ray:2.52.0"), lambda _: None)  # no install: present
     assert (runnable.venv, runnable.version) == (venv, "2.52.0")
     assert runnable.env["PATH"].startswith(f"{venv / 'bin'}:")
+    # The dashboard's modules get longer than Ray's 30 s to start on a busy sandbox (a Pod's own env still wins).
+    assert runnable.env["RAY_DASHBOARD_SUBPROCESS_MODULE_WAIT_READY_TIMEOUT"] == "180"
 
 
 FAKE_UV = """#!/bin/sh

@@ -410,6 +410,9 @@ KUBERAY_CRD_VER_ENV: Final = "KUBERAY_CRD_VER"
 RAY_EXTERNAL_STORAGE_NAMESPACE_ENV: Final = "RAY_external_storage_namespace"
 RAY_GCS_RPC_SERVER_RECONNECT_TIMEOUT_ENV: Final = "RAY_gcs_rpc_server_reconnect_timeout_s"
 RAY_AUTH_MODE_ENV: Final = "RAY_AUTH_MODE"
+# Ray's dashboard (ray/dashboard/consts.py, Ray 2.52): how long the head's dashboard waits for each of its module
+# subprocesses (default 30 s); a dashboard that misses it exits, and the head's probes fail until it is restarted.
+RAY_DASHBOARD_MODULE_READY_TIMEOUT_ENV: Final = "RAY_DASHBOARD_SUBPROCESS_MODULE_WAIT_READY_TIMEOUT"
 RAY_AUTH_TOKEN_ENV: Final = "RAY_AUTH_TOKEN"  # noqa: S105 - a name, not a secret
 RAY_START_ULIMIT_ENV: Final = "RAY_START_ULIMIT_OPEN_FILES"
 # KubeRay common/pod.go: prefix of every generated container command (args[0]).

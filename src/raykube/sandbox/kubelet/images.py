@@ -8,7 +8,10 @@ A venv is built in ``<name>.partial`` under a file lock and renamed when complet
 ``VENV_RECIPE`` is in the name, so a change of recipe (``ray[default]`` → ``ray[default,serve]`` was r2) builds a new
 venv beside the old one, which running Pods of an older runtime may still use (delete old ones by hand). The venv
 stands in for the image's ``/home/ray/anaconda3``: its ``bin`` leads ``PATH``, ``HOME`` is ``/home/ray`` and the
-working directory too, as in the image. When the exact version cannot be installed for this Python the nearest
+working directory too, as in the image. One variable is the sandbox's own: Ray's dashboard gets 180 s instead of 30 s
+to start its module subprocesses (``RAY_DASHBOARD_SUBPROCESS_MODULE_WAIT_READY_TIMEOUT``), because on a couple of
+cores shared by several Ray Pods a module can take longer, and a dashboard that misses it exits for good (the head's
+probes then fail until the liveness probe restarts it, 10 minutes later); a Pod that sets it keeps its value. When the exact version cannot be installed for this Python the nearest
 available one is used and the Pod's events say so.
 
 raykube's own operator image (``ghcr.io/raykube/raykube-operator:<raykube version>``, what the Helm chart deploys;
@@ -49,11 +52,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from raykube.api.constants import RAY_DASHBOARD_MODULE_READY_TIMEOUT_ENV
+
 _RAY_IMAGE = re.compile(
     r"^(?:(?:docker\.io|index\.docker\.io|registry-1\.docker\.io|quay\.io)/)?"
     r"(?:library/)?rayproject/(?P<repo>ray|ray-ml|ray-llm)"
     r"(?::(?P<tag>[A-Za-z0-9_.-]+))?(?:@sha256:[0-9a-f]{64})?$"
 )
+DASHBOARD_MODULE_READY_TIMEOUT = "180"  # seconds; Ray's own default is 30 (see ImageStore.runnable)
 # The operator image of raykube's Helm chart (helm/raykube-operator values.yaml image.repository; the Containerfile).
 OPERATOR_REPOSITORY = "ghcr.io/raykube/raykube-operator"
 _OPERATOR_IMAGE = re.compile(
@@ -390,6 +396,10 @@ class ImageStore:
             "HOME": "/home/ray",
             "LANG": "C.UTF-8",
             "LC_ALL": "C.UTF-8",
+            # Not in the real image: on a few cores shared by many Pods, a head's dashboard modules can take longer
+            # than Ray's 30 s to start, and a dashboard that misses it never comes back (the head stays unready
+            # until its liveness probe restarts it 10 minutes later). The Pod's own env still wins.
+            RAY_DASHBOARD_MODULE_READY_TIMEOUT_ENV: DASHBOARD_MODULE_READY_TIMEOUT,
         }
         return Runnable(image, venv, version, env)
 
