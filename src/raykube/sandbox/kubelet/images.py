@@ -11,8 +11,8 @@ stands in for the image's ``/home/ray/anaconda3``: its ``bin`` leads ``PATH``, `
 working directory too, as in the image. One variable is the sandbox's own: Ray's dashboard gets 180 s instead of 30 s
 to start its module subprocesses (``RAY_DASHBOARD_SUBPROCESS_MODULE_WAIT_READY_TIMEOUT``), because on a couple of
 cores shared by several Ray Pods a module can take longer, and a dashboard that misses it exits for good (the head's
-probes then fail until the liveness probe restarts it, 10 minutes later); a Pod that sets it keeps its value. When the exact version cannot be installed for this Python the nearest
-available one is used and the Pod's events say so.
+probes then fail until the liveness probe restarts it, 10 minutes later); a Pod that sets it keeps its value. When
+the exact version cannot be installed for this Python the nearest available one is used and the Pod's events say so.
 
 raykube's own operator image (``ghcr.io/raykube/raykube-operator:<raykube version>``, what the Helm chart deploys;
 built by the repository's ``Containerfile``) maps to the project's environment: the venv the sandbox itself runs from,
