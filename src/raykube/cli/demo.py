@@ -147,10 +147,13 @@ async def install_operator(stage: Stage) -> None:
     claim("the ClusterRole lets the operator's ServiceAccount create Pods (a missing rule shows as 'forbidden')")
 
     if stage.process:
+        from raykube.kube.resources import PODS  # noqa: PLC0415
+
         stage.kubectl("-n", OPERATOR_NAMESPACE, "get", "pods", "-o", "wide")
-        pod = await wait_for_leader(stage)
-        claim(f"the operator Pod {pod['metadata']['name']} is Running 1/1 on {pod['spec'].get('nodeName')}: raykube "
-              f"itself, as {account} (its token at the usual path), and it holds the leader Lease")  # fmt: skip
+        name = await wait_for_leader(stage)
+        node = (await stage.kube.get(PODS, name, OPERATOR_NAMESPACE))["spec"].get("nodeName")
+        claim(f"the operator Pod {name} is Running 1/1 on {node}: raykube itself, as {account} (its token at the "
+              "usual path), and it holds the leader Lease")  # fmt: skip
         return
     # On kwok nodes the Deployment's Pod runs nothing; the real operator runs here, as that account.
     token_kubeconfig = await stage.sandbox.service_account_kubeconfig(
@@ -167,15 +170,15 @@ async def install_operator(stage: Stage) -> None:
     claim(f"the raykube operator runs locally as {account} (pid {record.pid}) and holds the leader Lease")
 
 
-async def wait_for_leader(stage: Stage) -> dict[str, Any]:
+async def wait_for_leader(stage: Stage) -> str:
     """Wait until the leader Lease is held: by the local operator process (kwok nodes), or by an operator Pod that
-    is Running and Ready (process nodes), which is returned."""
-    from raykube.cli.install import OPERATOR_POD_LABEL  # noqa: PLC0415
+    is Running and Ready (process nodes); the holder (on process nodes, its Pod's name)."""
+    from raykube.cli.install import OPERATOR_POD_LABEL, next_step  # noqa: PLC0415
     from raykube.kube.errors import ApiError  # noqa: PLC0415
     from raykube.kube.resources import LEASES, PODS  # noqa: PLC0415
     from raykube.waiting import NotYet, wait_for  # noqa: PLC0415
 
-    async def leader() -> dict[str, Any] | NotYet:
+    async def leader() -> str | NotYet:
         if not stage.process and stage.sandbox.running_extra(OPERATOR_PROCESS) is None:
             log = stage.sandbox.layout.log(OPERATOR_PROCESS)
             raise DemoFailed(f"the operator exited; see {log}")
@@ -187,21 +190,17 @@ async def wait_for_leader(stage: Stage) -> dict[str, Any]:
         if not holder:
             return NotYet("the Lease has no holder")
         if not stage.process:
-            return {"metadata": {"name": holder}, "spec": {}}
+            return holder
+        name = holder.partition("_")[0]  # the identity is <pod name>_<uuid>, as controller-runtime's
         pods = await stage.kube.list(PODS, OPERATOR_NAMESPACE, label_selector=OPERATOR_POD_LABEL)
-        by_name = {p["metadata"]["name"]: p for p in pods.items}
-        pod = by_name.get(holder.partition("_")[0])  # the identity is <pod name>_<uuid>, as controller-runtime's
-        if pod is None or not _ready(pod):
+        if not any(p["metadata"]["name"] == name and _ready(p) for p in pods.items):
             return NotYet(f"the Lease holder {holder} is no Running and Ready operator Pod yet")
-        return pod
+        return name
 
-    hint = (
-        f"kubectl -n {OPERATOR_NAMESPACE} describe pods; kubectl -n {OPERATOR_NAMESPACE} logs deploy/kuberay-operator"
-    )
     try:
         return await wait_for(leader, 120, what="the operator to hold the leader Lease")
     except WaitTimeout as exc:
-        raise DemoFailed(f"{exc} (look with: {hint})") from exc
+        raise DemoFailed(f"{exc}\n{next_step(exc, namespace=OPERATOR_NAMESPACE)}") from exc
 
 
 def operator_log(stage: Stage) -> None:

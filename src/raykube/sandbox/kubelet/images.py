@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import raykube
 from raykube.api.constants import RAY_DASHBOARD_MODULE_READY_TIMEOUT_ENV
 
 _RAY_IMAGE = re.compile(
@@ -113,16 +114,13 @@ class OperatorImage:
     note: str = ""
 
 
-def installed_raykube_version() -> str:
-    from raykube import __version__  # noqa: PLC0415 - the package's own version, read where it is needed
-
-    return __version__
+Image = RayImage | OperatorImage
 
 
-def parse(reference: str) -> RayImage | OperatorImage:
+def parse(reference: str) -> Image:
     """The image ``reference`` names, or ImageNotFound saying why the runtime cannot run it and what it can run."""
     if operator := _OPERATOR_IMAGE.match(reference.strip()):
-        installed = installed_raykube_version()
+        installed = raykube.__version__
         tag = operator["tag"] or "latest"
         if tag == "latest":
             return OperatorImage(reference, installed, f'"latest" means raykube {installed} here')
@@ -138,7 +136,7 @@ def parse(reference: str) -> RayImage | OperatorImage:
             f'"{reference}" not found: the sandbox\'s process runtime pulls no images; it runs rayproject/ray:<X.Y.Z> '
             "(and its -py3XX, -cpu and -gpu variants, and rayproject/ray-ml and ray-llm) from a local venv with "
             f"ray[{RAY_EXTRAS}] of that version, and raykube's operator image {OPERATOR_REPOSITORY}:"
-            f"{installed_raykube_version()} from the project's environment"
+            f"{raykube.__version__} from the project's environment"
         )
     tag = match["tag"] or "latest"
     tag_match = _TAG.match(tag)
@@ -283,7 +281,7 @@ def parse_available_versions(pip_output: str) -> list[str]:
 class Runnable:
     """What a container of a mapped image runs with."""
 
-    image: RayImage | OperatorImage
+    image: Image
     venv: Path
     # What is installed: Ray's version in a Ray venv (may differ from image.version: the nearest available);
     # raykube's in the project's environment.
@@ -317,8 +315,6 @@ def project_runnable(image: OperatorImage) -> Runnable:
     """raykube's operator image as the project's environment: the venv this process runs from (the sandbox's
     kubelet runs with the raykube CLI's Python), its sources when installed editable, and the image's ENV, HOME,
     WORKDIR and ENTRYPOINT (Containerfile)."""
-    import raykube  # noqa: PLC0415 - where the package's files are
-
     venv = Path(sys.prefix)
     package = Path(raykube.__file__).resolve().parent
     sources = () if package.is_relative_to(venv.resolve()) else (str(package.parent),)
@@ -382,7 +378,7 @@ class ImageStore:
             return None
         return venv if complete and (venv / "bin" / "ray").exists() else None
 
-    def present(self, image: RayImage | OperatorImage) -> bool:
+    def present(self, image: Image) -> bool:
         """Whether ``image`` runs without a pull: its venv (or the nearest version's, once mapped) is installed; the
         project's environment always is."""
         if isinstance(image, OperatorImage):
@@ -403,7 +399,7 @@ class ImageStore:
         }
         return Runnable(image, venv, version, env)
 
-    async def ensure(self, image: RayImage | OperatorImage, report: Report) -> Runnable:
+    async def ensure(self, image: Image, report: Report) -> Runnable:
         """The venv for ``image``, installing it (or the nearest installable version) the first time.
 
         ImageNotFound when the version is no release at all; InstallFailed when the venv could not be made."""

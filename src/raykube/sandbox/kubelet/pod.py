@@ -637,7 +637,7 @@ class PodWorker:
         the waiting reason and message when there is no image to run."""
         reference = str(c.spec.get("image") or "")
         store = self.host.image_store
-        parsed: images.RayImage | images.OperatorImage | images.ImageNotFound
+        parsed: images.Image | images.ImageNotFound
         try:
             parsed = images.parse(reference)
         except images.ImageNotFound as exc:
@@ -688,9 +688,7 @@ class PodWorker:
         suffix = f"; {'; '.join(extra)}" if extra else ""
         return f"{runnable.description}{suffix}"
 
-    def _pulled(
-        self, c: Container, image: images.RayImage | images.OperatorImage, runnable: images.Runnable, message: str
-    ) -> images.Runnable:
+    def _pulled(self, c: Container, image: images.Image, runnable: images.Runnable, message: str) -> images.Runnable:
         self.host.new_venv(runnable.venv)
         self._event("Normal", "Pulled", message, c)
         if runnable.version != image.version:
