@@ -349,9 +349,9 @@ async def test_bad_and_hostile_rayclusters_are_refused_by_name_and_hurt_nothing(
     assert not wrong, "bad input the operator did not refuse by name:\n" + "\n".join(wrong)
 
     # The healthy cluster beside them still follows its spec.
-    cluster = await kube.get(RAYCLUSTERS, "steady", namespace)
-    cluster["spec"]["workerGroupSpecs"][0]["replicas"] = 2
-    await kube.replace(RAYCLUSTERS, "steady", cluster, namespace)
+    # A one-field JSON patch (no resourceVersion): the running operator's status writes cannot turn it into a 409.
+    patch = [{"op": "replace", "path": "/spec/workerGroupSpecs/0/replicas", "value": 2}]
+    await kube.patch(RAYCLUSTERS, "steady", patch, namespace, patch_type="json")
     await wait_for(lambda: steady(2), 60, what="the healthy cluster to scale to 2 workers among the bad ones")
     growth = rss_mib(operator_process.pid) - baseline
     assert operator_process.poll() is None, "the operator exited"

@@ -76,10 +76,12 @@ class Replica:
 
 
 async def _scale(kube: Kube, namespace: str, desired: dict[str, int], names: list[str]) -> None:
+    # A JSON patch of one field, as `kubectl patch` sends it: no resourceVersion, so the leader's status writes in
+    # between cannot make it a 409 (a get-then-replace here raced the new leader's first status write in CI).
     for name in names:
-        cluster = await kube.get(RAYCLUSTERS, name, namespace)
-        cluster["spec"]["workerGroupSpecs"][0]["replicas"] = desired[name] = desired[name] + 1
-        await kube.replace(RAYCLUSTERS, name, cluster, namespace)
+        desired[name] += 1
+        patch = [{"op": "replace", "path": "/spec/workerGroupSpecs/0/replicas", "value": desired[name]}]
+        await kube.patch(RAYCLUSTERS, name, patch, namespace, patch_type="json")
 
 
 async def _holder(kube: Kube, namespace: str) -> str:
