@@ -84,6 +84,21 @@ async def _scale(kube: Kube, namespace: str, desired: dict[str, int], names: lis
         await kube.patch(RAYCLUSTERS, name, patch, namespace, patch_type="json")
 
 
+async def _renews_without_reading(proxy: FaultProxy) -> None:
+    """While it leads, a renewal is one PUT of the Lease it last wrote (client-go's fast path), not a GET and a PUT."""
+
+    def lease_requests(method: str) -> list[Seen]:
+        return [s for s in proxy.since(0.0) if "/leases/" in s.path and s.method == method and not s.watch]
+
+    def renewed_twice() -> int | NotYet:
+        puts = len(lease_requests("PUT"))
+        return puts if puts >= 2 else NotYet(f"{puts} renewals")
+
+    await wait_for(renewed_twice, 30, what="the leader to renew its Lease twice")
+    reads = [s for s in lease_requests("GET") if s.at > lease_requests("PUT")[0].at]
+    assert not reads, f"the leader read its Lease {len(reads)} times between renewals"
+
+
 async def _holder(kube: Kube, namespace: str) -> str:
     lease = await kube.get(LEASES, LEASE, namespace)
     return str((lease.get("spec") or {}).get("holderIdentity") or "")
@@ -115,6 +130,7 @@ async def test_a_leader_handover_on_sigterm_and_on_a_lost_lease_leaves_exactly_o
         assert not _writes(second.proxy), "the standby wrote while the other led"
         assert await _reconciles(second.port) == 0, "the standby reconciled (it should only keep its caches warm)"
         assert await _reconciles(first.port) > 0
+        await _renews_without_reading(first.proxy)
         termed = time.monotonic()
         first.process.send_signal(signal.SIGTERM)
 

@@ -436,6 +436,31 @@ async def test_paced_progress_writes_wait_while_a_new_state_goes_out_at_once() -
     assert world.cluster["status"]["readyWorkerReplicas"] == 1
 
 
+def test_the_progress_pace_grows_with_the_clusters_coming_up_and_is_capped() -> None:
+    now = [0.0]
+    pacer = StatusPacer(2.0, clock=lambda: now[0], rate=10.0, max_interval=60.0)
+    keys = [("ns", f"c{i}") for i in range(1000)]
+    assert pacer.pace() == 2.0  # nothing coming up: a lone cluster's pace
+    for key in keys[:50]:
+        pacer.settled(key, False)
+    assert pacer.pace() == 5.0  # 50 clusters share 10 progress writes a second
+    pacer.wrote(keys[0], "uid")
+    assert pacer.due_in(keys[0], "uid") == 5.0
+    assert pacer.due_in(keys[1], "uid") == 0.0  # its first status: at once, whatever the load
+    for key in keys:
+        pacer.settled(key, False)
+    assert pacer.pace() == 60.0  # 1,000 would be 100 s: capped, so progress is never more than a minute late
+    pacer.wrote(keys[1], "uid")
+    for key in keys[2:]:
+        pacer.settled(key, True)  # ready or suspended
+    assert pacer.pace() == 2.0
+    assert pacer.due_in(keys[1], "uid") == 60.0  # the last of a crowd keeps the pace it had at its last write
+    pacer.forget(keys[0])  # deleted
+    quiet = StatusPacer(0.0, rate=10.0)
+    quiet.settled(keys[0], False)
+    assert quiet.pace() == 0.0 and quiet.due_in(keys[0], "uid") == 0.0  # interval 0: every change at once
+
+
 async def test_a_lagging_cache_never_deletes_twice() -> None:
     world = await ready_world(expectations=ScaleExpectations())
     world.fake.lagging = True

@@ -20,6 +20,7 @@ protocols of :mod:`raykube.controllers.ports`), so a table test can hand it ``ra
 from __future__ import annotations
 
 import datetime as dt
+import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -237,22 +238,45 @@ class OwnWrites:
 
 
 class StatusPacer:
-    """At most one *progress* status write per object every ``interval`` seconds.
+    """At most one *progress* status write per object every ``interval`` seconds, and, while many objects are coming
+    up at once, at most about ``rate`` progress writes a second across all of them.
 
     While a cluster comes up its Pods change many times a second (scheduled, started, Ready, one after another), and
     every pass that sees a new ready count would write the status again. The first status write goes out at once
     (users see the cluster being provisioned, as with KubeRay); after it, a write that only reports progress
-    (``raykube.builders.status.progress_only``) waits until ``interval`` has passed since the object's last status
-    write, and the pass asks to run again when it is due, so the write that then goes out carries everything learned
+    (``raykube.builders.status.progress_only``) waits until the object's pace has passed since its last status write,
+    and the pass asks to run again when it is due, so the write that then goes out carries everything learned
     meanwhile. A write that moves the object along (a new ``state``, a failure, a suspend condition) goes out at
-    once. Nothing is lost: the end state is the same, only intermediate counts show up at most ``interval`` later.
-    An interval of 0 writes every change at once (KubeRay's behaviour).
+    once. Nothing is lost: the end state is the same, only intermediate counts show up later.
+
+    The pace is ``interval`` for a lone object and grows with the number of objects still coming up (``unsettled``):
+    ``unsettled / rate`` seconds, at most ``max_interval``; an object keeps the pace it had at its last write if that
+    is longer (the last clusters of a crowd are not rushed once the others are ready). A thousand clusters created
+    together then share about ``rate`` progress writes a second instead of each writing every ``interval``: their
+    progress yields to the Pod creates and ready writes that share the operator's rate limit and the API server's
+    CPU, which is how KubeRay's status writes thin out under load too (its passes queue behind each other). An
+    interval of 0 writes every change at once (KubeRay's behaviour on a quiet cluster).
     """
 
-    def __init__(self, interval: float, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        interval: float,
+        clock: Callable[[], float] = time.monotonic,
+        *,
+        rate: float = math.inf,
+        max_interval: float | None = None,
+    ) -> None:
         self.interval = interval
+        self.rate = rate
+        self.max_interval = max(interval, max_interval if max_interval is not None else interval)
         self.clock = clock
-        self._since: dict[Key, tuple[str, float]] = {}  # key -> (uid, monotonic time of the last status write)
+        # key -> (uid, monotonic time of the object's last status write, the pace then)
+        self._since: dict[Key, tuple[str, float, float]] = {}
+        self._unsettled: set[Key] = set()
+
+    def pace(self) -> float:
+        """Seconds between two progress writes of one object now."""
+        return min(self.max_interval, max(self.interval, len(self._unsettled) / self.rate))
 
     def due_in(self, key: Key, uid: str) -> float:
         """Seconds until a progress write for this object may go out (0: now)."""
@@ -261,11 +285,19 @@ class StatusPacer:
         written = self._since.get(key)
         if written is None or written[0] != uid:
             return 0.0  # nothing written for this object yet: its first status goes out at once
-        return max(0.0, written[1] + self.interval - self.clock())
+        return max(0.0, written[1] + max(written[2], self.pace()) - self.clock())
+
+    def settled(self, key: Key, settled: bool) -> None:
+        """Whether the object has arrived (a cluster ready or suspended) or is still coming up."""
+        if settled:
+            self._unsettled.discard(key)
+        elif self.interval > 0:
+            self._unsettled.add(key)
 
     def wrote(self, key: Key, uid: str) -> None:
         if self.interval > 0:
-            self._since[key] = (uid, self.clock())
+            self._since[key] = (uid, self.clock(), self.pace())
 
     def forget(self, key: Key) -> None:
         self._since.pop(key, None)
+        self._unsettled.discard(key)

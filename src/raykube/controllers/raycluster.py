@@ -68,6 +68,12 @@ REQUEUE_QUIET = 300.0  # KubeRay RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV default
 # At most one status write that only reports progress per cluster in this many seconds (StatusPacer): KubeRay's
 # DefaultRequeueDuration, the delay it gives a cluster that is coming up.
 STATUS_PACE = REQUEUE_SOON
+# ... and, while many clusters come up at once, about this many progress writes a second across them all (a tenth of
+# the default client QPS), each cluster's never further apart than KubeRay's own periodic pass (StatusPacer's rate
+# and max_interval).
+STATUS_PROGRESS_RATE = 10.0
+STATUS_PACE_MAX = REQUEUE_QUIET
+_SETTLED_STATES = (c.CLUSTER_STATE_READY, c.CLUSTER_STATE_SUSPENDED)
 NORMAL = c.EVENT_TYPE_NORMAL
 WARNING = c.EVENT_TYPE_WARNING
 # KubeRay internal/managercache: only Ray Pods are cached, so unrelated Pods cost no memory.
@@ -128,7 +134,7 @@ def registration(options: BuildOptions) -> Registration:
         reg = reg.owns(res, missing_hint=hint)
     expectations = ScaleExpectations()  # one per controller: it outlives every pass
     own = OwnWrites()  # the same
-    pacer = StatusPacer(STATUS_PACE)
+    pacer = StatusPacer(STATUS_PACE, rate=STATUS_PROGRESS_RATE, max_interval=STATUS_PACE_MAX)
     return reg.complete(lambda deps: RayClusterReconciler(deps, expectations=expectations, own=own, pacer=pacer))
 
 
@@ -214,12 +220,13 @@ async def slow_start(items: Sequence[Obj], create: Callable[[Obj], Awaitable[Non
 
 def _requeue(changed: bool | float, waiting: bool) -> float:
     """When to look again after a pass: soon after a status write, or while waiting for the cache; when a paced
-    status write is due (``changed`` is then its delay); else after the quiet period."""
+    status write is due (``changed`` is then its delay; Pod events bring the cluster back before that anyway); else
+    after the quiet period."""
     if changed is True:
         return REQUEUE_SOON
     if changed is False:
         return REQUEUE_SOON if waiting else REQUEUE_QUIET
-    return min(changed, REQUEUE_SOON)
+    return min(changed, REQUEUE_SOON) if waiting else changed
 
 
 def _validation_message(errors: Sequence[FieldError]) -> str:
@@ -626,6 +633,7 @@ class RayClusterReconciler:
             log.debug("no status for %s/%s yet: %s", ctx.namespace, ctx.name, exc)
             return True
         old = ctx.obj.get("status")
+        self.pacer.settled(ctx.key, new.get("state") in _SETTLED_STATES)
         if not status.status_needs_update(old, new):
             return False
         patch = merge_patch(old, new)

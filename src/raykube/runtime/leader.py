@@ -4,7 +4,8 @@
   not renewed it for ``lease_duration`` — measured on *our* clock from when we last saw the record change (as
   client-go does), so clock skew between machines cannot make a live leader look expired. Every write carries the
   resourceVersion it read, so two candidates can never both win: the loser gets 409 Conflict.
-* **Renew**: every ``retry_period``; if no renewal succeeds for ``renew_deadline``, leadership is lost and
+* **Renew**: every ``retry_period``, one PUT of the Lease as our last write returned it (client-go's fast path; on any
+  failure, read it and decide as when acquiring); if no renewal succeeds for ``renew_deadline``, leadership is lost and
   ``on_lost`` runs at once (the operator stops reconciling and exits, like client-go's default).
 * **Release** on shutdown: the holder is cleared and the duration set to 1 s, so a standby takes over right away.
 
@@ -54,6 +55,7 @@ class LeaderElector:
         self.healthy = True  # the election loop is running and reaching the API server
         self._observed: dict[str, Any] | None = None  # the spec we last saw
         self._observed_at = 0.0
+        self._lease: dict[str, Any] | None = None  # the Lease as our last write returned it
 
     def _spec(self, now: dt.datetime, transitions: int) -> dict[str, Any]:
         return {
@@ -66,6 +68,17 @@ class LeaderElector:
 
     async def _try_acquire_or_renew(self) -> bool:
         now = dt.datetime.now(dt.UTC)
+        if self.leading.is_set() and self._lease is not None:
+            # client-go's fast path: the leader renews the Lease it last wrote without reading it first (one request
+            # a renewal, not two). Its resourceVersion still guards the write: if anyone changed the Lease since, the
+            # PUT gets 409 and the slow path below reads it and decides again.
+            spec = {**self._lease.get("spec", {}), "renewTime": format_micro_time(now)}
+            try:
+                await self._update({**self._lease, "spec": spec})
+            except Exception as exc:  # any failure: read the Lease and decide again, as client-go
+                log.debug("leader election: fast renewal failed (%s); reading the lease", exc)
+            else:
+                return True
         try:
             lease = await self.kube.get(LEASES, self.name, self.namespace)
         except ApiError as exc:
@@ -83,6 +96,7 @@ class LeaderElector:
                 if create_error.conflict:
                     return False  # someone else created it first
                 raise
+            self._lease = created
             self._observe(created["spec"])
             return True
         spec = lease.get("spec") or {}
@@ -100,15 +114,20 @@ class LeaderElector:
         new_spec["holderIdentity"] = self.identity
         body = {**lease, "spec": new_spec}  # carries metadata.resourceVersion: optimistic concurrency
         try:
-            updated = await self.kube.request(
-                "update", "PUT", LEASES, LEASES.path(self.namespace, self.name), body=body
-            )
+            await self._update(body)
         except ApiError as exc:
             if exc.conflict:
                 return False
             raise
-        self._observe(updated["spec"])
         return True
+
+    async def _update(self, body: dict[str, Any]) -> None:
+        self._lease = None  # until the write is answered, nothing we hold is known to be current
+        updated: dict[str, Any] = await self.kube.request(
+            "update", "PUT", LEASES, LEASES.path(self.namespace, self.name), body=body
+        )
+        self._lease = updated
+        self._observe(updated["spec"])
 
     def _observe(self, spec: dict[str, Any]) -> None:
         self._observed = spec
