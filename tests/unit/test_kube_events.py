@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from raykube.kube import events
-from raykube.kube.client import Kube
+from raykube.kube.client import Kube, TokenBucket
 from raykube.kube.events import CORE_EVENTS_API, EventRecorder
 from raykube.kube.resources import CORE_EVENTS, Resource
 from raykube.runtime.logs import JsonFormatter, reconcile_context
@@ -119,6 +119,32 @@ def test_pending_counts_what_is_queued_or_being_sent_until_it_reached_the_api_se
     recorder.event(pod, "Warning", "Failed", "", "three")
     asyncio.run(recorder.flush())
     assert recorder.pending == 0
+
+
+def test_an_operators_events_wait_while_its_writes_use_up_its_rate_limit() -> None:
+    """Events yield to the writes: none goes out while the writes' bucket is under half full."""
+
+    async def scenario() -> None:
+        writes = TokenBucket(qps=100.0, burst=20)
+        sink = Sink()
+        kube: Kube = sink  # type: ignore[assignment] - duck-typed: create and patch only
+        recorder = EventRecorder(kube, "raycluster-controller", api=CORE_EVENTS_API, yield_to=writes)
+        for _ in range(20):
+            await writes.acquire()  # a burst of creates empties the bucket
+        pod = {"apiVersion": "v1", "kind": "Pod", **POD}
+        recorder.event(pod, "Normal", "CreatedWorkerPod", "Create", "Created worker Pod ns/p")
+        task = asyncio.create_task(recorder.run())
+        for _ in range(10):
+            await asyncio.sleep(0)  # let the sender run: it is waiting for the bucket, not sending
+        assert sink.created == []
+        assert writes.saved() < 10
+        await wait_for(lambda: len(sink.created) == 1 or NotYet("not sent"), 5, interval=0.01)
+        assert writes.saved() >= 10  # it took none of the writes' tokens
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(scenario())
 
 
 def test_an_event_about_an_object_with_a_253_character_name_still_has_a_valid_name() -> None:

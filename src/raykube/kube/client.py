@@ -87,6 +87,18 @@ class TokenBucket:
             self._stamp = now + wait
             await asyncio.sleep(wait)
 
+    def saved(self) -> float:
+        """Tokens saved up now (negative while callers wait for the next ones)."""
+        now = time.monotonic()
+        return min(self.burst, self._tokens + (now - self._stamp) * self.qps)
+
+    async def spare(self, reserve: float) -> None:
+        """Wait until at least ``reserve`` tokens are saved up, taking none: for work that should only use what the
+        bucket's own callers leave over (the operator's Events yield to its writes this way)."""
+        reserve = min(reserve, self.burst)
+        while (saved := self.saved()) < reserve:  # noqa: ASYNC110 - each wait is the refill time the bucket needs
+            await asyncio.sleep((reserve - saved) / self.qps)
+
 
 @dataclass(frozen=True)
 class ListResult:

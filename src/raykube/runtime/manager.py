@@ -156,8 +156,11 @@ class Manager:
         self.controllers: list[Controller] = []
         for reg in regs:
             # core/v1 Events, as KubeRay's (controller-runtime's GetEventRecorderFor: client-go's record package, with
-            # source.component and reportingComponent the recorder's name); its own rate limiter, as client-go's.
-            recorder = EventRecorder(kube.sibling(), reg.recorder, api=CORE_EVENTS_API, log_events=True)
+            # source.component and reportingComponent the recorder's name); its own rate limiter, as client-go's,
+            # and it sends only while the operator's writes leave its budget at least half full (off the hot path).
+            recorder = EventRecorder(
+                kube.sibling(), reg.recorder, api=CORE_EVENTS_API, log_events=True, yield_to=kube.limiter
+            )
             deps = Deps(
                 kube,
                 self.cache,
