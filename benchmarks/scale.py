@@ -26,7 +26,7 @@ One driver for all: it creates the N RayClusters (50 requests at a time, as fast
 allows), watches them, and measures seconds from the first create to every cluster ``status.state: ready``; the
 contender's CPU seconds and peak RSS and each control-plane component's CPU seconds (``/proc``); the API requests of
 every user to ready, and the contender's by verb and resource (the audit log); then deletes the RayClusters and times
-until every Pod is gone (the garbage collector's work).
+until every Pod is gone (the garbage collector's work; ``--no-delete`` skips this, as the 10,000 run does).
 
 **No-op writes.** Only the contender writes a RayCluster after its creation (its status) and its leader Lease, so the
 driver watches both and compares: ``unchanged`` = the contender's successful PATCH/PUT requests (audit log) minus
@@ -35,7 +35,7 @@ changes nothing); ``timestamp_only`` = MODIFIED events whose only difference fro
 ``status.lastUpdateTime``.
 
     .tools/bin/uv run --no-sync python -m benchmarks.scale [--clusters 1000] [--contenders floor,raykube,...]
-        [--repeat 1] [--qps 100] [--burst 200] [--nodes 10] [--profile DIR]
+        [--repeat 1] [--qps 100] [--burst 200] [--nodes 10] [--no-delete] [--profile DIR]
 
 Appends one JSON line per invocation to benchmarks/results/scale.jsonl (``"schema": 2``; earlier lines are the
 raykube-against-floor runs of before) and draws ready clusters over time for every run to
@@ -450,6 +450,7 @@ class Settings:
     timeout: float
     profile: Path | None
     profile_rate: int
+    delete: bool = True  # time the deletion too (--no-delete: at 10,000 it would double the run)
 
 
 class Run:
@@ -604,7 +605,7 @@ class Run:
         if self.profiler is not None:
             await self.profiler.stop()
         noop = await self.noop_writes(ready_mark) if self.kind != "floor" else {}
-        delete_seconds = await self.delete_all()
+        delete_seconds = await self.delete_all() if settings.delete else None
         sampler.cancel()
         cpu_total, rss_peak = proc.cpu_seconds() - cpu_idle, proc.peak_rss_mib()
         to_ready = self.audit.events(start_mark, ready_mark)
@@ -614,7 +615,7 @@ class Run:
             "ready_seconds": round(ready[-1], 1),
             "ready_quantiles": {q: round(ready[min(n - 1, int(n * float(q)))], 1) for q in ("0.1", "0.5", "0.9")},
             "created_seconds": round(created_seconds, 1),
-            "delete_seconds": round(delete_seconds, 1),
+            "delete_seconds": round(delete_seconds, 1) if delete_seconds is not None else None,
             "cpu_seconds": {"to_ready": round(cpu_ready, 1), "with_deletion": round(cpu_total, 1)},
             "peak_rss_mb": {"at_ready": round(rss_ready * 2**20 / 1e6, 1), "overall": round(rss_peak * 2**20 / 1e6, 1)},
             "component_cpu_seconds_to_ready": components,
@@ -794,7 +795,7 @@ def table(rounds: Sequence[Mapping[str, Mapping[str, Any]]]) -> str:
 
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     settings = Settings(args.clusters, args.qps, args.burst, args.nodes, args.timeout, args.profile,
-                        args.profile_rate)  # fmt: skip
+                        args.profile_rate, delete=not args.no_delete)  # fmt: skip
     contenders: list[Contender] = args.contenders
     rounds: list[dict[str, dict[str, Any]]] = []
     for index in range(args.repeat):
@@ -820,6 +821,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             "qps": args.qps,
             "burst": args.burst,
             "nodes": args.nodes,
+            "deletion_timed": not args.no_delete,
             "contenders": [c_.name for c_ in contenders],
             "raykube_default_concurrency": DEFAULT_RECONCILE_CONCURRENCY,
         },
@@ -864,6 +866,11 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=10, help="kwok nodes of 256 CPU / 1Ti / 1,000 Pods")
     parser.add_argument("--timeout", type=float, default=1800.0, help="for each wait (ready, Pods gone)")
     parser.add_argument("--profile", type=Path, default=None, metavar="DIR", help="py-spy raykube into DIR")
+    parser.add_argument(
+        "--no-delete",
+        action="store_true",
+        help="do not delete the RayClusters and time the Pods' removal (the sandbox goes anyway)",
+    )
     parser.add_argument("--profile-rate", type=int, default=50, help="py-spy samples per second")
     # The floor's own process (started by the benchmark):
     parser.add_argument("--floor-client", action="store_true", help=argparse.SUPPRESS)
