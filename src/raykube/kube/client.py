@@ -266,8 +266,9 @@ class Kube:
             namespace=single.namespace or "default",
         )
 
-    def sibling(self) -> Kube:
-        """A client on the same connections and credentials with a rate limiter of its own (same QPS and burst).
+    def sibling(self, *, qps: float | None = None, burst: int | None = None) -> Kube:
+        """A client on the same connections and credentials with a rate limiter of its own (by default the same QPS
+        and burst).
 
         As controller-runtime, where the event recorder and the leader-election lock each build their own client
         from the manager's rest config, so each gets its own client-go token bucket: KubeRay's Events and Lease
@@ -275,8 +276,8 @@ class Kube:
         """
         return Kube(
             self.http,
-            qps=self.limiter.qps,
-            burst=self.limiter.burst,
+            qps=self.limiter.qps if qps is None else qps,
+            burst=self.limiter.burst if burst is None else burst,
             observer=self.observer,
             field_manager=self.field_manager,
             rules=self.rules,

@@ -46,7 +46,7 @@ from raykube.controllers.rayjob import registration as rayjob_registration
 from raykube.controllers.rayservice import registration as rayservice_registration
 from raykube.kube.client import Kube
 from raykube.kube.errors import ApiError
-from raykube.kube.events import CORE_EVENTS_API, EventRecorder
+from raykube.kube.events import CORE_EVENTS_API, SPAM_BURST, EventRecorder
 from raykube.kube.informer import Informer, ObjectCache
 from raykube.kube.resources import Resource
 from raykube.runtime.dashboard import HttpDashboards
@@ -59,6 +59,9 @@ log = logging.getLogger(__name__)
 # While an informer that had synced has lost its watch, reconciles wait and look again this often (seconds), for at
 # most STALE_HOLD_LIMIT seconds per outage.
 STALE_RECHECK = 0.5
+# The operator's Events get this share of its client QPS (a tenth, as its progress status writes; KubeRay's broadcaster,
+# one event at a time, sent about 9 a second to a 1,000-cluster burst on 2 cores, benchmarks/results/scale.jsonl).
+EVENTS_QPS_SHARE = 0.1
 STALE_HOLD_LIMIT = 60.0
 
 
@@ -156,10 +159,12 @@ class Manager:
         self.controllers: list[Controller] = []
         for reg in regs:
             # core/v1 Events, as KubeRay's (controller-runtime's GetEventRecorderFor: client-go's record package, with
-            # source.component and reportingComponent the recorder's name); its own rate limiter, as client-go's,
-            # and it sends only while the operator's writes leave its budget at least half full (off the hot path).
+            # source.component and reportingComponent the recorder's name), off the hot path: a rate limiter of their
+            # own at a tenth of the operator's QPS (burst: client-go's per-object spam burst), and sent only while the
+            # operator's writes leave its own budget at least half full.
+            events_client = kube.sibling(qps=kube.limiter.qps * EVENTS_QPS_SHARE, burst=SPAM_BURST)
             recorder = EventRecorder(
-                kube.sibling(), reg.recorder, api=CORE_EVENTS_API, log_events=True, yield_to=kube.limiter
+                events_client, reg.recorder, api=CORE_EVENTS_API, log_events=True, yield_to=kube.limiter
             )
             deps = Deps(
                 kube,
