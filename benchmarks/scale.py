@@ -38,9 +38,10 @@ changes nothing); ``timestamp_only`` = MODIFIED events whose only difference fro
         [--repeat 1] [--qps 100] [--burst 200] [--nodes 10] [--no-delete] [--profile DIR]
 
 Appends one JSON line per invocation to benchmarks/results/scale.jsonl (``"schema": 2``; earlier lines are the
-raykube-against-floor runs of before) and draws ready clusters over time for every run to
-benchmarks/results/scale-ready-<N>.png. ``--profile DIR`` samples raykube with py-spy (raw stacks in DIR, a summary
-on stdout).
+raykube-against-floor runs of before), and one per contender as soon as it is measured to
+benchmarks/results/scale-partial.jsonl (so a stopped invocation keeps what it measured), and draws ready clusters
+over time for every run to benchmarks/results/scale-ready-<N>.png. ``--profile DIR`` samples raykube with py-spy (raw
+stacks in DIR, a summary on stdout).
 """
 
 from __future__ import annotations
@@ -86,6 +87,7 @@ from raykube.sandbox import NodePool, Ports, Sandbox, SandboxConfig, versions
 from raykube.waiting import NotYet, wait_for
 
 RESULTS = Path(__file__).parent / "results" / "scale.jsonl"
+PARTIAL = Path(__file__).parent / "results" / "scale-partial.jsonl"  # each contender as it finishes (keep_partial)
 PLOTS = Path(__file__).parent / "results"
 SCHEMA = 2
 WORKERS = 3
@@ -793,6 +795,23 @@ def table(rounds: Sequence[Mapping[str, Mapping[str, Any]]]) -> str:
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows)
 
 
+def keep_partial(args: argparse.Namespace, round_: int, name: str, run: dict[str, Any]) -> None:
+    """Append one contender's result to PARTIAL as soon as it is measured: a long invocation (10,000 clusters takes
+    about an hour per contender on 2 cores) that is stopped before its end keeps what it measured."""
+    line = {
+        "benchmark": "scale",
+        "schema": SCHEMA,
+        "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "settings": {"clusters": args.clusters, "qps": args.qps, "burst": args.burst, "nodes": args.nodes},
+        "round": round_,
+        "contender": name,
+        "run": {k: v for k, v in run.items() if k != "curve"},
+    }
+    PARTIAL.parent.mkdir(parents=True, exist_ok=True)
+    with PARTIAL.open("a") as out:
+        out.write(json.dumps(line) + "\n")
+
+
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     settings = Settings(args.clusters, args.qps, args.burst, args.nodes, args.timeout, args.profile,
                         args.profile_rate, delete=not args.no_delete)  # fmt: skip
@@ -804,6 +823,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             say(f"run {index + 1}/{args.repeat}: {contender.name} ...")
             runs[contender.name] = await run_one(contender, settings)
             say(f"  {contender.name}: {runs[contender.name]['ready_seconds']} s to ready")
+            keep_partial(args, index + 1, contender.name, runs[contender.name])
         rounds.append(runs)
     result: dict[str, Any] = {
         "benchmark": "scale",
