@@ -63,8 +63,17 @@ def net_namespaces(pids: list[int]) -> set[str]:
     return spaces
 
 
-def all_net_namespaces() -> set[str]:
-    return net_namespaces([int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()])
+def ticks_since_boot() -> int:
+    return int(float(Path("/proc/uptime").read_text().split()[0]) * os.sysconf("SC_CLK_TCK"))
+
+
+def net_namespaces_older_than(ticks: int) -> set[str]:
+    """The network namespaces of processes started before ``ticks`` (clock ticks since boot). The kernel reuses a
+    freed namespace's inode number at once, so a newer process (another pytest worker's Pod) can show a removed
+    sandbox's number without holding anything of it."""
+    pids = [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()]
+    old = [pid for pid in pids if (started := nstools.start_time(pid)) is not None and started < ticks]
+    return net_namespaces(old)
 
 
 def mounts() -> str:
@@ -118,11 +127,12 @@ async def test_down_removes_every_namespace_link_mount_and_process(tmp_path_fact
     assert len(veths) == 3  # the services sandbox and the 2 Pods
     assert bridge in links()
 
+    down_at = ticks_since_boot()
     await sandbox.down()
 
     assert [pid for pid, start in records if nstools.alive(pid, start)] == []
     assert processes_under(sandbox.layout.root) == []
-    assert spaces & all_net_namespaces() - net_namespaces([os.getpid()]) == set()
+    assert spaces & net_namespaces_older_than(down_at) - net_namespaces([os.getpid()]) == set()
     remaining = links()
     assert bridge not in remaining
     assert [v for v in veths if v in remaining] == []
