@@ -436,6 +436,23 @@ async def test_paced_progress_writes_wait_while_a_new_state_goes_out_at_once() -
     assert world.cluster["status"]["readyWorkerReplicas"] == 1
 
 
+async def test_in_a_crowd_a_cluster_that_comes_up_within_the_pace_gets_one_status_write() -> None:
+    now = [100.0]
+    pacer = StatusPacer(2.0, clock=lambda: now[0], rate=10.0, max_interval=300.0)
+    for i in range(99):
+        pacer.settled(("ns", f"other{i}"), False)  # 99 others coming up, and this one: a pace of 10 s
+    world = new_world(pacer=pacer)
+    result = await world.reconcile()  # Pods created, all Pending: progress only, and the pacer is crowded
+    assert world.fake.writes_of("patch", "rayclusters/status") == []
+    assert result.requeue_after == 10.0
+    now[0] += 4.0
+    world.run_all_pods()
+    await world.reconcile()  # ready: one write carries the state and everything the first one would have
+    assert len(world.fake.writes_of("patch", "rayclusters/status")) == 1
+    status = world.cluster["status"]
+    assert status["state"] == c.CLUSTER_STATE_READY and status["head"]["podIP"] and status["desiredWorkerReplicas"]
+
+
 def test_the_progress_pace_grows_with_the_clusters_coming_up_and_is_capped() -> None:
     now = [0.0]
     pacer = StatusPacer(2.0, clock=lambda: now[0], rate=10.0, max_interval=60.0)
@@ -446,7 +463,10 @@ def test_the_progress_pace_grows_with_the_clusters_coming_up_and_is_capped() -> 
     assert pacer.pace() == 5.0  # 50 clusters share 10 progress writes a second
     pacer.wrote(keys[0], "uid")
     assert pacer.due_in(keys[0], "uid") == 5.0
-    assert pacer.due_in(keys[1], "uid") == 0.0  # its first status: at once, whatever the load
+    assert pacer.due_in(keys[1], "uid") == 5.0  # its first status in a crowd: a pace after its first pass
+    now[0] += 1.0
+    assert pacer.due_in(keys[1], "uid") == 4.0  # counted from that first pass, not from every pass
+    pacer.wrote(keys[1], "uid")
     for key in keys:
         pacer.settled(key, False)
     assert pacer.pace() == 60.0  # 1,000 would be 100 s: capped, so progress is never more than a minute late
@@ -455,6 +475,9 @@ def test_the_progress_pace_grows_with_the_clusters_coming_up_and_is_capped() -> 
         pacer.settled(key, True)  # ready or suspended
     assert pacer.pace() == 2.0
     assert pacer.due_in(keys[1], "uid") == 60.0  # the last of a crowd keeps the pace it had at its last write
+    lone = ("ns", "lone")
+    pacer.settled(lone, False)
+    assert pacer.due_in(lone, "uid") == 0.0  # a lone cluster's first status: at once, as KubeRay's
     pacer.forget(keys[0])  # deleted
     quiet = StatusPacer(0.0, rate=10.0)
     quiet.settled(keys[0], False)

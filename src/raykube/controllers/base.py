@@ -242,12 +242,15 @@ class StatusPacer:
     up at once, at most about ``rate`` progress writes a second across all of them.
 
     While a cluster comes up its Pods change many times a second (scheduled, started, Ready, one after another), and
-    every pass that sees a new ready count would write the status again. The first status write goes out at once
-    (users see the cluster being provisioned, as with KubeRay); after it, a write that only reports progress
+    every pass that sees a new ready count would write the status again. A write that only reports progress
     (``raykube.builders.status.progress_only``) waits until the object's pace has passed since its last status write,
     and the pass asks to run again when it is due, so the write that then goes out carries everything learned
     meanwhile. A write that moves the object along (a new ``state``, a failure, a suspend condition) goes out at
     once. Nothing is lost: the end state is the same, only intermediate counts show up later.
+
+    The first status write of a lone object goes out at once (users see the cluster being provisioned, as with
+    KubeRay). In a crowd (the pace above ``interval``) it waits the pace too, counted from the object's first pass:
+    a cluster that comes up within it then gets one status write, its ready one, instead of two.
 
     The pace is ``interval`` for a lone object and grows with the number of objects still coming up (``unsettled``):
     ``unsettled / rate`` seconds, at most ``max_interval``; an object keeps the pace it had at its last write if that
@@ -272,6 +275,8 @@ class StatusPacer:
         self.clock = clock
         # key -> (uid, monotonic time of the object's last status write, the pace then)
         self._since: dict[Key, tuple[str, float, float]] = {}
+        # key -> (uid, monotonic time of its first pass, the pace then): objects deferred before their first write
+        self._first: dict[Key, tuple[str, float, float]] = {}
         self._unsettled: set[Key] = set()
 
     def pace(self) -> float:
@@ -282,10 +287,17 @@ class StatusPacer:
         """Seconds until a progress write for this object may go out (0: now)."""
         if self.interval <= 0:
             return 0.0
-        written = self._since.get(key)
-        if written is None or written[0] != uid:
-            return 0.0  # nothing written for this object yet: its first status goes out at once
-        return max(0.0, written[1] + max(written[2], self.pace()) - self.clock())
+        since = self._since.get(key)
+        if since is None or since[0] != uid:
+            # Nothing written for this object yet: at once while the pacer is not crowded, else a pace after the
+            # object's first pass.
+            since = self._first.get(key)
+            if since is None or since[0] != uid:
+                pace = self.pace()
+                if pace <= self.interval:
+                    return 0.0
+                since = self._first[key] = (uid, self.clock(), pace)
+        return max(0.0, since[1] + max(since[2], self.pace()) - self.clock())
 
     def settled(self, key: Key, settled: bool) -> None:
         """Whether the object has arrived (a cluster ready or suspended) or is still coming up."""
@@ -297,7 +309,9 @@ class StatusPacer:
     def wrote(self, key: Key, uid: str) -> None:
         if self.interval > 0:
             self._since[key] = (uid, self.clock(), self.pace())
+            self._first.pop(key, None)
 
     def forget(self, key: Key) -> None:
         self._since.pop(key, None)
+        self._first.pop(key, None)
         self._unsettled.discard(key)
