@@ -77,7 +77,7 @@ class TokenBucket:
     async def acquire(self) -> None:
         async with self._lock:
             now = time.monotonic()
-            self._tokens = min(self.burst, self._tokens + (now - self._stamp) * self.qps)
+            self._tokens = self._saved_at(now)
             self._stamp = now
             if self._tokens >= 1:
                 self._tokens -= 1
@@ -89,7 +89,9 @@ class TokenBucket:
 
     def saved(self) -> float:
         """Tokens saved up now (negative while callers wait for the next ones)."""
-        now = time.monotonic()
+        return self._saved_at(time.monotonic())
+
+    def _saved_at(self, now: float) -> float:
         return min(self.burst, self._tokens + (now - self._stamp) * self.qps)
 
     async def spare(self, reserve: float) -> None:
