@@ -29,6 +29,7 @@ accepts, rather than compute a number with a billion digits.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterable
@@ -91,10 +92,21 @@ class Quantity:
 
 
 ZERO = Quantity()
+QUANTITY_CACHE = 1024  # distinct quantity texts remembered (parsed and marshaled): Pods repeat a handful
 
 
 def parse_quantity(text: str | int | float) -> Quantity:
     """``resource.ParseQuantity``; numbers (as YAML gives them, ``cpu: 1``) are read as their decimal text."""
+    # Every Pod of a cluster carries the same few quantities: parse each text once (a Quantity is immutable).
+    return _parse_text(text) if type(text) is str else _parse(text)
+
+
+@functools.lru_cache(maxsize=QUANTITY_CACHE)
+def _parse_text(text: str) -> Quantity:
+    return _parse(text)
+
+
+def _parse(text: str | int | float) -> Quantity:
     if isinstance(text, bool):
         raise QuantityError(f"quantity {text!r} is a boolean")
     raw = _number_text(text) if isinstance(text, int | float) else text
@@ -217,6 +229,15 @@ def marshaled(text: str | int | float) -> str:
     written: ``"1.500"`` (canonical ``"1500m"``), ``"1E3"``, ``"+1"``, ``"01"``, ``"1.G"``; binary ones when the
     mantissa is not a multiple of 8 (``"2Gi"``, ``"+2Gi"``; ``"1024Mi"`` becomes ``"1Gi"``). Numbers are read as
     their decimal text. Raises :class:`QuantityError` where the parse fails."""
+    return _marshaled_text(text) if type(text) is str else _marshaled(text)
+
+
+@functools.lru_cache(maxsize=QUANTITY_CACHE)
+def _marshaled_text(text: str) -> str:
+    return _marshaled(text)
+
+
+def _marshaled(text: str | int | float) -> str:
     raw = _number_text(text) if isinstance(text, int | float) and not isinstance(text, bool) else text
     quantity = parse_quantity(raw)  # raises where Go's parse fails (and on what Go has no text for)
     scan = _GO_SCAN.match(raw) if isinstance(raw, str) else None
