@@ -22,6 +22,7 @@ from raykube.api import constants as c
 from raykube.api.resources import RAYCLUSTERS
 from raykube.builders import names, pods
 from raykube.builders.options import BuildOptions
+from raykube.controllers import raycluster as raycluster_controller
 from raykube.controllers.base import Deps, OwnWrites, Result, StatusPacer
 from raykube.controllers.expectations import ScaleExpectations
 from raykube.controllers.raycluster import REQUEUE_QUIET, RayClusterReconciler, ReconcileError, registration
@@ -561,6 +562,27 @@ async def test_recreate_keeps_pods_when_only_replicas_change() -> None:
     await world.reconcile()
     assert world.fake.writes_of("deletecollection") == []
     assert len(world.fake.writes_of("create", "pods")) == 1
+
+
+async def test_a_cluster_is_validated_once_per_resource_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    world = await ready_world()
+    reconciler = world.reconciler  # one reconciler across passes, as the operator's
+    seen: list[str] = []
+    validate = raycluster_controller.validate_raycluster
+
+    def counting(obj: Any, **kwargs: Any) -> Any:
+        seen.append(obj["metadata"]["resourceVersion"])
+        return validate(obj, **kwargs)
+
+    monkeypatch.setattr(raycluster_controller, "validate_raycluster", counting)
+    for _ in range(3):
+        await reconciler.reconcile(NS, NAME)  # nothing changed: validated once
+    assert len(seen) == 1
+    world.edit(lambda body: body["spec"]["workerGroupSpecs"].append(body["spec"]["workerGroupSpecs"][0]))
+    world.clear()
+    await reconciler.reconcile(NS, NAME)  # a new version is validated again: now invalid (groups not unique)
+    assert len(seen) == 2 and seen[0] != seen[1]
+    assert world.fake.reasons() == [c.EVENT_INVALID_RAYCLUSTER_SPEC]
 
 
 # ------------------------------------------------------------------------------------------------- left alone

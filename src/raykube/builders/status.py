@@ -52,7 +52,6 @@ Details of KubeRay v1.6.1's code and tests (``controllers/ray/raycluster_control
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -257,8 +256,8 @@ def head_pod_ready_condition(pod: Mapping[str, Any]) -> tuple[str, str, str]:
 def _old_status(cluster: RayCluster) -> dict[str, Any]:
     if cluster.status is None:
         return {}
-    wire = cluster.status.to_wire()
-    old = {key: copy.deepcopy(value) for key, value in wire.items() if key in STATUS_FIELDS}
+    wire = cluster.status.to_wire()  # new containers (pydantic's dump), never the cached object's: no copy needed
+    old = {key: value for key, value in wire.items() if key in STATUS_FIELDS}
     if "conditions" in old:
         old["conditions"] = [
             {key: cond[key] for key in _CONDITION_FIELDS if key in cond} for cond in old["conditions"] or []
@@ -335,7 +334,7 @@ def calculate_status(
         raise StatusError(f"RayCluster {cluster.metadata.get('name')!r} has no spec")
     spec = cluster.spec
     old = _old_status(cluster)
-    new = copy.deepcopy(old)
+    new = _old_status(cluster)  # a second dump is a deep copy, and much cheaper than copy.deepcopy
     stamp = format_time(now)
     gate = options.gate(c.GATE_RAYCLUSTER_STATUS_CONDITIONS)
     conditions: list[dict[str, Any]] = [dict(cond) for cond in new.get("conditions") or []]

@@ -251,6 +251,8 @@ class RayClusterReconciler:
         self.own = own if own is not None else OwnWrites()  # status writes the cache has not delivered yet
         self.pacer = pacer if pacer is not None else StatusPacer(0.0)  # table tests: every change written at once
         self.children = Children(deps)
+        # key -> (resourceVersion, its validation errors): most passes (a Pod changed) see the same RayCluster again
+        self._validated: dict[tuple[str, str], tuple[str, list[FieldError]]] = {}
 
     # -------------------------------------------------------------------------------------------------- entry
     async def reconcile(self, namespace: str, name: str) -> Result:
@@ -258,12 +260,13 @@ class RayClusterReconciler:
         if obj is None:
             self.expectations.forget((namespace, name))
             self.pacer.forget((namespace, name))
+            self._validated.pop((namespace, name), None)
             return Result()
         spec = obj.get("spec") or {}
         managed_by = spec.get("managedBy") if isinstance(spec, Mapping) else None
         if managed_by and managed_by != c.MANAGED_BY_KUBERAY:
             return Result()
-        errors = validate_raycluster(obj, features=self.options.features)
+        errors = self._validate((namespace, name), obj)
         if errors:
             metadata = [e for e in errors if e.path.startswith("metadata")]
             reason = c.EVENT_INVALID_RAYCLUSTER_METADATA if metadata else c.EVENT_INVALID_RAYCLUSTER_SPEC
@@ -298,6 +301,18 @@ class RayClusterReconciler:
         if failure is not None:
             raise ReconcileError(failure.message, failure.reason)
         return Result(_requeue(changed, waiting))
+
+    def _validate(self, key: tuple[str, str], obj: Obj) -> list[FieldError]:
+        """``validate_raycluster``, once per resourceVersion of the object (the API server gives every change of it
+        a new one; an object without one, as in table tests, is validated every time)."""
+        version = str(objects.meta(obj).get("resourceVersion") or "")
+        seen = self._validated.get(key)
+        if version and seen is not None and seen[0] == version:
+            return seen[1]
+        errors = list(validate_raycluster(obj, features=self.options.features))
+        if version:
+            self._validated[key] = (version, errors)
+        return errors
 
     # -------------------------------------------------------------------------------------------------- writes
     async def _create(self, ctx: ClusterContext, res: Resource, body: Obj) -> dict[str, Any] | None:
