@@ -39,7 +39,8 @@ changes nothing); ``timestamp_only`` = MODIFIED events whose only difference fro
 
 Appends one JSON line per invocation to benchmarks/results/scale.jsonl (``"schema": 2``; earlier lines are the
 raykube-against-floor runs of before), and one per contender as soon as it is measured to
-benchmarks/results/scale-partial.jsonl (so a stopped invocation keeps what it measured), and draws ready clusters
+benchmarks/results/scale-partial.jsonl (so a stopped invocation keeps what it measured; a contender that timed out
+is recorded with how far it got), and draws ready clusters
 over time for every run to benchmarks/results/scale-ready-<N>.png. ``--profile DIR`` samples raykube with py-spy (raw
 stacks in DIR, a summary on stdout).
 """
@@ -84,7 +85,7 @@ from raykube.kube.informer import Informer
 from raykube.kube.resources import CLUSTER_ROLE_BINDINGS, LEASES, NAMESPACES, PODS, SERVICE_ACCOUNTS, SERVICES
 from raykube.runtime.crds import install_crds
 from raykube.sandbox import NodePool, Ports, Sandbox, SandboxConfig, versions
-from raykube.waiting import NotYet, wait_for
+from raykube.waiting import NotYet, WaitTimeout, wait_for
 
 RESULTS = Path(__file__).parent / "results" / "scale.jsonl"
 PARTIAL = Path(__file__).parent / "results" / "scale-partial.jsonl"  # each contender as it finishes (keep_partial)
@@ -821,7 +822,11 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         runs: dict[str, dict[str, Any]] = {}
         for contender in contenders:
             say(f"run {index + 1}/{args.repeat}: {contender.name} ...")
-            runs[contender.name] = await run_one(contender, settings)
+            try:
+                runs[contender.name] = await run_one(contender, settings)
+            except WaitTimeout as exc:  # a contender that did not finish is a result too: how far it got
+                keep_partial(args, index + 1, contender.name, {"completed": False, "timed_out": str(exc)})
+                raise
             say(f"  {contender.name}: {runs[contender.name]['ready_seconds']} s to ready")
             keep_partial(args, index + 1, contender.name, runs[contender.name])
         rounds.append(runs)
