@@ -109,6 +109,7 @@ AUDIT_POLICY = {
     "rules": [{"level": "Metadata"}],
 }
 log = logging.getLogger("benchmarks.scale")
+AUDIT_TAIL = 1 << 20  # bytes read back from the audit log's end to find its last whole line (a line is a few kB)
 
 
 def cluster(name: str) -> dict[str, Any]:
@@ -384,12 +385,22 @@ class AuditLog:
         self.path = path
 
     def mark(self) -> int:
-        return self.path.stat().st_size if self.path.exists() else 0
+        """The offset just past the last whole line: kube-apiserver may be writing a line as the mark is taken, and a
+        slice must never cut one."""
+        if not self.path.exists():
+            return 0
+        with self.path.open("rb") as file:
+            size = file.seek(0, os.SEEK_END)
+            back = min(size, AUDIT_TAIL)
+            file.seek(size - back)
+            tail = file.read(back)
+        return size - back + tail.rfind(b"\n") + 1  # 0 past the start when no line has ended yet
 
     def events(self, start: int = 0, end: int | None = None) -> list[dict[str, Any]]:
         with self.path.open("rb") as file:
             file.seek(start)
             data = file.read() if end is None else file.read(end - start)
+        data = data[: data.rfind(b"\n") + 1]  # whole lines only: the last one may still be being written
         return [json.loads(line) for line in data.splitlines() if line.strip()]
 
 
