@@ -273,10 +273,9 @@ class StatusPacer:
         self.rate = rate
         self.max_interval = max(interval, max_interval if max_interval is not None else interval)
         self.clock = clock
-        # key -> (uid, monotonic time of the object's last status write, the pace then)
+        # key -> (uid, monotonic time of the object's last status write, or of its first pass when that was deferred
+        # in a crowd, the pace then)
         self._since: dict[Key, tuple[str, float, float]] = {}
-        # key -> (uid, monotonic time of its first pass, the pace then): objects deferred before their first write
-        self._first: dict[Key, tuple[str, float, float]] = {}
         self._unsettled: set[Key] = set()
 
     def pace(self) -> float:
@@ -290,13 +289,11 @@ class StatusPacer:
         since = self._since.get(key)
         if since is None or since[0] != uid:
             # Nothing written for this object yet: at once while the pacer is not crowded, else a pace after the
-            # object's first pass.
-            since = self._first.get(key)
-            if since is None or since[0] != uid:
-                pace = self.pace()
-                if pace <= self.interval:
-                    return 0.0
-                since = self._first[key] = (uid, self.clock(), pace)
+            # object's first pass (counted as if it had written then).
+            pace = self.pace()
+            if pace <= self.interval:
+                return 0.0
+            since = self._since[key] = (uid, self.clock(), pace)
         return max(0.0, since[1] + max(since[2], self.pace()) - self.clock())
 
     def settled(self, key: Key, settled: bool) -> None:
@@ -309,9 +306,7 @@ class StatusPacer:
     def wrote(self, key: Key, uid: str) -> None:
         if self.interval > 0:
             self._since[key] = (uid, self.clock(), self.pace())
-            self._first.pop(key, None)
 
     def forget(self, key: Key) -> None:
         self._since.pop(key, None)
-        self._first.pop(key, None)
         self._unsettled.discard(key)
