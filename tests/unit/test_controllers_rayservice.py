@@ -256,7 +256,8 @@ class World:
             "metadata": {
                 "name": f"{NAME}-serve-svc-abc",
                 "namespace": NS,
-                "labels": {"kubernetes.io/service-name": f"{NAME}-serve-svc"},
+                # the EndpointSlice controller copies the Service's labels (ray.io/serve among them) onto its slices
+                "labels": {"kubernetes.io/service-name": f"{NAME}-serve-svc", c.RAY_SERVE_LABEL: f"{NAME}-serve"},
             },
             "addressType": "IPv4",
             "endpoints": [
@@ -318,11 +319,13 @@ def test_registration_is_kuberays_for_owns_and_predicate() -> None:
 
 def test_its_watches_share_the_operators_informers() -> None:
     """The head Pods are read through the RayCluster controller's Pod informer (same selector); EndpointSlices get
-    their own, indexed by Service name."""
+    their own, indexed by Service name, for the serve Services' slices only (no head or worker Service carries
+    ray.io/serve, so a thousand RayClusters' slices stay out of the cache)."""
     merged = _merge_watches([raycluster_registration(BuildOptions()), rayjob_registration(), registration()])
     assert merged[PODS].label_selector == POD_SELECTOR
     assert merged[PODS].transform is cached_pod  # what the cache keeps of a Pod covers both controllers' reads
     assert merged[ENDPOINT_SLICES].index_labels == ("kubernetes.io/service-name",)
+    assert merged[ENDPOINT_SLICES].label_selector == c.RAY_SERVE_LABEL
     assert RAYSERVICES in merged
     other = registration().reads_(PODS, label_selector=POD_SELECTOR)
     with pytest.raises(ValueError, match="different transforms"):

@@ -87,8 +87,8 @@ def generation_labels_or_annotations_changed(old: Obj | None, new: Obj | None) -
 
 def registration(options: object = None) -> Registration:
     """KubeRay ``RayServiceReconciler.SetupWithManager``: ``For(RayService)`` with its predicate, ``Owns(RayCluster,
-    Service)``. Head Pods and EndpointSlices are read from the cache without starting passes (KubeRay's client reads
-    them through informers too, and does not watch them)."""
+    Service)``. Head Pods and the serve Services' EndpointSlices are read from the cache without starting passes
+    (KubeRay's client reads them through informers too, and does not watch them)."""
     return (
         Registration.named(CONTROLLER, recorder=c.RAYSERVICE_CONTROLLER_NAME)
         .for_(RAYSERVICES)
@@ -96,7 +96,10 @@ def registration(options: object = None) -> Registration:
         .owns(RAYCLUSTERS)
         .owns(SERVICES, index_labels=(c.RAY_CLUSTER_LABEL,))
         .reads_(PODS, label_selector=POD_SELECTOR, index_labels=(c.RAY_CLUSTER_LABEL,), transform=cached_pod)
-        .reads_(ENDPOINT_SLICES, index_labels=(SERVICE_NAME_LABEL,))
+        # Only the serve Services' slices: the EndpointSlice controller copies a Service's labels onto its slices, and
+        # every serve Service carries ray.io/serve (builders.rayservice.serve_service), no head Service does. The head
+        # and worker Services of a thousand RayClusters then cost the cache nothing.
+        .reads_(ENDPOINT_SLICES, label_selector=c.RAY_SERVE_LABEL, index_labels=(SERVICE_NAME_LABEL,))
         .complete(RayServiceReconciler)
     )
 
