@@ -22,6 +22,17 @@ cluster-admin: the same authorization work for all) and with the same ``--qps``/
 * **kuberay-c1**, **kuberay-c10**: KubeRay v1.6.1's operator (built from the Go module proxy into the cache) with
   ``--reconcile-concurrency`` 1 or 10, KubeRay's CRDs.
 
+**Rounds** (``--repeat``): each round starts one contender further on in the list, so none always runs first or
+after the same other one; with two rounds or more the report adds each contender's median over the rounds and the
+comparison of those medians. Each measurement starts once the machine is quiet (at least 80% idle over 3 s, read
+from ``/proc/stat``; the run records whether it got there): what ran before it (the previous sandbox going down,
+this one coming up) does not count against it.
+
+**Where the time goes.** On 2 cores the run is CPU-bound: every run reports ``cpu_bound_seconds``, the CPU seconds of
+the contender, of every control-plane component and of the driver from the first create to the last cluster ready,
+over the machine's cores. A contender's time to ready sits close to it, so what a contender costs the API server,
+the controllers and kwok is time, as much as its own CPU.
+
 One driver for all: it creates the N RayClusters (50 requests at a time, as fast as its own unthrottled client
 allows), watches them, and measures seconds from the first create to every cluster ``status.state: ready``; the
 contender's CPU seconds and peak RSS and each control-plane component's CPU seconds (``/proc``); the API requests of
@@ -57,6 +68,7 @@ import platform
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -93,6 +105,11 @@ PLOTS = Path(__file__).parent / "results"
 SCHEMA = 2
 WORKERS = 3
 WRITES_PER_CLUSTER = 2 + WORKERS + 1  # the floor's: head Service, head Pod, workers, one status patch
+# A measurement starts once the machine is at least QUIET_IDLE idle over QUIET_WINDOW seconds, or after QUIET_TIMEOUT
+# (a machine that never gets there is measured anyway, and the run says so).
+QUIET_IDLE = 0.8
+QUIET_WINDOW = 3.0
+QUIET_TIMEOUT = 180.0
 IN_FLIGHT = 64  # the floor's concurrent requests: well above what QPS 100 needs at the API server's latency
 CONTENDERS = ("floor", "floor-ready", "raykube", "kuberay-c1", "kuberay-c10")
 TARGETS = {"to_kuberay_best": 0.8, "to_floor": 1.3, "floor_off_bound": 0.10, "peak_rss_mb": 200.0}
@@ -602,7 +619,14 @@ class Run:
     async def measure(self) -> dict[str, Any]:
         settings, proc, n = self.settings, self.proc, self.settings.clusters
         await wait_for(self.started, 120, what=f"{self.contender.name} to start", max_interval=0.5)
+        idle = CpuIdle()
+        try:
+            await wait_for(idle.quiet, QUIET_TIMEOUT, what="the machine to be quiet", max_interval=1.0)
+            quiet = True
+        except WaitTimeout:
+            quiet = False
         cpu_idle, components_idle = proc.cpu_seconds(), self.component_cpu()
+        driver_idle = own_cpu_seconds()
         start_mark = self.audit.mark()
         if settings.profile is not None and self.kind == "raykube":
             stamp = time.strftime("%Y%m%dT%H%M%S")
@@ -616,6 +640,7 @@ class Run:
         ready = sorted(self.observer.ready_at.values())
         cpu_ready, rss_ready = proc.cpu_seconds() - cpu_idle, proc.peak_rss_mib()
         components = {k: round(v - components_idle.get(k, 0.0), 1) for k, v in self.component_cpu().items()}
+        components["driver"] = round(own_cpu_seconds() - driver_idle, 1)
         if self.profiler is not None:
             await self.profiler.stop()
         noop = await self.noop_writes(ready_mark) if self.kind != "floor" else {}
@@ -633,11 +658,15 @@ class Run:
             "cpu_seconds": {"to_ready": round(cpu_ready, 1), "with_deletion": round(cpu_total, 1)},
             "peak_rss_mb": {"at_ready": round(rss_ready * 2**20 / 1e6, 1), "overall": round(rss_peak * 2**20 / 1e6, 1)},
             "component_cpu_seconds_to_ready": components,
+            # Everything that ran, over the cores there are: on 2 cores the run is CPU-bound, and this is about its time
+            "cpu_bound_seconds": round((cpu_ready + sum(components.values())) / (os.cpu_count() or 1), 1),
             "requests_to_ready": requests,
             "requests_per_cluster_to_ready": round(sum(requests.values()) / n, 2),
             "requests_with_deletion": sum(requests_of([*to_ready, *after], USER).values()),
             "requests_by_user_to_ready": by_user(to_ready),
             "load": {
+                "quiet_before": quiet,
+                "idle_before": round(idle.last_share, 2),
                 "before": [round(x, 2) for x in load_before],
                 "mean_1m": round(sum(self.loads) / max(1, len(self.loads)), 2),
             },
@@ -664,6 +693,37 @@ def status_changes(writes: Mapping[str, Sequence[tuple[float, list[str]]]]) -> d
         "writes_per_cluster": dict(sorted(per_cluster.items())),
         "fields_changed_together": dict(together.most_common(12)),
     }
+
+
+class CpuIdle:
+    """The machine's idle share (``/proc/stat``: idle + iowait over all time) over windows of at least ``window``
+    seconds: a contender is measured only once what came before it (the previous sandbox going down, this one
+    coming up, the operator's first lists) has stopped using the machine."""
+
+    def __init__(self, window: float = QUIET_WINDOW) -> None:
+        self.window = window
+        self._last = self._read()
+        self.last_share = 0.0
+
+    @staticmethod
+    def _read() -> tuple[float, int, int]:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+        return time.monotonic(), fields[3] + fields[4], sum(fields)
+
+    def quiet(self) -> bool | NotYet:
+        now, idle, total = self._read()
+        since, last_idle, last_total = self._last
+        if now - since < self.window:
+            return NotYet(f"idle {self.last_share:.0%} over the last window")
+        self._last = (now, idle, total)
+        self.last_share = (idle - last_idle) / (total - last_total) if total > last_total else 1.0
+        return True if self.last_share >= QUIET_IDLE else NotYet(f"machine {self.last_share:.0%} idle")
+
+
+def own_cpu_seconds() -> float:
+    """This process's CPU seconds: the driver (its creates and watches) runs here."""
+    times = os.times()
+    return times.user + times.system
 
 
 def cpu_seconds(pid: int) -> float:
@@ -792,17 +852,49 @@ def compare(runs: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def table(rounds: Sequence[Mapping[str, Mapping[str, Any]]]) -> str:
-    rows = [("run", "contender", "to ready", "p50", "CPU s", "peak RSS MB", "requests/cluster", "apiserver CPU s",
-             "etcd CPU s")]  # fmt: skip
-    for index, runs in enumerate(rounds):
+def component(name: str) -> Callable[[Mapping[str, Any]], float]:
+    return lambda run: float(run["component_cpu_seconds_to_ready"].get(name, 0.0))
+
+
+def median_runs(rounds: Sequence[Mapping[str, Mapping[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """Per contender, the median over the rounds of what :func:`compare` and :func:`table` read."""
+    out: dict[str, dict[str, Any]] = {}
+    for name in dict.fromkeys(name for runs in rounds for name in runs):
+        runs = [runs[name] for runs in rounds if name in runs]
+
+        def mid(get: Callable[[Mapping[str, Any]], float], runs: list[Mapping[str, Any]] = runs) -> float:
+            return round(statistics.median(get(run) for run in runs), 2)
+
+        components = {k for run in runs for k in run["component_cpu_seconds_to_ready"]}
+        out[name] = {
+            "rounds": len(runs),
+            "ready_seconds": mid(lambda run: run["ready_seconds"]),
+            "ready_quantiles": {"0.5": mid(lambda run: run["ready_quantiles"]["0.5"])},
+            "cpu_seconds": {"to_ready": mid(lambda run: run["cpu_seconds"]["to_ready"])},
+            "peak_rss_mb": {"overall": mid(lambda run: run["peak_rss_mb"]["overall"])},
+            "requests_per_cluster_to_ready": mid(lambda run: run["requests_per_cluster_to_ready"]),
+            "component_cpu_seconds_to_ready": {k: mid(component(k)) for k in sorted(components)},
+            "cpu_bound_seconds": mid(lambda run: run.get("cpu_bound_seconds", 0.0)),
+        }
+        if all("off_bound" in run for run in runs):
+            out[name]["off_bound"] = mid(lambda run: run["off_bound"] or 0.0)
+    return out
+
+
+def table(rounds: Sequence[Mapping[str, Mapping[str, Any]]], median: Mapping[str, Mapping[str, Any]] | None = None
+          ) -> str:  # fmt: skip
+    """One row per run (in the order the contenders ran), then the medians over the rounds."""
+    rows = [("run", "contender", "to ready", "p50", "ΣCPU/cores", "CPU s", "peak RSS MB", "requests/cluster",
+             "apiserver CPU s", "etcd CPU s")]  # fmt: skip
+    labelled = [(str(index + 1), runs) for index, runs in enumerate(rounds)]
+    for label, runs in [*labelled, *([("median", median)] if median else [])]:
         for name, run in runs.items():
             comp = run["component_cpu_seconds_to_ready"]
             p50 = run["ready_quantiles"]["0.5"]
-            rows.append((str(index + 1), name, f"{run['ready_seconds']:.1f} s", f"{p50:.1f} s",
-                         f"{run['cpu_seconds']['to_ready']:.1f}", f"{run['peak_rss_mb']['overall']:.0f}",
-                         f"{run['requests_per_cluster_to_ready']:.2f}", f"{comp.get('kube-apiserver', 0):.1f}",
-                         f"{comp.get('etcd', 0):.1f}"))  # fmt: skip
+            rows.append((label, name, f"{run['ready_seconds']:.1f} s", f"{p50:.1f} s",
+                         f"{run.get('cpu_bound_seconds', 0):.1f} s", f"{run['cpu_seconds']['to_ready']:.1f}",
+                         f"{run['peak_rss_mb']['overall']:.0f}", f"{run['requests_per_cluster_to_ready']:.2f}",
+                         f"{comp.get('kube-apiserver', 0):.1f}", f"{comp.get('etcd', 0):.1f}"))  # fmt: skip
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows)
 
@@ -831,7 +923,10 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     rounds: list[dict[str, dict[str, Any]]] = []
     for index in range(args.repeat):
         runs: dict[str, dict[str, Any]] = {}
-        for contender in contenders:
+        # Each round starts one contender further on, so that no contender always runs first or right after the
+        # same other one; the report keeps the order in which they ran.
+        shift = index % len(contenders)
+        for contender in [*contenders[shift:], *contenders[:shift]]:
             say(f"run {index + 1}/{args.repeat}: {contender.name} ...")
             try:
                 runs[contender.name] = await run_one(contender, settings)
@@ -867,11 +962,15 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         ],
         "comparison": [compare(runs) for runs in rounds],
     }
+    if len(rounds) > 1:
+        medians = median_runs(rounds)
+        result["median"] = medians
+        result["median_comparison"] = compare(medians)
     if args.clusters > 0:
         path = PLOTS / f"scale-ready-{args.clusters}.png"
         plot(rounds, settings, path)
         result["plot"] = str(path.relative_to(Path(__file__).parent.parent))
-    result["table"] = table(rounds)
+    result["table"] = table(rounds, result.get("median"))
     return result
 
 
@@ -932,6 +1031,8 @@ def main() -> None:
     print("\n" + result["table"])  # noqa: T201
     for index, comparison in enumerate(result["comparison"]):
         print(f"run {index + 1}: {json.dumps(comparison)}")  # noqa: T201
+    if "median_comparison" in result:
+        print(f"median: {json.dumps(result['median_comparison'])}")  # noqa: T201
     for runs in result["runs"]:
         run = runs.get("raykube") or {}
         if "profile" in run:
