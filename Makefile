@@ -18,9 +18,10 @@ UV := $(or $(shell command -v uv 2>/dev/null),$(CURDIR)/.tools/bin/uv)
 export UV_PYTHON := $(PYTHON)
 export UV_PYTHON_DOWNLOADS := never
 UVRUN := $(UV) run --no-sync
-# make bench: RayClusters in the side-by-side scale run (floor, raykube, KubeRay v1.6.1), and how many rounds.
+# make bench: RayClusters in the side-by-side scale run (floor, raykube, KubeRay v1.6.1), and how many rounds (3: a
+# median per contender).
 BENCH_CLUSTERS ?= 1000
-BENCH_ROUNDS ?= 2
+BENCH_ROUNDS ?= 3
 # make test: pytest-xdist workers. 2 (default): the process-node tests on one worker, the rest on the other
 # (tests/conftest.py); a clean-clone .ci/run took 15 min this way and 19 in one process (TEST_WORKERS=1) on 2 cores.
 TEST_WORKERS ?= 2
