@@ -855,33 +855,40 @@ def compare(runs: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def component(name: str) -> Callable[[Mapping[str, Any]], float]:
-    return lambda run: float(run["component_cpu_seconds_to_ready"].get(name, 0.0))
-
-
 def median_runs(rounds: Sequence[Mapping[str, Mapping[str, Any]]]) -> dict[str, dict[str, Any]]:
     """Per contender, the median over the rounds of what :func:`compare` and :func:`table` read."""
     out: dict[str, dict[str, Any]] = {}
     for name in dict.fromkeys(name for runs in rounds for name in runs):
         runs = [runs[name] for runs in rounds if name in runs]
-
-        def mid(get: Callable[[Mapping[str, Any]], float], runs: list[Mapping[str, Any]] = runs) -> float:
-            return round(statistics.median(get(run) for run in runs), 2)
-
-        components = {k for run in runs for k in run["component_cpu_seconds_to_ready"]}
-        out[name] = {
+        median = {
             "rounds": len(runs),
-            "ready_seconds": mid(lambda run: run["ready_seconds"]),
-            "ready_quantiles": {"0.5": mid(lambda run: run["ready_quantiles"]["0.5"])},
-            "cpu_seconds": {"to_ready": mid(lambda run: run["cpu_seconds"]["to_ready"])},
-            "peak_rss_mb": {"overall": mid(lambda run: run["peak_rss_mb"]["overall"])},
-            "requests_per_cluster_to_ready": mid(lambda run: run["requests_per_cluster_to_ready"]),
-            "component_cpu_seconds_to_ready": {k: mid(component(k)) for k in sorted(components)},
-            "cpu_bound_seconds": mid(lambda run: run.get("cpu_bound_seconds", 0.0)),
+            "ready_seconds": _median(runs, "ready_seconds"),
+            "ready_quantiles": {"0.5": _median(runs, "ready_quantiles", "0.5")},
+            "cpu_seconds": {"to_ready": _median(runs, "cpu_seconds", "to_ready")},
+            "peak_rss_mb": {"overall": _median(runs, "peak_rss_mb", "overall")},
+            "requests_per_cluster_to_ready": _median(runs, "requests_per_cluster_to_ready"),
+            "component_cpu_seconds_to_ready": {
+                k: _median(runs, "component_cpu_seconds_to_ready", k)
+                for k in sorted({k for run in runs for k in run["component_cpu_seconds_to_ready"]})
+            },
+            "cpu_bound_seconds": _median(runs, "cpu_bound_seconds"),
         }
         if all("off_bound" in run for run in runs):
-            out[name]["off_bound"] = mid(lambda run: run["off_bound"] or 0.0)
+            median["off_bound"] = _median(runs, "off_bound")
+        out[name] = median
     return out
+
+
+def _median(runs: Sequence[Mapping[str, Any]], *path: str) -> float:
+    """The median of one figure (``path`` into each run; a missing or null figure counts 0)."""
+
+    def figure(run: Mapping[str, Any]) -> float:
+        value: Any = run
+        for key in path:
+            value = value.get(key) if isinstance(value, Mapping) else None
+        return float(value or 0.0)
+
+    return round(statistics.median(figure(run) for run in runs), 2)
 
 
 def table(rounds: Sequence[Mapping[str, Mapping[str, Any]]], median: Mapping[str, Mapping[str, Any]] | None = None
