@@ -5,8 +5,8 @@ as plain JSON (typed models cost decoding time and would drop fields a newer Kub
 explicit control of ``resourceVersion``, bookmarks and 410 handling (lightkube's watch silently restarts without a
 relist, which loses deletions), and every request must go through one client-side rate limiter and be counted by
 verb and resource. lightkube still does what it is good at: reading kubeconfig / in-cluster config and building the
-authenticated ``httpx2`` client this module sends requests with. JSON is decoded with msgspec (a lightkube
-dependency), several times faster than the standard library on Pod lists.
+authenticated ``httpx2`` client this module sends requests with (on aiohttp's connections: transport.py). JSON is
+decoded with msgspec, several times faster than the standard library on Pod lists.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from lightkube.config.client_adapter import ConnectionParams
 from raykube.kube.errors import ApiError, OutsideRbac
 from raykube.kube.rbac import Rule, allows
 from raykube.kube.resources import Resource
+from raykube.kube.transport import AiohttpTransport
 
 PATCH_TYPES = {
     "merge": "application/merge-patch+json",
@@ -36,11 +37,6 @@ PATCH_TYPES = {
     "strategic": "application/strategic-merge-patch+json",
     "apply": "application/apply-patch+yaml",
 }
-# Idle connections kept open to the API server: client-go's (transport/cache.go idleConnsPerHost, its HTTP/1.1
-# MaxIdleConnsPerHost). More cost CPU on every request: measured on the sandbox at 10 requests in flight, 0.86 ms of
-# client CPU per request with 25 idle connections kept, 2.0 ms with 200 (a pool left over from a burst).
-IDLE_CONNECTIONS = 25
-
 _decode = msgspec.json.Decoder().decode
 _encode = msgspec.json.Encoder().encode
 log = logging.getLogger(__name__)
@@ -260,11 +256,11 @@ class Kube:
         # pass) never resets its stream, so each one holds a slot of the connection's concurrent streams for good
         # (encode/httpcore#943) until no request can be sent on it. Its one connection was measured faster at scale
         # (docs/architecture.md "Scale"), so this is worth another look once both are fixed upstream.
-        params = ConnectionParams(timeout=httpx2.Timeout(timeout), trust_env=False)
-        # Enough connections for a full burst (every watch holds one of its own), but only IDLE_CONNECTIONS kept open
-        # once idle: httpcore2 scans every pooled connection, and probes each idle one's socket, for every request.
-        limits = httpx2.Limits(max_connections=burst + 32, max_keepalive_connections=IDLE_CONNECTIONS)
-        http = httpx2.AsyncClient(**params.httpx_params(single), limits=limits)
+        params = ConnectionParams(timeout=httpx2.Timeout(timeout), trust_env=False).httpx_params(single)
+        # httpx2's API on aiohttp's connections (kube/transport.py: a third of the client's CPU per request), with
+        # enough connections for a full burst: every watch holds one of its own.
+        params["transport"] = AiohttpTransport(verify=params.pop("verify"), max_connections=burst + 32)
+        http = httpx2.AsyncClient(**params)
         http.headers["User-Agent"] = user_agent
         return cls(
             http,

@@ -1,0 +1,153 @@
+"""kube/transport.py against a real socket: an HTTP server on 127.0.0.1 that misbehaves on purpose.
+
+What callers rely on: a stalled watch ends in ``httpx2.ReadTimeout`` (the informer re-watches on it), a body cut
+short and a refused connection are ``httpx2`` transport errors (the informer and the probes retry on those), a
+response closed before its end never goes back to the pool, connections are reused, and gzip bodies decode.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+import httpx2
+import pytest
+
+from raykube.kube.transport import AiohttpTransport
+
+pytestmark = pytest.mark.integration
+
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+class Server:
+    def __init__(self, handler: Handler) -> None:
+        self.handler = handler
+        self.connections = 0
+        self.port = 0
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        try:
+            await self.handler(reader, writer)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            writer.close()
+
+
+@asynccontextmanager
+async def serving(handler: Handler) -> AsyncIterator[tuple[Server, httpx2.AsyncClient]]:
+    server = Server(handler)
+    listener = await asyncio.start_server(server._serve, "127.0.0.1", 0)
+    server.port = listener.sockets[0].getsockname()[1]
+    client = httpx2.AsyncClient(
+        base_url=f"http://127.0.0.1:{server.port}",
+        transport=AiohttpTransport(verify=False, max_connections=4),
+        timeout=httpx2.Timeout(5.0),
+    )
+    try:
+        yield server, client
+    finally:
+        await client.aclose()
+        listener.close()
+        await listener.wait_closed()
+
+
+async def _request(reader: asyncio.StreamReader) -> bytes:
+    """One request's head (the tests send no bodies)."""
+    return await reader.readuntil(b"\r\n\r\n")
+
+
+def _answer(body: bytes, *headers: str) -> bytes:
+    head = "".join(f"{h}\r\n" for h in (f"Content-Length: {len(body)}", *headers))
+    return b"HTTP/1.1 200 OK\r\n" + head.encode() + b"\r\n" + body
+
+
+async def test_connections_are_reused_and_gzip_is_decoded() -> None:
+    async def keep_alive(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            await _request(reader)
+            writer.write(_answer(gzip.compress(b'{"ok": true}'), "Content-Encoding: gzip"))
+            await writer.drain()
+
+    async with serving(keep_alive) as (server, client):
+        for _ in range(3):
+            response = await client.get("/api")
+            assert response.status_code == 200
+            assert response.json() == {"ok": True}
+        assert server.connections == 1
+
+
+async def test_a_stalled_stream_ends_in_read_timeout() -> None:
+    async def stall(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n6\r\n{}\n{}\n\r\n")
+        await writer.drain()
+        await reader.read()  # until the client gives up
+
+    async with serving(stall) as (_, client):
+        received: list[bytes] = []
+
+        async def watch() -> None:
+            async with client.stream("GET", "/watch", timeout=httpx2.Timeout(5.0, read=0.5)) as response:
+                async for chunk in response.aiter_bytes():
+                    received.append(chunk)
+
+        with pytest.raises(httpx2.ReadTimeout):
+            await watch()
+        assert b"".join(received) == b"{}\n{}\n"  # what arrived before the stall was delivered
+
+
+async def test_a_body_cut_short_is_a_transport_error() -> None:
+    async def cut(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request(reader)
+        writer.write(b'HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{"partial"')
+        await writer.drain()
+
+    async with serving(cut) as (_, client):
+        with pytest.raises(httpx2.TransportError):
+            await client.get("/api")
+
+
+async def test_a_refused_connection_is_a_connect_error() -> None:
+    async with serving(lambda reader, writer: _request(reader)) as (server, _):
+        port = server.port
+    client = httpx2.AsyncClient(transport=AiohttpTransport(verify=False, max_connections=1))
+    try:
+        with pytest.raises(httpx2.ConnectError):
+            await client.get(f"http://127.0.0.1:{port}/api")  # the listener is closed
+    finally:
+        await client.aclose()
+
+
+async def test_a_stream_closed_before_its_end_is_not_pooled() -> None:
+    async def endless(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await _request(reader)
+        if head.startswith(b"GET /watch"):
+            writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\n{}\n\r\n")
+            await writer.drain()
+            await reader.read()
+            return
+        writer.write(_answer(b"{}"))
+        await writer.drain()
+        await reader.read()
+
+    async with serving(endless) as (server, client):
+        async with client.stream("GET", "/watch") as response:
+            async for _ in response.aiter_bytes():
+                break  # the caller stops reading a watch (a cancelled informer)
+        assert (await client.get("/api")).status_code == 200
+        assert server.connections == 2  # the half-read watch's connection was dropped, not handed out again
+
+
+async def test_a_connection_closed_unanswered_is_tried_once() -> None:
+    async def hang_up(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request(reader)  # and close without an answer
+
+    async with serving(hang_up) as (server, client):
+        with pytest.raises(httpx2.TransportError):
+            await client.get("/api")  # idempotent: aiohttp alone would send it again
+        assert server.connections == 1  # retrying is the caller's (its backoff), not the transport's
