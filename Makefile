@@ -85,6 +85,7 @@ test: lint typecheck imports pytest
 bench: sandbox-build
 	$(UVRUN) python -m benchmarks.sandbox_startup
 	$(UVRUN) python -m benchmarks.doctor_all
+	$(UVRUN) python -m benchmarks.kube_client
 	$(UVRUN) python -m benchmarks.scale --clusters $(BENCH_CLUSTERS) --repeat $(BENCH_ROUNDS)
 	$(UVRUN) python -m benchmarks.process_cluster
 	$(UVRUN) python -m benchmarks.rayjob
