@@ -257,7 +257,7 @@ class Kube:
         # (encode/httpcore#943) until no request can be sent on it. Its one connection was measured faster at scale
         # (docs/architecture.md "Scale"), so this is worth another look once both are fixed upstream.
         params = ConnectionParams(timeout=httpx2.Timeout(timeout), trust_env=False).httpx_params(single)
-        # httpx2's API on aiohttp's connections (kube/transport.py: a third of the client's CPU per request), with
+        # httpx2's API on aiohttp's connections (kube/transport.py: 0.58x the client's CPU per request), with
         # enough connections for a full burst: every watch holds one of its own.
         params["transport"] = AiohttpTransport(verify=params.pop("verify"), max_connections=burst + 32)
         http = httpx2.AsyncClient(**params)
