@@ -29,6 +29,7 @@ import httpx2
 from lightkube import KubeConfig
 from lightkube.config.client_adapter import ConnectionParams
 
+from benchmarks import append_line
 from raykube.kube.client import Kube
 from raykube.kube.resources import CONFIGMAPS, NAMESPACES
 from raykube.sandbox import NodePool, Ports, Sandbox, SandboxConfig, versions
@@ -127,9 +128,7 @@ def main() -> None:
     parser.add_argument("--in-flight", type=int, default=10)
     args = parser.parse_args()
     result = asyncio.run(main_async(args.rounds, args.requests, args.in_flight))
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    with RESULTS.open("a") as out:
-        out.write(json.dumps(result) + "\n")
+    append_line(RESULTS, result)
     print(json.dumps(result, indent=2))  # noqa: T201 - a benchmark reports on stdout
 
 

@@ -39,6 +39,7 @@ from lightkube.codecs import from_dict
 from lightkube.generic_resource import create_namespaced_resource
 from lightkube.resources.core_v1 import Pod
 
+from benchmarks import append_line
 from raykube.api.crd import load_generated
 from raykube.kube.client import Kube
 from raykube.runtime.crds import install_crds
@@ -244,9 +245,7 @@ def main() -> None:
     if problems:
         raise SystemExit("process nodes are not possible here: " + "; ".join(problems))
     result = asyncio.run(main_async(args.runs))
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    with RESULTS.open("a") as out:
-        out.write(json.dumps(result) + "\n")
+    append_line(RESULTS, result)
     print(json.dumps(result, indent=2))  # noqa: T201 - a benchmark reports on stdout
 
 

@@ -50,7 +50,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import os
 import platform
 import shutil
@@ -68,6 +67,7 @@ from typing import Any
 
 import yaml
 
+from benchmarks import append_line
 from raykube import __version__
 from raykube.api import constants as c
 from raykube.api.crd import load_generated
@@ -583,9 +583,7 @@ def main() -> None:
         print(message, file=sys.stderr, flush=True)  # noqa: T201
 
     result = asyncio.run(cancellable(main_async(args.runs, args.crds, report)))
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    with RESULTS.open("a") as out:
-        out.write(json.dumps(result) + "\n")
+    append_line(RESULTS, result)
     print_tables(result)
     print(f"\nappended to {RESULTS.relative_to(ROOT)}")  # noqa: T201
 

@@ -39,7 +39,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import copy
-import json
 import os
 import statistics
 import sys
@@ -50,7 +49,7 @@ from typing import Any
 
 import yaml
 
-from benchmarks import rayjob
+from benchmarks import append_line, rayjob
 from raykube import __version__
 from raykube.api import constants as c
 from raykube.api.resources import RAYCLUSTERS, RAYSERVICES
@@ -329,9 +328,7 @@ def main() -> None:
         print(message, file=sys.stderr, flush=True)  # noqa: T201
 
     result = asyncio.run(rayjob.cancellable(main_async(args.runs, args.crds, report)))
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    with RESULTS.open("a") as out:
-        out.write(json.dumps(result) + "\n")
+    append_line(RESULTS, result)
     print_tables(result)
     print(f"\nappended to {RESULTS.relative_to(ROOT)}")  # noqa: T201
 

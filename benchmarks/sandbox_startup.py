@@ -21,6 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks import append_line
 from raykube.sandbox import NodePool, Ports, Sandbox, SandboxConfig, versions
 
 TARGET_SECONDS = 15.0
@@ -80,9 +81,7 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=2)
     args = parser.parse_args()
     result = asyncio.run(main_async(args.runs, args.nodes))
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    with RESULTS.open("a") as out:
-        out.write(json.dumps(result) + "\n")
+    append_line(RESULTS, result)
     up = result["up_seconds"]
     print(json.dumps(result, indent=2))  # noqa: T201 - a benchmark reports on stdout
     verdict = "meets" if result["meets_target"] else "MISSES"

@@ -251,11 +251,8 @@ class Kube:
         if single is None:
             raise ValueError(f"kubeconfig has no context {context!r}")
         # trust_env=False: the API server is reached directly, never through an HTTP proxy from the environment.
-        # HTTP/1.1, not client-go's HTTP/2: with httpcore2's HTTP/2 a watch sharing the connection with others may
-        # never get its events (seen with 3 watches), and a response closed before its end (a timeout, a cancelled
-        # pass) never resets its stream, so each one holds a slot of the connection's concurrent streams for good
-        # (encode/httpcore#943) until no request can be sent on it. Its one connection was measured faster at scale
-        # (docs/architecture.md "Scale"), so this is worth another look once both are fixed upstream.
+        # HTTP/1.1, not client-go's HTTP/2: aiohttp speaks only HTTP/1.1, and httpcore2's HTTP/2, tried before, lost a
+        # shared watch's events and never reset a stream closed early (encode/httpcore#943; docs "Scale").
         params = ConnectionParams(timeout=httpx2.Timeout(timeout), trust_env=False).httpx_params(single)
         # httpx2's API on aiohttp's connections (kube/transport.py: 0.58x the client's CPU per request), with
         # enough connections for a full burst: every watch holds one of its own.
