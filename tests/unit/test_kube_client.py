@@ -14,10 +14,11 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
+from raykube.api.resources import RAYCLUSTERS
 from raykube.controllers.raycluster import slow_start
 from raykube.kube.client import MAX_RETRIES, Kube, _lines
 from raykube.kube.errors import ApiError
-from raykube.kube.resources import NODES, SERVICE_ACCOUNTS
+from raykube.kube.resources import NODES, PODS, SERVICE_ACCOUNTS, SERVICES
 
 events = st.lists(st.binary(min_size=1, max_size=40).map(lambda b: b.replace(b"\n", b"x")), max_size=20)
 
@@ -45,12 +46,36 @@ def test_blank_lines_between_events_are_skipped() -> None:
     assert asyncio.run(_collect(b'{"a":1}\n\n \n{"b":2}', [3, 9])) == [b'{"a":1}', b'{"b":2}']
 
 
-def test_a_sibling_shares_the_connection_but_not_the_rate_limiter() -> None:
-    kube = Kube(object(), qps=5, burst=7)  # type: ignore[arg-type]
+@pytest.mark.parametrize("per_resource", [False, True])
+def test_a_sibling_shares_the_connection_but_not_the_rate_limiter(per_resource: bool) -> None:
+    kube = Kube(object(), qps=5, burst=7, per_resource=per_resource)  # type: ignore[arg-type]
     twin = kube.sibling()
     assert twin.http is kube.http
-    assert twin.limiter is not kube.limiter
-    assert (twin.limiter.qps, twin.limiter.burst) == (5, 7)
+    assert twin.limiter(NODES) is not kube.limiter(NODES)
+    assert (twin.limiter(NODES).qps, twin.limiter(NODES).burst, twin.per_resource) == (5, 7, per_resource)
+
+
+def test_a_client_shares_one_token_bucket_between_resources_as_a_clientset() -> None:
+    kube = Kube(object(), qps=5, burst=7)  # type: ignore[arg-type]
+    assert kube.limiter(PODS) is kube.limiter(SERVICES) is kube.limiter(RAYCLUSTERS)
+
+
+async def test_per_resource_a_burst_of_pod_writes_leaves_the_other_resources_budgets_whole() -> None:
+    """controller-runtime's client (KubeRay's --qps/--burst): a token bucket per group-version-kind, shared by its
+    subresources (a RayCluster's status writes take from the RayClusters' bucket)."""
+    kube = Kube(object(), qps=1, burst=3, per_resource=True)  # type: ignore[arg-type]
+    assert kube.limiter(PODS) is kube.limiter(PODS)
+    assert len({id(kube.limiter(r)) for r in (PODS, SERVICES, RAYCLUSTERS, SERVICE_ACCOUNTS)}) == 4
+    for _ in range(3):
+        await kube.limiter(PODS).acquire()
+    assert kube.limiter(PODS).saved() < 1
+    assert kube.limiter(SERVICES).saved() == pytest.approx(3)
+    assert kube.limiter(RAYCLUSTERS).saved() == pytest.approx(3)
+
+
+def test_a_bad_rate_limit_is_refused_when_the_client_is_made() -> None:
+    with pytest.raises(ValueError, match="qps must be > 0"):
+        Kube(object(), qps=0, burst=7, per_resource=True)  # type: ignore[arg-type]
 
 
 def _kubeconfig(path: Path, namespace: str | None) -> Path:

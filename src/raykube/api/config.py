@@ -187,7 +187,7 @@ Runs the RayCluster controller, with KubeRay's flags (Go syntax: --flag=value, -
   --leader-election-namespace NS      namespace of the Lease (default: the Pod's namespace, else "default")
   --watch-namespace A,B               namespaces to watch (default: all)
   --reconcile-concurrency N           RayClusters reconciled at once (default 10)
-  --qps Q --burst B                   client-side rate limit to the API server (default 100, 200)
+  --qps Q --burst B                   client-side rate limit per resource type, as KubeRay's (default 100, 200)
   --feature-gates A=true,B=false      KubeRay feature gates
   --log-stdout-encoder json|console   log format on stdout (default json)
   --log-file-path PATH                also log to this file (--log-file-encoder json|console)

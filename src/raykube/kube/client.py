@@ -212,9 +212,16 @@ class Kube:
         field_manager: str = "raykube-operator",
         rules: Sequence[Rule] | None = None,
         namespace: str = "default",
+        per_resource: bool = False,
     ) -> None:
         self.http = http
-        self.limiter = TokenBucket(qps, burst)
+        self.qps = qps
+        self.burst = burst
+        TokenBucket(qps, burst)  # refuse a bad limit now, not at the first request on some resource
+        # client-go's clientset shares one token bucket between all its resources; controller-runtime's client (so
+        # KubeRay's --qps/--burst) builds a REST client, and so a bucket, per resource type: ``per_resource``.
+        self.per_resource = per_resource
+        self._buckets: dict[tuple[str, str, str], TokenBucket] = {}
         self.observer = observer
         self.field_manager = field_manager
         self.rules = rules  # when set, refuse calls these RBAC rules do not allow (tests run the operator so)
@@ -243,9 +250,11 @@ class Kube:
         timeout: float = 30.0,
         rules: Sequence[Rule] | None = None,
         field_manager: str | None = None,
+        per_resource: bool = False,
     ) -> Kube:
         """From a kubeconfig file, else ``$KUBECONFIG`` / ``~/.kube/config``, else the in-cluster ServiceAccount;
-        ``context`` (default: the current one) also gives :attr:`namespace`."""
+        ``context`` (default: the current one) also gives :attr:`namespace`. ``per_resource``: a token bucket of
+        ``qps``/``burst`` per resource type (controller-runtime's), else one for the whole client (a clientset's)."""
         config = KubeConfig.from_file(kubeconfig) if kubeconfig else KubeConfig.from_env()
         single = config.get(context)
         if single is None:
@@ -267,11 +276,21 @@ class Kube:
             rules=rules,
             field_manager=field_manager or user_agent,
             namespace=single.namespace or "default",
+            per_resource=per_resource,
         )
 
+    def limiter(self, res: Resource) -> TokenBucket:
+        """The token bucket a request on ``res`` (or one of its subresources) takes from: the client's only one, or
+        with ``per_resource`` the one of ``res``'s group, version and kind, made at the first request on it."""
+        key = (res.group, res.version, res.kind) if self.per_resource else ("", "", "")
+        bucket = self._buckets.get(key)
+        if bucket is None:
+            bucket = self._buckets[key] = TokenBucket(self.qps, self.burst)
+        return bucket
+
     def sibling(self, *, qps: float | None = None, burst: int | None = None) -> Kube:
-        """A client on the same connections and credentials with a rate limiter of its own (by default the same QPS
-        and burst).
+        """A client on the same connections and credentials with rate limiters of its own (by default the same QPS,
+        burst and per-resource choice).
 
         As controller-runtime, where the event recorder and the leader-election lock each build their own client
         from the manager's rest config, so each gets its own client-go token bucket: KubeRay's Events and Lease
@@ -279,12 +298,13 @@ class Kube:
         """
         return Kube(
             self.http,
-            qps=self.limiter.qps if qps is None else qps,
-            burst=self.limiter.burst if burst is None else burst,
+            qps=self.qps if qps is None else qps,
+            burst=self.burst if burst is None else burst,
             observer=self.observer,
             field_manager=self.field_manager,
             rules=self.rules,
             namespace=self.namespace,
+            per_resource=self.per_resource,
         )
 
     async def close(self) -> None:
@@ -318,7 +338,7 @@ class Kube:
         query = {k: v for k, v in (params or {}).items() if v is not None}
         attempt = 0
         while True:
-            await self.limiter.acquire()
+            await self.limiter(res).acquire()
             started = time.monotonic()
             code = 0
             try:
@@ -421,7 +441,7 @@ class Kube:
         nothing, not even a bookmark, arrived for ``inactivity`` seconds (the API server bookmarks every minute).
         ``opened`` is called once the server has accepted the watch."""
         self._check("watch", res, None)
-        await self.limiter.acquire()
+        await self.limiter(res).acquire()
         params: dict[str, str | int] = {
             "watch": "true",
             "allowWatchBookmarks": "true",
@@ -568,7 +588,7 @@ class Kube:
         Raises :class:`ApiError` when the API server or the container runtime refuses (403 without ``create
         pods/exec``, 404, 400 for a container that is not running) and :class:`TimeoutError` after ``timeout``."""
         self._check("create", res, "exec")
-        await self.limiter.acquire()
+        await self.limiter(res).acquire()
         params: list[tuple[str, str | int | float | bool | None]] = [("command", part) for part in command]
         params += [("stdout", "true"), ("stderr", "true")]
         if container:

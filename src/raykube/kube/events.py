@@ -11,8 +11,8 @@ Either way:
 
 * Recording never blocks the caller: events go on a queue that :meth:`EventRecorder.run` sends in the background,
   one at a time (as client-go's broadcaster). A full queue drops new events, as client-go's does.
-* With ``yield_to`` (the operator's recorders: its main client's rate limiter) an event waits until that limiter is at
-  least half full, so Events use only what the operator's own writes leave over: during a burst of creates they
+* With ``yield_to`` (the operator's recorders: the rate limiter of its Pod writes) an event waits until that limiter is
+  at least half full, so Events use only what the operator's own writes leave over: during a burst of creates they
   queue (and past the queue's limit are dropped) instead of taking the API server's time from the writes that bring
   clusters up.
 * A repeat of the same event (same object and field, type, reason, action and note) updates the event already

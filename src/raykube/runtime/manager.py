@@ -48,7 +48,7 @@ from raykube.kube.client import Kube
 from raykube.kube.errors import ApiError
 from raykube.kube.events import CORE_EVENTS_API, SPAM_BURST, EventRecorder
 from raykube.kube.informer import Informer, ObjectCache
-from raykube.kube.resources import Resource
+from raykube.kube.resources import PODS, Resource
 from raykube.runtime.dashboard import HttpDashboards
 from raykube.runtime.logs import reconcile_context
 from raykube.runtime.metrics import Metrics
@@ -161,10 +161,10 @@ class Manager:
             # core/v1 Events, as KubeRay's (controller-runtime's GetEventRecorderFor: client-go's record package, with
             # source.component and reportingComponent the recorder's name), off the hot path: a rate limiter of their
             # own at a tenth of the operator's QPS (burst: client-go's per-object spam burst), and sent only while the
-            # operator's writes leave its own budget at least half full.
-            events_client = kube.sibling(qps=kube.limiter.qps * EVENTS_QPS_SHARE, burst=SPAM_BURST)
+            # operator's Pod writes (the budget a burst of new clusters drains) leave it at least half full.
+            events_client = kube.sibling(qps=kube.qps * EVENTS_QPS_SHARE, burst=SPAM_BURST)
             recorder = EventRecorder(
-                events_client, reg.recorder, api=CORE_EVENTS_API, log_events=True, yield_to=kube.limiter
+                events_client, reg.recorder, api=CORE_EVENTS_API, log_events=True, yield_to=kube.limiter(PODS)
             )
             deps = Deps(
                 kube,

@@ -62,8 +62,10 @@ class Operator:
     def __init__(self, config: OperatorConfig, *, kube: Kube | None = None, identity: str | None = None) -> None:
         self.config = config
         self.metrics = Metrics()
+        # --qps/--burst per resource type, as KubeRay's: controller-runtime's client has a REST client, and so a
+        # client-go token bucket, per group-version-kind (Pods, Services, RayClusters and their status, ...).
         self.kube = kube or Kube.from_config(
-            config.kubeconfig, qps=config.qps, burst=config.burst, observer=self.metrics
+            config.kubeconfig, qps=config.qps, burst=config.burst, observer=self.metrics, per_resource=True
         )
         if self.kube.observer is None:
             self.kube.observer = self.metrics

@@ -1,0 +1,30 @@
+"""benchmarks/scale.py's rate-limit bound: what the client-side token buckets alone allow for the counted requests."""
+
+from __future__ import annotations
+
+import pytest
+from benchmarks.scale import qps_bound
+
+# 1,000 clusters: the floor's writes, and KubeRay's (two status updates each), as the audit log counts them.
+FLOOR = {"create pods": 4000, "create services": 1000, "patch rayclusters.ray.io/status": 1000}
+KUBERAY = {
+    "create events": 900,
+    "create pods": 4000,
+    "create services": 1000,
+    "update leases.coordination.k8s.io": 35,
+    "update rayclusters.ray.io/status": 2000,
+}
+
+
+def test_one_bucket_takes_every_write() -> None:
+    assert qps_bound(FLOOR, qps=100, burst=200, per_resource=False) == pytest.approx(58.0)
+
+
+def test_per_resource_the_fullest_bucket_decides_and_events_and_leases_have_clients_of_their_own() -> None:
+    assert qps_bound(KUBERAY, qps=100, burst=200, per_resource=True) == pytest.approx(38.0)  # 4,000 Pod creates
+    assert qps_bound(KUBERAY, qps=100, burst=200, per_resource=False) == pytest.approx(68.0)
+
+
+def test_a_burst_bigger_than_the_requests_is_no_wait() -> None:
+    assert qps_bound({"create pods": 10}, qps=100, burst=200, per_resource=True) == 0.0
+    assert qps_bound({}, qps=100, burst=200, per_resource=True) == 0.0
