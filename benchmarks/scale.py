@@ -24,7 +24,9 @@ its ``off_bound``:
 * **raykube**: ``raykube operator`` in its own process with its defaults (leader election on, reconcile concurrency
   10 unless ``raykube-c<N>``), raykube's CRDs;
 * **kuberay-c1**, **kuberay-c10**: KubeRay v1.6.1's operator (built from the Go module proxy into the cache) with
-  ``--reconcile-concurrency`` 1 or 10, KubeRay's CRDs.
+  ``--reconcile-concurrency`` 1 or 10, KubeRay's CRDs;
+* **raykube@<git ref>**: raykube's operator as of another commit (a temporary git worktree of this repository, on
+  ``PYTHONPATH``), so a change and what came before it run in one invocation, on the same machine at the same time.
 
 **Rounds** (``--repeat``): each round starts one contender further on in the list, so none always runs first or
 after the same other one; with two rounds or more the report adds each contender's median over the rounds and the
@@ -78,7 +80,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -162,10 +164,12 @@ def free_port() -> int:
 class Process:
     """A child process of this benchmark, measured through /proc and stopped by its PID only."""
 
-    def __init__(self, argv: Sequence[str], log: Path) -> None:
+    def __init__(self, argv: Sequence[str], log: Path, env: Mapping[str, str] | None = None) -> None:
         self.log = log
         with log.open("wb") as out:
-            self.popen = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+            self.popen = subprocess.Popen(
+                argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=env and {**os.environ, **env}
+            )
         self.pid = self.popen.pid
 
     def cpu_seconds(self) -> float:
@@ -472,17 +476,24 @@ def by_user(events: Iterable[Mapping[str, Any]]) -> dict[str, int]:
 # --------------------------------------------------------------------------------------------------- contenders
 @dataclass(frozen=True)
 class Contender:
-    """``floor``, ``raykube`` (its default concurrency) or ``raykube-c<N>``, ``kuberay-c<N>``."""
+    """``floor``, ``raykube`` (its default concurrency) or ``raykube-c<N>``, ``kuberay-c<N>``; ``raykube@<git ref>``:
+    raykube's operator as of that commit (a temporary git worktree), to compare a change with what came before in one
+    invocation, rounds rotated."""
 
     name: str
     kind: str
     concurrency: int | None
     wait_ready: bool = False  # the floor's: its status write waits for its Pods
+    ref: str | None = None
 
     @classmethod
     def parse(cls, text: str) -> Contender:
         if text == "floor-ready":
             return cls(text, "floor", None, wait_ready=True)
+        if text.startswith("raykube@"):
+            if not text.removeprefix("raykube@"):
+                raise argparse.ArgumentTypeError(f"raykube@ needs a git ref, e.g. raykube@HEAD~1 ({text!r})")
+            return cls(text, "raykube", None, ref=text.removeprefix("raykube@"))
         kind, _, rest = text.partition("-c")
         if kind not in ("floor", "raykube", "kuberay") or (rest and not rest.isdigit()) or (kind == "floor" and rest):
             raise argparse.ArgumentTypeError(
@@ -503,6 +514,7 @@ class Settings:
     profile: Path | None
     profile_rate: int
     delete: bool = True  # time the deletion too (--no-delete: at 10,000 it would double the run)
+    sources: Mapping[str, Path] = field(default_factory=dict)  # raykube@<ref>: that commit's src/ (a git worktree)
 
 
 class Run:
@@ -627,7 +639,9 @@ class Run:
         watched.add_handler(self.observer.on_cluster)
         lease = Informer(self.driver, LEASES, namespace=self.namespace)
         lease.add_handler(self.observer.on_lease)
-        self.process = Process(self.argv(), self.workdir / f"{self.contender.name}.log")
+        ref = self.contender.ref
+        env = {"PYTHONPATH": str(self.settings.sources[ref])} if ref else None
+        self.process = Process(self.argv(), self.workdir / f"{self.contender.name}.log", env)
         try:
             async with informers(watched, lease):
                 return await self.measure()
@@ -948,9 +962,28 @@ def keep_partial(args: argparse.Namespace, round_: int, name: str, run: dict[str
         out.write(json.dumps(line) + "\n")
 
 
-async def main_async(args: argparse.Namespace) -> dict[str, Any]:
+@contextlib.contextmanager
+def checkouts(refs: Iterable[str]) -> Iterator[dict[str, Path]]:
+    """Each git ref's ``src/`` in a temporary worktree of this repository (removed afterwards)."""
+    repo = Path(__file__).resolve().parents[1]
+    with tempfile.TemporaryDirectory(prefix="raykube-bench-refs-") as tmp:
+        sources: dict[str, Path] = {}
+        try:
+            for index, ref in enumerate(dict.fromkeys(refs)):
+                tree = Path(tmp) / str(index)
+                subprocess.run(["git", "-C", str(repo), "worktree", "add", "--quiet", "--detach", str(tree), ref],
+                               check=True)  # fmt: skip
+                sources[ref] = tree / "src"
+            yield sources
+        finally:
+            for source in sources.values():
+                subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(source.parent)],
+                               check=False)  # fmt: skip
+
+
+async def main_async(args: argparse.Namespace, sources: Mapping[str, Path] | None = None) -> dict[str, Any]:
     settings = Settings(args.clusters, args.qps, args.burst, args.nodes, args.timeout, args.profile,
-                        args.profile_rate, delete=not args.no_delete)  # fmt: skip
+                        args.profile_rate, delete=not args.no_delete, sources=sources or {})  # fmt: skip
     contenders: list[Contender] = args.contenders
     rounds: list[dict[str, dict[str, Any]]] = []
     for index in range(args.repeat):
@@ -1055,7 +1088,8 @@ def main() -> None:
         from raykube.sandbox.conformance import build_optional  # noqa: PLC0415 - KubeRay's operator, if missing
 
         build_optional(progress, (versions.KUBERAY_OPERATOR,))
-    result = asyncio.run(cancellable(main_async(args)))
+    with checkouts(c_.ref for c_ in args.contenders if c_.ref) as sources:
+        result = asyncio.run(cancellable(main_async(args, sources)))
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     with RESULTS.open("a") as results:
         results.write(json.dumps(result) + "\n")
