@@ -88,6 +88,7 @@ from typing import Any
 import httpx2
 import yaml
 
+from benchmarks import append_line
 from raykube.api import constants as c
 from raykube.api.config import DEFAULT_RECONCILE_CONCURRENCY
 from raykube.api.crd import load_generated
@@ -491,9 +492,9 @@ class Contender:
         if text == "floor-ready":
             return cls(text, "floor", None, wait_ready=True)
         if text.startswith("raykube@"):
-            if not text.removeprefix("raykube@"):
+            if not (ref := text.removeprefix("raykube@")):
                 raise argparse.ArgumentTypeError(f"raykube@ needs a git ref, e.g. raykube@HEAD~1 ({text!r})")
-            return cls(text, "raykube", None, ref=text.removeprefix("raykube@"))
+            return cls(text, "raykube", None, ref=ref)
         kind, _, rest = text.partition("-c")
         if kind not in ("floor", "raykube", "kuberay") or (rest and not rest.isdigit()) or (kind == "floor" and rest):
             raise argparse.ArgumentTypeError(
@@ -957,9 +958,7 @@ def keep_partial(args: argparse.Namespace, round_: int, name: str, run: dict[str
         "contender": name,
         "run": {k: v for k, v in run.items() if k != "curve"},
     }
-    PARTIAL.parent.mkdir(parents=True, exist_ok=True)
-    with PARTIAL.open("a") as out:
-        out.write(json.dumps(line) + "\n")
+    append_line(PARTIAL, line)
 
 
 @contextlib.contextmanager
@@ -1090,9 +1089,7 @@ def main() -> None:
         build_optional(progress, (versions.KUBERAY_OPERATOR,))
     with checkouts(c_.ref for c_ in args.contenders if c_.ref) as sources:
         result = asyncio.run(cancellable(main_async(args, sources)))
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    with RESULTS.open("a") as results:
-        results.write(json.dumps(result) + "\n")
+    append_line(RESULTS, result)
     print(json.dumps({k: v for k, v in result.items() if k != "table"}, indent=2))  # noqa: T201
     print("\n" + result["table"])  # noqa: T201
     for index, comparison in enumerate(result["comparison"]):

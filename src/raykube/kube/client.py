@@ -67,13 +67,18 @@ class TokenBucket:
     """Client-side rate limit as client-go's: ``qps`` tokens a second, at most ``burst`` saved up."""
 
     def __init__(self, qps: float, burst: int) -> None:
-        if qps <= 0 or burst < 1:
-            raise ValueError(f"qps must be > 0 and burst >= 1 (got qps={qps}, burst={burst})")
+        self.check(qps, burst)
         self.qps = qps
         self.burst = burst
         self._tokens = float(burst)
         self._stamp = time.monotonic()
         self._lock = asyncio.Lock()
+
+    @staticmethod
+    def check(qps: float, burst: int) -> None:
+        """Refuse a limit no bucket can keep."""
+        if qps <= 0 or burst < 1:
+            raise ValueError(f"qps must be > 0 and burst >= 1 (got qps={qps}, burst={burst})")
 
     async def acquire(self) -> None:
         async with self._lock:
@@ -217,7 +222,7 @@ class Kube:
         self.http = http
         self.qps = qps
         self.burst = burst
-        TokenBucket(qps, burst)  # refuse a bad limit now, not at the first request on some resource
+        TokenBucket.check(qps, burst)  # now, not at the first request on some resource
         # client-go's clientset shares one token bucket between all its resources; controller-runtime's client (so
         # KubeRay's --qps/--burst) builds a REST client, and so a bucket, per resource type: ``per_resource``.
         self.per_resource = per_resource
