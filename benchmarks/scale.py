@@ -474,6 +474,34 @@ def by_user(events: Iterable[Mapping[str, Any]]) -> dict[str, int]:
     return dict(counts.most_common())
 
 
+KWOK_USER = "kwok-controller"
+
+
+def control_plane_strain(events: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """How hard the run was on the local control plane's own clients, from the audit log: watches that ended (a watch
+    is logged when it ends; under load kube-apiserver closes a watcher that cannot keep up, and the client watches
+    again, or lists everything again when its place is gone) and lists, per user; and kwok's Pod status patches, with
+    how many were refused (a Pod it marked ready a second time from an event it saw again, with a second Pod IP). Runs
+    where kwok had to catch up this way cost several CPU-seconds more, whatever the contender."""
+    watches: Counter[str] = Counter()
+    lists: Counter[str] = Counter()
+    kwok: Counter[str] = Counter()
+    for event in events:
+        user, verb = str((event.get("user") or {}).get("username")), event.get("verb")
+        if verb == "watch":
+            watches[user] += 1
+        elif verb == "list":
+            lists[user] += 1
+        elif user == KWOK_USER and verb == "patch" and resource_of(event) == "pods/status":
+            code = int((event.get("responseStatus") or {}).get("code") or 0)
+            kwok["ok" if 200 <= code < 300 else "refused"] += 1
+    return {
+        "watches_ended": dict(watches.most_common()),
+        "lists": dict(lists.most_common()),
+        "kwok_pod_status_patches": {"ok": kwok["ok"], "refused": kwok["refused"]},
+    }
+
+
 # --------------------------------------------------------------------------------------------------- contenders
 @dataclass(frozen=True)
 class Contender:
@@ -700,6 +728,7 @@ class Run:
             "requests_per_cluster_to_ready": round(sum(requests.values()) / n, 2),
             "requests_with_deletion": sum(requests_of([*to_ready, *after], USER).values()),
             "requests_by_user_to_ready": by_user(to_ready),
+            "control_plane_strain_to_ready": control_plane_strain(to_ready),
             "load": {
                 "quiet_before": quiet,
                 "idle_before": round(idle.last_share, 2),

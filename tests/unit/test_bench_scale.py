@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from benchmarks.scale import qps_bound
+from benchmarks.scale import control_plane_strain, qps_bound
 
 # 1,000 clusters: the floor's writes, and KubeRay's (two status updates each), as the audit log counts them.
 FLOOR = {"create pods": 4000, "create services": 1000, "patch rayclusters.ray.io/status": 1000}
@@ -28,3 +28,26 @@ def test_per_resource_the_fullest_bucket_decides_and_events_and_leases_have_clie
 def test_a_burst_bigger_than_the_requests_is_no_wait() -> None:
     assert qps_bound({"create pods": 10}, qps=100, burst=200, per_resource=True) == 0.0
     assert qps_bound({}, qps=100, burst=200, per_resource=True) == 0.0
+
+
+def test_control_plane_strain_counts_ended_watches_lists_and_kwoks_refused_patches() -> None:
+    def event(user: str, verb: str, resource: str, code: int = 200, sub: str = "") -> dict[str, object]:
+        ref = {"resource": resource, **({"subresource": sub} if sub else {})}
+        return {"user": {"username": user}, "verb": verb, "objectRef": ref, "responseStatus": {"code": code}}
+
+    events = [
+        event("kwok-controller", "watch", "pods"),
+        event("kwok-controller", "list", "pods"),
+        event("kwok-controller", "patch", "pods", sub="status"),
+        event("kwok-controller", "patch", "pods", sub="status"),
+        event("kwok-controller", "patch", "pods", 422, sub="status"),
+        event("kwok-controller", "update", "leases"),
+        event("system:kube-scheduler", "watch", "pods"),
+        event("system:kube-scheduler", "watch", "nodes"),
+        event("op", "patch", "pods", 422, sub="status"),  # not kwok's
+    ]
+    assert control_plane_strain(events) == {
+        "watches_ended": {"system:kube-scheduler": 2, "kwok-controller": 1},
+        "lists": {"kwok-controller": 1},
+        "kwok_pod_status_patches": {"ok": 2, "refused": 1},
+    }

@@ -13,6 +13,8 @@ from raykube.kube.client import Kube, TokenBucket
 from raykube.kube.events import CORE_EVENTS_API, EventRecorder
 from raykube.kube.resources import CORE_EVENTS, Resource
 from raykube.runtime.logs import JsonFormatter, reconcile_context
+from raykube.runtime.manager import events_room
+from raykube.runtime.queue import WorkQueue
 from raykube.waiting import NotYet, wait_for
 
 POD = {"metadata": {"name": "p", "namespace": "ns", "uid": "u-1", "resourceVersion": "7"}}
@@ -121,28 +123,53 @@ def test_pending_counts_what_is_queued_or_being_sent_until_it_reached_the_api_se
     assert recorder.pending == 0
 
 
-def test_an_operators_events_wait_while_its_writes_use_up_its_rate_limit() -> None:
-    """Events yield to the writes: none goes out while the writes' bucket is under half full."""
-
+def test_an_event_waits_for_room_before_it_is_sent() -> None:
     async def scenario() -> None:
-        writes = TokenBucket(qps=100.0, burst=20)
         sink = Sink()
         kube: Kube = sink  # type: ignore[assignment] - duck-typed: create and patch only
-        recorder = EventRecorder(kube, "raycluster-controller", api=CORE_EVENTS_API, yield_to=writes)
-        for _ in range(20):
-            await writes.acquire()  # a burst of creates empties the bucket
-        pod = {"apiVersion": "v1", "kind": "Pod", **POD}
-        recorder.event(pod, "Normal", "CreatedWorkerPod", "Create", "Created worker Pod ns/p")
+        room = asyncio.Event()
+        recorder = EventRecorder(kube, "raycluster-controller", api=CORE_EVENTS_API, room=room.wait)
+        recorder.event({"apiVersion": "v1", "kind": "Pod", **POD}, "Normal", "CreatedWorkerPod", "Create", "Created")
         task = asyncio.create_task(recorder.run())
         for _ in range(10):
-            await asyncio.sleep(0)  # let the sender run: it is waiting for the bucket, not sending
-        assert sink.created == []
-        assert writes.saved() < 10
+            await asyncio.sleep(0)  # let the sender run: it is waiting for room, not sending
+        assert sink.created == [] and recorder.pending == 1
+        room.set()
         await wait_for(lambda: len(sink.created) == 1 or NotYet("not sent"), 5, interval=0.01)
-        assert writes.saved() >= 10  # it took none of the writes' tokens
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
+
+    asyncio.run(scenario())
+
+
+def test_an_operators_events_wait_while_it_is_behind_or_its_pod_writes_use_up_their_rate_limit() -> None:
+    """events_room: no event while more keys wait than there are workers, nor while the Pod bucket is under half full;
+    and it takes none of the Pod writes' tokens."""
+
+    async def scenario() -> None:
+        queue: WorkQueue[str] = WorkQueue("raycluster")
+        writes = TokenBucket(qps=100.0, burst=20)
+        room = asyncio.create_task(events_room(queue, 2, writes)())
+        for key in "abc":
+            queue.add(key)  # three clusters wait for two workers
+        for _ in range(20):
+            await writes.acquire()  # a burst of creates empties the bucket
+        # the bucket refills meanwhile: then only the queue holds the event back
+        await wait_for(lambda: writes.saved() >= 10 or NotYet(f"{writes.saved():.1f} tokens"), 5, interval=0.01)
+        await asyncio.sleep(0)
+        assert not room.done()
+        assert await queue.get() == "a"  # a worker takes one: two wait for two workers
+        await asyncio.wait_for(room, 1)
+        for _ in range(20):
+            await writes.acquire()
+        second = asyncio.create_task(events_room(queue, 2, writes)())
+        for _ in range(10):
+            await asyncio.sleep(0)
+        assert not second.done() and writes.saved() < 10  # the queue is short, the Pod bucket is not half full
+        await asyncio.wait_for(second, 1)
+        assert writes.saved() >= 10  # it took none of the writes' tokens
+        queue.shutdown()
 
     asyncio.run(scenario())
 

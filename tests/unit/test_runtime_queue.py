@@ -65,6 +65,25 @@ async def test_shutdown_releases_waiting_workers() -> None:
     assert len(queue) == 0
 
 
+async def test_wait_below_returns_once_workers_have_taken_enough_keys() -> None:
+    queue: WorkQueue[str] = WorkQueue("t")
+    for key in "abcd":
+        queue.add(key)
+    await asyncio.wait_for(queue.wait_below(4), 1)  # already short enough
+    waiter = asyncio.create_task(queue.wait_below(1))
+    assert await queue.get() == "a"
+    assert await queue.get() == "b"
+    await asyncio.sleep(0)
+    assert not waiter.done()  # two keys still wait
+    assert await queue.get() == "c"
+    await asyncio.wait_for(waiter, 1)
+    late = asyncio.create_task(queue.wait_below(0))
+    await asyncio.sleep(0)
+    assert not late.done()
+    queue.shutdown()  # shutting down releases whoever waits
+    await asyncio.wait_for(late, 1)
+
+
 @pytest.mark.parametrize("workers", [1, 4])
 async def test_concurrent_workers_never_share_a_key(workers: int) -> None:
     queue: WorkQueue[int] = WorkQueue("t")

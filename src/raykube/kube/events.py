@@ -11,10 +11,10 @@ Either way:
 
 * Recording never blocks the caller: events go on a queue that :meth:`EventRecorder.run` sends in the background,
   one at a time (as client-go's broadcaster). A full queue drops new events, as client-go's does.
-* With ``yield_to`` (the operator's recorders: the rate limiter of its Pod writes) an event waits until that limiter is
-  at least half full, so Events use only what the operator's own writes leave over: during a burst of creates they
-  queue (and past the queue's limit are dropped) instead of taking the API server's time from the writes that bring
-  clusters up.
+* With ``room`` (the operator's recorders) each event first waits for what ``room`` awaits: until the operator is not
+  behind (its controller's work queue is short and the rate limiter of its Pod writes at least half full), so Events
+  use only what the operator's own work leaves over. During a burst of new clusters they queue (and past the queue's
+  limit are dropped) instead of taking the API server's time from the writes that bring clusters up.
 * A repeat of the same event (same object and field, type, reason, action and note) updates the event already
   written instead of creating a new object: within 6 minutes as a series (client-go's ``events`` package), or, for
   core/v1, as a growing count however far apart the repeats are (client-go's ``record`` correlator, which remembers
@@ -35,12 +35,12 @@ import contextlib
 import logging
 import socket
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from raykube.kube import objects, times
-from raykube.kube.client import Kube, TokenBucket
+from raykube.kube.client import Kube
 from raykube.kube.errors import ApiError
 from raykube.kube.resources import CORE_EVENTS, EVENTS
 
@@ -57,7 +57,6 @@ SPAM_BURST = 25
 SPAM_REFILL_SECONDS = 300.0
 QUEUE_LIMIT = 1000
 NOTE_LIMIT = 1024  # events.k8s.io/v1 validation: note is at most 1 kB
-SPARE_SHARE = 0.5  # with ``yield_to``: an event waits until that rate limiter is at least this full
 
 
 @dataclass(frozen=True)
@@ -93,10 +92,10 @@ class EventRecorder:
         *,
         api: EventsApi = EVENTS_API,
         log_events: bool = False,
-        yield_to: TokenBucket | None = None,
+        room: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.kube = kube
-        self.yield_to = yield_to
+        self.room = room
         self.controller = controller
         self.log_events = log_events
         self._log = logging.getLogger(f"raykube.{controller}")  # e.g. raykube.raycluster-controller
@@ -158,8 +157,8 @@ class EventRecorder:
         while True:
             pending = await self._queue.get()
             try:
-                if self.yield_to is not None:
-                    await self.yield_to.spare(self.yield_to.burst * SPARE_SHARE)
+                if self.room is not None:
+                    await self.room()
                 await self._send(pending)
             except asyncio.CancelledError:
                 raise

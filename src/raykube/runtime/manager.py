@@ -32,7 +32,7 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,7 +44,7 @@ from raykube.controllers.raycluster import registration as raycluster_registrati
 from raykube.controllers.raycronjob import registration as raycronjob_registration
 from raykube.controllers.rayjob import registration as rayjob_registration
 from raykube.controllers.rayservice import registration as rayservice_registration
-from raykube.kube.client import Kube
+from raykube.kube.client import Kube, TokenBucket
 from raykube.kube.errors import ApiError
 from raykube.kube.events import CORE_EVENTS_API, SPAM_BURST, EventRecorder
 from raykube.kube.informer import Informer, ObjectCache
@@ -62,7 +62,23 @@ STALE_RECHECK = 0.5
 # The operator's Events get this share of its client QPS (a tenth, as its progress status writes; KubeRay's broadcaster,
 # one event at a time, sent about 9 a second to a 1,000-cluster burst on 2 cores, benchmarks/results/scale.jsonl).
 EVENTS_QPS_SHARE = 0.1
+# ... and are sent only while the rate limiter of its Pod writes is at least this full (events_room).
+EVENTS_SPARE_SHARE = 0.5
 STALE_HOLD_LIMIT = 60.0
+
+
+def events_room(queue: WorkQueue[Key], workers: int, writes: TokenBucket) -> Callable[[], Awaitable[None]]:
+    """What each of a controller's Events waits for before it is sent: the controller is not behind (at most as many
+    keys wait in its queue as it has workers to take them) and its Pod writes (the budget a burst of new clusters
+    drains) leave their rate limiter at least half full. During a burst of new clusters the Events wait (and past the
+    recorder's queue limit are dropped, as client-go's) instead of taking the API server's time from the passes that
+    bring clusters up; they go out once the burst is worked off."""
+
+    async def room() -> None:
+        await queue.wait_below(workers)
+        await writes.spare(writes.burst * EVENTS_SPARE_SHARE)
+
+    return room
 
 
 class StartupError(RuntimeError):
@@ -161,11 +177,11 @@ class Manager:
             # core/v1 Events, as KubeRay's (controller-runtime's GetEventRecorderFor: client-go's record package, with
             # source.component and reportingComponent the recorder's name), off the hot path: a rate limiter of their
             # own at a tenth of the operator's QPS (burst: client-go's per-object spam burst), and sent only while the
-            # operator's Pod writes (the budget a burst of new clusters drains) leave it at least half full.
+            # controller keeps up (events_room).
             events_client = kube.sibling(qps=kube.qps * EVENTS_QPS_SHARE, burst=SPAM_BURST)
-            recorder = EventRecorder(
-                events_client, reg.recorder, api=CORE_EVENTS_API, log_events=True, yield_to=kube.limiter(PODS)
-            )
+            queue: WorkQueue[Key] = WorkQueue(reg.name)
+            room = events_room(queue, self.concurrency, kube.limiter(PODS))
+            recorder = EventRecorder(events_client, reg.recorder, api=CORE_EVENTS_API, log_events=True, room=room)
             deps = Deps(
                 kube,
                 self.cache,
@@ -175,7 +191,7 @@ class Manager:
                 job_metrics=self.metrics,
                 serve_proxies=self.dashboards,
             )
-            self.controllers.append(Controller(reg, WorkQueue(reg.name), recorder, reg.new_reconciler(deps)))
+            self.controllers.append(Controller(reg, queue, recorder, reg.new_reconciler(deps)))
 
         for namespace in self.namespaces:
             for watch in self.watches.values():

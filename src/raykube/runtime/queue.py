@@ -7,7 +7,8 @@
 * :meth:`add_rate_limited` re-adds with a per-key exponential back-off (5 ms doubling to 1000 s, as controller-runtime
   does for reconcile errors), reset by :meth:`forget` after a success.
 
-It also reports its depth, adds, and how long keys wait and take, for the metrics.
+It also reports its depth, adds, and how long keys wait and take, for the metrics, and lets background work wait
+until the queue is short (:meth:`WorkQueue.wait_below`: the operator's Events wait while clusters queue for a worker).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ class WorkQueue(Generic[K]):
         self._timers: dict[K, tuple[float, asyncio.TimerHandle]] = {}
         self._failures: dict[K, int] = {}
         self._ready = asyncio.Event()
+        self._shrunk = asyncio.Event()  # set whenever a key leaves the queue (for wait_below)
         self._shutting_down = False
 
     def __len__(self) -> int:
@@ -108,12 +110,19 @@ class WorkQueue(Generic[K]):
             self._ready.clear()
             await self._ready.wait()
         key = self._queue.popleft()
+        self._shrunk.set()
         self._dirty.discard(key)
         self._processing.add(key)
         added = self._added_at.pop(key, None)
         if added is not None:
             self.stats.waits.append(time.monotonic() - added)
         return key
+
+    async def wait_below(self, depth: int) -> None:
+        """Wait until at most ``depth`` keys wait for a worker (at once after shutdown)."""
+        while len(self._queue) > depth and not self._shutting_down:
+            self._shrunk.clear()
+            await self._shrunk.wait()
 
     def done(self, key: K) -> None:
         self._processing.discard(key)
@@ -130,3 +139,4 @@ class WorkQueue(Generic[K]):
         self._queue.clear()
         self._dirty.clear()
         self._ready.set()
+        self._shrunk.set()
