@@ -204,6 +204,7 @@ class Profiler:
 
     def __init__(self, pid: int, out: Path, rate: int) -> None:
         self.out = out
+        out.parent.mkdir(parents=True, exist_ok=True)  # py-spy does not make the directory
         py_spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
         argv = [py_spy, "record", "--pid", str(pid), "--rate", str(rate), "--format", "raw", "--nonblocking",
                 "--output", str(out)]  # fmt: skip

@@ -14,6 +14,7 @@ from raykube.sandbox.build import (
     kube_ldflags,
     missing_artifacts,
     parse_go_version,
+    patch_kwok_watch,
     require_built,
     staging_modules,
     wrapper_go_mod,
@@ -156,3 +157,39 @@ def test_progress_names_the_step_and_the_time_left(tmp_path: Path) -> None:
     with build.Ticker(versions.ETCD, seen.append, 10.0, interval=0.01):
         asyncio.run(wait_for(lambda: bool(seen) or NotYet("no line yet"), 5, what="the ticker's first line"))
     assert seen[0].startswith("etcd v3.6.16: starting (")
+
+
+# The shape of kwok v0.8.0's two list-watchers in pkg/utils/informer/informer.go: each list and each watch passes
+# through opt.setup, which sets resourceVersion "0" (written for this test, not copied).
+WATCH_FUNC = (
+    "\t\tWatchFunc: func(opts metav1.ListOptions) (watch.Interface, error) {\n"
+    "\t\t\topt.setup(&opts)\n"
+    "\t\t\treturn listWatch.WatchWithContext(ctx, opts)\n"
+    "\t\t},\n"
+)
+LIST_FUNC = (
+    "\t\tListFunc: func(opts metav1.ListOptions) (runtime.Object, error) {\n"
+    "\t\t\topt.setup(&opts)\n"
+    "\t\t\treturn listWatch.ListWithContext(ctx, opts)\n"
+    "\t\t},\n"
+)
+
+
+def test_kwok_watches_resume_from_the_reflectors_resource_version() -> None:
+    source = "package informer\n" + (LIST_FUNC + WATCH_FUNC) * 2
+    patched = patch_kwok_watch(source)
+    assert patched.count("resumeAt := opts.ResourceVersion") == 2
+    assert patched.count("opts.ResourceVersion = resumeAt") == 2
+    # Lists are untouched: the first list (and a list after a 410) still reads the watch cache at "0".
+    assert patched.count(LIST_FUNC) == 2
+    # The reflector's resourceVersion is read before opt.setup overwrites it, and put back after.
+    watch = patched[patched.index("WatchFunc") :]
+    assert watch.index("resumeAt :=") < watch.index("opt.setup(&opts)") < watch.index("= resumeAt")
+
+
+@pytest.mark.parametrize("watch_funcs", [0, 1, 3])
+def test_a_kwok_informer_of_another_shape_fails_the_build(watch_funcs: int) -> None:
+    with pytest.raises(BuildError) as raised:
+        patch_kwok_watch("package informer\n" + LIST_FUNC + WATCH_FUNC * watch_funcs)
+    assert "pkg/utils/informer/informer.go" in str(raised.value)
+    assert f"found {watch_funcs}" in str(raised.value)

@@ -63,6 +63,7 @@ KWOK = Artifact(
         "stages/pod-ready.yaml",
         "stages/pod-delete.yaml",
     ),
+    recipe=2,  # 2: built from the module's source with patch_kwok_watch (sandbox/build.py)
     typical_seconds=110.0,
 )
 HELM = Artifact("helm", HELM_VERSION, ("helm",), typical_seconds=191.0)
