@@ -1039,6 +1039,8 @@ async def main_async(args: argparse.Namespace, sources: Mapping[str, Path] | Non
             "kubernetes": versions.KUBERNETES_VERSION,
             "kwok": versions.KWOK_VERSION,
             "kuberay": versions.KUBERAY_VERSION,
+            # The sandbox's build of each (its recipe revision): kwok r2 is patch_kwok_watch's (sandbox/build.py).
+            "builds": [artifact.dirname for artifact in versions.ARTIFACTS],
         },
         "settings": {
             "clusters": args.clusters,

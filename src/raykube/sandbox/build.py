@@ -401,6 +401,7 @@ def _build_kwok(go: GoRunner, work: Path, out: Path) -> None:
     info = json.loads(go.run("mod", "download", "-json", f"sigs.k8s.io/kwok@{version}", cwd=work))
     # The module cache is read-only: build from a writable copy of the module's own source, with its go.mod and go.sum.
     source = work / "kwok"
+    shutil.rmtree(source, ignore_errors=True)  # the work directory outlives a failed build
     shutil.copytree(info["Dir"], source)
     for path in (source, *source.rglob("*")):
         path.chmod(path.stat().st_mode | 0o200)
