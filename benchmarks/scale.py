@@ -565,6 +565,7 @@ class Run:
         self.observer = Observer()
         self.ready_file = workdir / "floor.ready"
         self.process: Process | None = None
+        self.metrics_addr = ""  # an operator's --metrics-addr (the floor has none)
         self.profiler: Profiler | None = None
         self.loads: list[float] = []
 
@@ -576,6 +577,7 @@ class Run:
                     f"--namespace={self.namespace}", f"--ready-file={self.ready_file}", *limits,
                     *(["--wait-ready"] if contender.wait_ready else [])]  # fmt: skip
         metrics, probes = f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"
+        self.metrics_addr = metrics
         common = [f"--kubeconfig={account}", f"--watch-namespace={self.namespace}",
                   f"--leader-election-namespace={self.namespace}", f"--metrics-addr={metrics}",
                   f"--health-probe-bind-address={probes}", *limits]  # fmt: skip
@@ -584,6 +586,20 @@ class Run:
         if self.kind == "kuberay":
             return [str(versions.binary(versions.KUBERAY_OPERATOR)), *common]
         return [sys.executable, "-m", "raykube.cli.main", "operator", "--enable-metrics", *common]
+
+    async def reconcile_passes(self) -> dict[tuple[str, str], int] | None:
+        """The operator's reconcile passes so far, per controller and result, from its /metrics (raykube and KubeRay
+        both export controller-runtime's ``controller_runtime_reconcile_total``); None for the floor, or unreadable."""
+        if not self.metrics_addr:
+            return None
+        try:
+            async with httpx2.AsyncClient(timeout=10.0) as client:
+                response = await client.get(f"http://{self.metrics_addr}/metrics")
+            response.raise_for_status()
+        except httpx2.HTTPError as exc:
+            log.warning("%s: /metrics unreadable (%s); no reconcile counts", self.contender.name, exc)
+            return None
+        return reconcile_totals(response.text)
 
     @property
     def proc(self) -> Process:
@@ -693,6 +709,7 @@ class Run:
         cpu_idle, components_idle = proc.cpu_seconds(), self.component_cpu()
         driver_idle = own_cpu_seconds()
         start_mark = self.audit.mark()
+        passes_idle = await self.reconcile_passes()
         if settings.profile is not None and self.kind == "raykube":
             stamp = time.strftime("%Y%m%dT%H%M%S")
             self.profiler = Profiler(proc.pid, settings.profile / f"raykube-{n}-{stamp}.txt", settings.profile_rate)
@@ -702,6 +719,7 @@ class Run:
         await wait_for(self.all_ready, settings.timeout, what=f"{n} RayClusters ready ({self.contender.name})",
                        max_interval=1.0)  # fmt: skip
         ready_mark = self.audit.mark()
+        passes_ready = await self.reconcile_passes()
         ready = sorted(self.observer.ready_at.values())
         cpu_ready, rss_ready = proc.cpu_seconds() - cpu_idle, proc.peak_rss_mib()
         components = {k: round(v - components_idle.get(k, 0.0), 1) for k, v in self.component_cpu().items()}
@@ -741,6 +759,13 @@ class Run:
         }
         if noop:
             result["noop_writes"] = noop
+        if passes_ready is not None and passes_idle is not None:
+            passes = {key: count - passes_idle.get(key, 0) for key, count in passes_ready.items()}
+            result["reconciles_to_ready"] = {
+                f"{ctl} {res}": count for (ctl, res), count in sorted(passes.items()) if count
+            }
+            raycluster_passes = sum(count for (ctl, _), count in passes.items() if "raycluster" in ctl.lower())
+            result["raycluster_reconciles_per_cluster_to_ready"] = round(raycluster_passes / n, 2)
         # What the rate limit alone would allow for the requests the API server counted: the floor's one bucket, the
         # operators' one per resource type. Above it, a contender's time is what the machine's CPU allows.
         bound = qps_bound(requests, qps=settings.qps, burst=settings.burst, per_resource=self.kind != "floor")
@@ -749,6 +774,23 @@ class Run:
         if self.profiler is not None:
             result["profile"] = str(self.profiler.out)
         return result
+
+
+def reconcile_totals(exposition: str) -> dict[tuple[str, str], int]:
+    """``controller_runtime_reconcile_total`` per (controller, result) from a Prometheus text exposition."""
+    totals: dict[tuple[str, str], int] = {}
+    for line in exposition.splitlines():
+        if not line.startswith("controller_runtime_reconcile_total{"):
+            continue
+        labels_text, _, value = line[len("controller_runtime_reconcile_total{") :].rpartition("} ")
+        labels = dict(
+            (key.strip(), raw.strip().strip('"'))
+            for key, _, raw in (pair.partition("=") for pair in labels_text.split(","))
+            if key.strip()
+        )
+        key = (labels.get("controller", ""), labels.get("result", ""))
+        totals[key] = totals.get(key, 0) + int(float(value))
+    return totals
 
 
 def status_changes(writes: Mapping[str, Sequence[tuple[float, list[str]]]]) -> dict[str, Any]:

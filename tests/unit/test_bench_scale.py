@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from benchmarks.scale import control_plane_strain, qps_bound
+from benchmarks.scale import control_plane_strain, qps_bound, reconcile_totals
 
 # 1,000 clusters: the floor's writes, and KubeRay's (two status updates each), as the audit log counts them.
 FLOOR = {"create pods": 4000, "create services": 1000, "patch rayclusters.ray.io/status": 1000}
@@ -50,4 +50,23 @@ def test_control_plane_strain_counts_ended_watches_lists_and_kwoks_refused_patch
         "watches_ended": {"system:kube-scheduler": 2, "kwok-controller": 1},
         "lists": {"kwok-controller": 1},
         "kwok_pod_status_patches": {"ok": 2, "refused": 1},
+    }
+
+
+def test_reconcile_totals_sum_controller_runtimes_counter_per_controller_and_result() -> None:
+    exposition = "\n".join(
+        [
+            "# HELP controller_runtime_reconcile_total Total number of reconciliations per controller",
+            "# TYPE controller_runtime_reconcile_total counter",
+            'controller_runtime_reconcile_total{controller="raycluster-controller",result="success"} 4321',
+            'controller_runtime_reconcile_total{controller="raycluster-controller",result="requeue_after"} 7',
+            'controller_runtime_reconcile_total{controller="rayjob",result="error"} 0',
+            'controller_runtime_reconcile_time_seconds_count{controller="raycluster-controller"} 4328',
+            'controller_runtime_reconcile_total{controller="raycluster-controller",result="success"} 1.0',
+        ]
+    )
+    assert reconcile_totals(exposition) == {
+        ("raycluster-controller", "success"): 4322,
+        ("raycluster-controller", "requeue_after"): 7,
+        ("rayjob", "error"): 0,
     }
