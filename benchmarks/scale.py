@@ -87,6 +87,7 @@ from typing import Any
 
 import httpx2
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
 
 from benchmarks import append_line
 from raykube.api import constants as c
@@ -778,19 +779,12 @@ class Run:
 
 def reconcile_totals(exposition: str) -> dict[tuple[str, str], int]:
     """``controller_runtime_reconcile_total`` per (controller, result) from a Prometheus text exposition."""
-    totals: dict[tuple[str, str], int] = {}
-    for line in exposition.splitlines():
-        if not line.startswith("controller_runtime_reconcile_total{"):
-            continue
-        labels_text, _, value = line[len("controller_runtime_reconcile_total{") :].rpartition("} ")
-        labels = dict(
-            (key.strip(), raw.strip().strip('"'))
-            for key, _, raw in (pair.partition("=") for pair in labels_text.split(","))
-            if key.strip()
-        )
-        key = (labels.get("controller", ""), labels.get("result", ""))
-        totals[key] = totals.get(key, 0) + int(float(value))
-    return totals
+    totals: Counter[tuple[str, str]] = Counter()
+    for family in text_string_to_metric_families(exposition):
+        for sample in family.samples:
+            if sample.name == "controller_runtime_reconcile_total":
+                totals[sample.labels.get("controller", ""), sample.labels.get("result", "")] += int(sample.value)
+    return dict(totals)
 
 
 def status_changes(writes: Mapping[str, Sequence[tuple[float, list[str]]]]) -> dict[str, Any]:

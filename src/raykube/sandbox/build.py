@@ -377,14 +377,12 @@ def patch_kwok_watch(informer_go: str) -> str:
         "\t\t\topt.setup(&opts)\n"
         "\t\t\treturn listWatch.WatchWithContext(ctx, opts)\n"
     )
-    patched = (
-        "\t\tWatchFunc: func(opts metav1.ListOptions) (watch.Interface, error) {\n"
+    setup = "\t\t\topt.setup(&opts)\n"
+    patched = anchor.replace(
+        setup,
         "\t\t\tresumeAt := opts.ResourceVersion // patched by raykube: resume where the reflector left off\n"
-        "\t\t\topt.setup(&opts)\n"
-        '\t\t\tif resumeAt != "" {\n'
-        "\t\t\t\topts.ResourceVersion = resumeAt\n"
-        "\t\t\t}\n"
-        "\t\t\treturn listWatch.WatchWithContext(ctx, opts)\n"
+        + setup
+        + '\t\t\tif resumeAt != "" {\n\t\t\t\topts.ResourceVersion = resumeAt\n\t\t\t}\n',
     )
     found = informer_go.count(anchor)
     if found != _KWOK_WATCH_FUNCS:
