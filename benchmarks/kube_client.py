@@ -1,11 +1,14 @@
-"""Benchmark: the Kube client's own CPU per request, on httpx2's default transport and on aiohttp's, side by side.
+"""Benchmark: the Kube client's own CPU per request, on its three ways of sending, side by side.
 
 Why it exists: on 2 cores the scale benchmark is CPU-bound, and the operator's client is its largest own cost (see
 docs/architecture.md "Scale"). This measures the part the transport decides, with nothing else in the process: on a
 fresh sandbox, ``--requests`` ConfigMap creates and as many merge patches, ``--in-flight`` at a time, while a watch on
 the namespace reads every event they cause; CPU is this process's (``getrusage``) from the first create to the last
-event. Rounds alternate the two transports, so a slower moment of the machine does not fall on one of them; the report
-gives each one's median.
+event. The three ways: ``httpx2`` (httpx2's default transport, the client before aiohttp), ``aiohttp`` (httpx2's API over
+aiohttp's connections: kube/transport.py's AiohttpTransport) and ``direct`` (what ``Kube.from_config`` sends JSON
+requests and watches with now: aiohttp without httpx2's Request and Response, kube/transport.py's Direct). Rounds
+rotate their order, so a slower moment of the machine does not fall on one of them; the report gives each one's
+median.
 
     uv run python -m benchmarks.kube_client [--rounds 3] [--requests 2000] [--in-flight 10]
 
@@ -36,7 +39,7 @@ from raykube.sandbox import NodePool, Ports, Sandbox, SandboxConfig, versions
 from raykube.waiting import NotYet, wait_for
 
 RESULTS = Path(__file__).parent / "results" / "kube-client.jsonl"
-TRANSPORTS = ("httpx2", "aiohttp")
+TRANSPORTS = ("httpx2", "aiohttp", "direct")
 
 
 def cpu_seconds() -> float:
@@ -45,10 +48,13 @@ def cpu_seconds() -> float:
 
 
 def client(kubeconfig: Path, transport: str) -> Kube:
-    """The client ``Kube.from_config`` builds (aiohttp), or the one it built before on httpx2's default transport
-    (its pool sized as then: a burst's connections, 25 kept idle)."""
-    if transport == "aiohttp":
-        return Kube.from_config(kubeconfig, qps=100_000, burst=100_000, user_agent="raykube-bench-aiohttp")
+    """The client ``Kube.from_config`` builds (direct), the same without Direct (aiohttp), or the one it built before
+    on httpx2's default transport (its pool sized as then: a burst's connections, 25 kept idle)."""
+    if transport in ("aiohttp", "direct"):
+        kube = Kube.from_config(kubeconfig, qps=100_000, burst=100_000, user_agent=f"raykube-bench-{transport}")
+        if transport == "aiohttp":
+            kube.direct = None  # every request through httpx2's API, as before Direct
+        return kube
     single = KubeConfig.from_file(kubeconfig).get()
     if single is None:
         raise SystemExit(f"{kubeconfig} has no current context")
@@ -100,7 +106,8 @@ async def main_async(rounds: int, requests: int, in_flight: int) -> dict[str, ob
         result = await sandbox.up(SandboxConfig(name="bench", ports=Ports.free(), nodes=NodePool(count=1)))
         try:
             for index in range(rounds):
-                order = TRANSPORTS if index % 2 == 0 else TRANSPORTS[::-1]
+                turn = index % len(TRANSPORTS)
+                order = TRANSPORTS[turn:] + TRANSPORTS[:turn]
                 for transport in order:
                     namespace = f"bench-{index}-{transport}"
                     runs[transport].append(
@@ -118,6 +125,7 @@ async def main_async(rounds: int, requests: int, in_flight: int) -> dict[str, ob
         "runs": runs,
         "median_cpu_ms_per_request": median,
         "aiohttp_to_httpx2": round(median["aiohttp"] / median["httpx2"], 3),
+        "direct_to_aiohttp": round(median["direct"] / median["aiohttp"], 3),
     }
 
 

@@ -10,7 +10,8 @@ errors.py     ApiError (a Status from the API server), OutsideRbac
 rbac.py       Rule: an RBAC PolicyRule, and whether a set of rules allows a request
 client.py     Kube: dict-native async client (lightkube's config + httpx2, msgspec JSON, QPS/burst token bucket,
               every request observed)
-transport.py  AiohttpTransport: httpx2's API sent on aiohttp's connection pool and HTTP parser (the client's CPU)
+transport.py  AiohttpTransport: httpx2's API sent on aiohttp's connection pool and HTTP parser (the client's CPU);
+              Direct: JSON requests and watches on the same session without httpx2's objects (the hot path)
 informer.py   Informer (list + watch, bookmarks, 410 relist, idle rewatch, label indexes) and ObjectCache
 events.py     EventRecorder: core/v1 (the controllers, as KubeRay; the kubelet) or events.k8s.io/v1, series, spam filter
 objects.py    metadata helpers (name, namespace, labels, owner references, deletion) over plain dicts

@@ -15,10 +15,11 @@ import asyncio
 import logging
 import re
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import httpx2
 import msgspec
@@ -29,7 +30,7 @@ from lightkube.config.client_adapter import ConnectionParams
 from raykube.kube.errors import ApiError, OutsideRbac
 from raykube.kube.rbac import Rule, allows
 from raykube.kube.resources import Resource
-from raykube.kube.transport import AiohttpTransport
+from raykube.kube.transport import AiohttpTransport, Direct, Reply
 
 PATCH_TYPES = {
     "merge": "application/merge-patch+json",
@@ -40,13 +41,14 @@ PATCH_TYPES = {
 _decode = msgspec.json.Decoder().decode
 _encode = msgspec.json.Encoder().encode
 log = logging.getLogger(__name__)
+_Answer = TypeVar("_Answer", httpx2.Response, Reply)
 
 
 # client-go's rest client: how often a request answered 429/5xx with Retry-After is sent again.
 MAX_RETRIES = 10
 
 
-def retry_after(response: httpx2.Response) -> float | None:
+def retry_after(response: httpx2.Response | Reply) -> float | None:
     """Seconds to wait before sending the request again, when the answer is 429 or 5xx with a ``Retry-After`` of
     whole seconds (client-go's ``checkWait``); None otherwise. A date or garbage is not a wait."""
     if response.status_code != 429 and response.status_code < 500:
@@ -192,7 +194,7 @@ async def _lines(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
         yield tail
 
 
-def _error(response: httpx2.Response) -> ApiError:
+def _error(response: httpx2.Response | Reply) -> ApiError:
     try:
         body = _decode(response.content) if response.content else {}
     except msgspec.DecodeError:
@@ -218,8 +220,11 @@ class Kube:
         rules: Sequence[Rule] | None = None,
         namespace: str = "default",
         per_resource: bool = False,
+        direct: Direct | None = None,
     ) -> None:
         self.http = http
+        # JSON requests and watches straight on aiohttp (transport.py), when the client was built on it
+        self.direct = direct
         self.qps = qps
         self.burst = burst
         TokenBucket.check(qps, burst)  # now, not at the first request on some resource
@@ -270,7 +275,7 @@ class Kube:
         params = ConnectionParams(timeout=httpx2.Timeout(timeout), trust_env=False).httpx_params(single)
         # httpx2's API on aiohttp's connections (kube/transport.py: 0.58x the client's CPU per request), with
         # enough connections for a full burst: every watch holds one of its own.
-        params["transport"] = AiohttpTransport(verify=params.pop("verify"), max_connections=burst + 32)
+        transport = params["transport"] = AiohttpTransport(verify=params.pop("verify"), max_connections=burst + 32)
         http = httpx2.AsyncClient(**params)
         http.headers["User-Agent"] = user_agent
         return cls(
@@ -282,6 +287,7 @@ class Kube:
             field_manager=field_manager or user_agent,
             namespace=single.namespace or "default",
             per_resource=per_resource,
+            direct=Direct(transport, http, timeout) if Direct.supports(http.auth) else None,
         )
 
     def limiter(self, res: Resource) -> TokenBucket:
@@ -310,6 +316,7 @@ class Kube:
             rules=self.rules,
             namespace=self.namespace,
             per_resource=self.per_resource,
+            direct=self.direct,
         )
 
     async def close(self) -> None:
@@ -341,13 +348,19 @@ class Kube:
         if content is not None:
             sent["Content-Type"] = content_type
         query = {k: v for k, v in (params or {}).items() if v is not None}
+        return await self._retried(
+            verb, res, lambda: self.http.request(method, path, params=query, content=content, headers=sent or None)
+        )
+
+    async def _retried(self, verb: str, res: Resource, once: Callable[[], Awaitable[_Answer]]) -> _Answer:
+        """``once()`` rate limited and observed, and sent again while the answer says when to (:meth:`send`)."""
         attempt = 0
         while True:
             await self.limiter(res).acquire()
             started = time.monotonic()
             code = 0
             try:
-                response = await self.http.request(method, path, params=query, content=content, headers=sent or None)
+                response = await once()
                 code = response.status_code
             finally:
                 if self.observer:
@@ -372,9 +385,20 @@ class Kube:
         subresource: str | None = None,
     ) -> Any:
         """:meth:`send`, raising :class:`ApiError` for a status of 400 or more, else the decoded JSON body."""
-        response = await self.send(
-            verb, method, res, path, params=params, body=body, content_type=content_type, subresource=subresource
-        )
+        direct = self.direct
+        response: httpx2.Response | Reply
+        if direct is None:
+            response = await self.send(
+                verb, method, res, path, params=params, body=body, content_type=content_type, subresource=subresource
+            )
+        else:
+            self._check(verb, res, subresource)
+            content = None if body is None else (body if isinstance(body, bytes) else _encode(body))
+            sent = {} if content is None else {"Content-Type": content_type}
+            query = {k: v for k, v in (params or {}).items() if v is not None}
+            response = await self._retried(
+                verb, res, lambda: direct.request(method, path, params=query, content=content, headers=sent)
+            )
         if response.status_code >= 400:
             raise _error(response)
         return _decode(response.content) if response.content else None
@@ -459,21 +483,14 @@ class Kube:
             params["fieldSelector"] = field_selector
         started = time.monotonic()
         code = 0
-        timeout = httpx2.Timeout(connect=10.0, read=inactivity, write=10.0, pool=10.0)
         try:
-            async with self.http.stream(
-                "GET",
-                res.path(namespace),
-                params=params,
-                timeout=timeout,
-            ) as response:
-                code = response.status_code
-                if code >= 400:
-                    await response.aread()
-                    raise _error(response)
+            async with self._stream(res.path(namespace), params, inactivity) as (refused, chunks):
+                code = 200 if refused is None else refused.status_code
+                if refused is not None:
+                    raise _error(refused)
                 if opened is not None:
                     opened()  # the server accepted the watch: events flow from here on
-                async for line in _lines(response.aiter_bytes()):
+                async for line in _lines(chunks):
                     event = _decode(line)
                     kind = event.get("type")
                     obj = event.get("object") or {}
@@ -485,6 +502,23 @@ class Kube:
         finally:
             if self.observer:
                 self.observer.observe("watch", str(res), code, time.monotonic() - started)
+
+    @asynccontextmanager
+    async def _stream(
+        self, path: str, params: Mapping[str, Any], inactivity: float
+    ) -> AsyncIterator[tuple[httpx2.Response | Reply | None, AsyncIterator[bytes]]]:
+        """A watch's answer: the whole of it when refused (status 400 or more, else None), and its body's chunks."""
+        if self.direct is not None:
+            async with self.direct.stream(path, params=params, connect=10.0, read=inactivity) as answer:
+                yield answer
+            return
+        timeout = httpx2.Timeout(connect=10.0, read=inactivity, write=10.0, pool=10.0)
+        async with self.http.stream("GET", path, params=params, timeout=timeout) as response:
+            if response.status_code >= 400:
+                await response.aread()
+                yield response, response.aiter_bytes()
+            else:
+                yield None, response.aiter_bytes()
 
     # ------------------------------------------------------------------------------------------------- writes
     async def create(

@@ -12,16 +12,24 @@ What stays httpx2's: the client API, base URL, auth, headers, cookies, redirects
 does: connections (a pool of at most ``max_connections``, idle ones closed after ``IDLE_SECONDS``), TLS, HTTP/1.1
 framing and chunked bodies (a watch is one endless chunked body). A request that upgrades the connection (the
 WebSocket of ``pods/exec``) goes through httpx2's own transport, which hands the upgraded stream back to httpx2.
+
+:class:`Direct` goes one step further for the client's hot path (JSON requests and watches): it sends on the same
+aiohttp session without building httpx2's Request and Response objects at all, which cost as much client CPU again as
+aiohttp's own work (``benchmarks/kube_client.py``, ``direct`` against ``aiohttp``). Everything else (exec, logs, the
+API server's proxy, a kubeconfig whose credentials are not a token or a client certificate) stays on httpx2.
 """
 
 from __future__ import annotations
 
 import ssl
-from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
+from typing import Any
 
 import aiohttp
 import httpx2
+from lightkube.config.client_adapter import BearerAuth, BearerTokenFileAuth
 
 # client-go's transport closes a connection idle this long (net/http's DefaultTransport IdleConnTimeout, which
 # k8s.io/apimachinery/pkg/util/net SetTransportDefaults keeps); aiohttp's own default is 15 s.
@@ -32,7 +40,7 @@ _NOT_FORWARDED = frozenset({b"host", b"content-length", b"transfer-encoding", b"
 
 
 @contextmanager
-def _mapped(request: httpx2.Request) -> Iterator[None]:
+def _mapped(request: httpx2.Request | None) -> Iterator[None]:
     """aiohttp's exceptions as the httpx2 ones callers already handle (the informer, the probes, the benchmark)."""
     try:
         yield
@@ -72,6 +80,10 @@ class AiohttpTransport(httpx2.AsyncBaseTransport):
         self._max_connections = max_connections
         self._session: aiohttp.ClientSession | None = None
         self._upgrades = httpx2.AsyncHTTPTransport(verify=verify, trust_env=False)
+
+    def session(self) -> aiohttp.ClientSession:
+        """The aiohttp session every request goes through (:class:`Direct`'s too)."""
+        return self._open()
 
     def _open(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -127,3 +139,122 @@ class AiohttpTransport(httpx2.AsyncBaseTransport):
         if self._session is not None:
             await self._session.close()
         await self._upgrades.aclose()
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A whole answer read by :class:`Direct`: what the client's callers read of an ``httpx2.Response``."""
+
+    status_code: int
+    headers: Mapping[str, str]
+    content: bytes
+
+    @property
+    def text(self) -> str:
+        return self.content.decode("utf-8", "replace")
+
+
+# The credentials Direct sends itself: a bearer token, fixed or read from a file (in a Pod: the ServiceAccount's,
+# which the kubelet rotates; lightkube reads it again when the API server answers 401, as client-go's does). A client
+# certificate is in the TLS context already. Any other httpx2.Auth keeps its requests on httpx2.
+_HEADER_AUTHS = (BearerAuth, BearerTokenFileAuth)
+
+
+class Direct:
+    """JSON requests and watch streams sent straight on an :class:`AiohttpTransport`'s session, with the httpx2
+    client's base URL, User-Agent and credentials (:meth:`supports` says whether it can send them)."""
+
+    def __init__(self, transport: AiohttpTransport, client: httpx2.AsyncClient, timeout: float) -> None:
+        self._transport = transport
+        self._base = str(client.base_url).rstrip("/")
+        self._auth = client.auth if isinstance(client.auth, _HEADER_AUTHS) else None
+        self._headers: dict[str, str] = {
+            "User-Agent": client.headers.get("User-Agent", "raykube"),
+            "Accept": "application/json",
+            "Accept-Encoding": "gzip",  # as client-go's transport asks; aiohttp decodes it
+        }
+        if self._auth is not None:
+            self._authorize(refused=False)
+        self._timeout = aiohttp.ClientTimeout(total=None, connect=timeout, sock_connect=timeout, sock_read=timeout)
+
+    @staticmethod
+    def supports(auth: httpx2.Auth | None) -> bool:
+        """Whether Direct can send these credentials itself (else the client's requests all stay on httpx2)."""
+        return auth is None or isinstance(auth, _HEADER_AUTHS)
+
+    def _authorize(self, *, refused: bool) -> bool:
+        """Take the Authorization header from the auth's own flow; after a 401 (``refused``), from its second step,
+        where a token file is read again. True when the header changed."""
+        if self._auth is None:
+            return False
+        probe = httpx2.Request("GET", self._base)
+        flow = self._auth.auth_flow(probe)
+        next(flow)
+        if refused:
+            try:
+                flow.send(httpx2.Response(401, request=probe))
+            except StopIteration:
+                return False  # a fixed token: nothing to read again
+        before = self._headers.get("Authorization")
+        self._headers["Authorization"] = probe.headers["Authorization"]
+        return self._headers["Authorization"] != before
+
+    def _send_headers(self, extra: Mapping[str, str] | None) -> dict[str, str]:
+        return {**self._headers, **extra} if extra else self._headers
+
+    async def request(
+        self, method: str, path: str, *, params: Mapping[str, Any], content: bytes | None, headers: Mapping[str, str]
+    ) -> Reply:
+        """Send one request and read its whole answer; one more try with a token read again after a 401."""
+        reply = await self._once(method, path, params, content, headers)
+        if reply.status_code == 401 and self._authorize(refused=True):
+            reply = await self._once(method, path, params, content, headers)
+        return reply
+
+    async def _once(
+        self, method: str, path: str, params: Mapping[str, Any], content: bytes | None, headers: Mapping[str, str]
+    ) -> Reply:
+        with _mapped(None):
+            async with self._transport.session().request(
+                method,
+                self._base + path,
+                params=params or None,
+                data=content,
+                headers=self._send_headers(headers),
+                allow_redirects=False,
+                timeout=self._timeout,
+                auto_decompress=True,
+            ) as response:
+                return Reply(response.status, response.headers, await response.read())
+
+    @asynccontextmanager
+    async def stream(
+        self, path: str, *, params: Mapping[str, Any], connect: float, read: float
+    ) -> AsyncIterator[tuple[Reply | None, AsyncIterator[bytes]]]:
+        """A GET whose body is read as it arrives (a watch): the whole answer when its status is 400 or more (else
+        None), and the body's chunks. Leaving the block early closes the connection instead of pooling it."""
+        timeout = aiohttp.ClientTimeout(total=None, connect=connect, sock_connect=connect, sock_read=read)
+        with _mapped(None):
+            response = await self._transport.session().get(
+                self._base + path,
+                params=params,
+                headers=self._headers,
+                allow_redirects=False,
+                timeout=timeout,
+                auto_decompress=True,
+            )
+        try:
+            if response.status >= 400:
+                with _mapped(None):
+                    content = await response.read()
+                yield Reply(response.status, response.headers, content), _chunks(response)
+            else:
+                yield None, _chunks(response)
+        finally:
+            response.release()  # back to the pool when read to its end, else closed
+
+
+async def _chunks(response: aiohttp.ClientResponse) -> AsyncIterator[bytes]:
+    with _mapped(None):
+        async for chunk in response.content.iter_any():
+            yield chunk
