@@ -4,8 +4,8 @@ Why it exists: on 2 cores the scale benchmark is CPU-bound, and the operator's c
 docs/architecture.md "Scale"). This measures the part the transport decides, with nothing else in the process: on a
 fresh sandbox, ``--requests`` ConfigMap creates and as many merge patches, ``--in-flight`` at a time, while a watch on
 the namespace reads every event they cause; CPU is this process's (``getrusage``) from the first create to the last
-event. The three ways: ``httpx2`` (httpx2's default transport, the client before aiohttp), ``aiohttp`` (httpx2's API over
-aiohttp's connections: kube/transport.py's AiohttpTransport) and ``direct`` (what ``Kube.from_config`` sends JSON
+event. The three ways: ``httpx2`` (httpx2's default transport, the client before aiohttp), ``aiohttp`` (httpx2's API
+over aiohttp's connections: kube/transport.py's AiohttpTransport) and ``direct`` (what ``Kube.from_config`` sends JSON
 requests and watches with now: aiohttp without httpx2's Request and Response, kube/transport.py's Direct). Rounds
 rotate their order, so a slower moment of the machine does not fall on one of them; the report gives each one's
 median.

@@ -1,4 +1,4 @@
-"""The operator's client: watch stream line splitting, its own rate limiters, slow-start creation."""
+"""The operator's client: watch stream line splitting, slim decoding, its own rate limiters, slow-start creation."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 
 from raykube.api.resources import RAYCLUSTERS
 from raykube.controllers.raycluster import slow_start
-from raykube.kube.client import MAX_RETRIES, Kube, _lines
+from raykube.kube.client import MAX_RETRIES, Kube, _decode_head_plain, _lines, _slim_event
 from raykube.kube.errors import ApiError
-from raykube.kube.resources import NODES, PODS, SERVICE_ACCOUNTS, SERVICES
+from raykube.kube.resources import CONFIGMAPS, NODES, PODS, SERVICE_ACCOUNTS, SERVICES
 
 events = st.lists(st.binary(min_size=1, max_size=40).map(lambda b: b.replace(b"\n", b"x")), max_size=20)
 
@@ -217,3 +217,52 @@ def test_slow_start_stops_after_the_first_failing_batch() -> None:
     with pytest.raises(RuntimeError, match="quota"):
         asyncio.run(slow_start([{"i": i} for i in range(8)], create))
     assert sorted(created) == [0, 1, 2]  # batch 1 (item 0), batch 2 (items 1, 2) fails; nothing after it
+
+
+# ---------------------------------------------------------------------------------- slim decoding (no managedFields)
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=12,
+)
+_META_KEYS = ("name", "generateName", "namespace", "uid", "resourceVersion", "generation", "creationTimestamp",
+              "deletionTimestamp", "deletionGracePeriodSeconds", "labels", "annotations", "ownerReferences",
+              "finalizers", "selfLink")  # fmt: skip
+_metas = st.dictionaries(st.sampled_from(_META_KEYS), _json, max_size=6)
+_MANAGED = [{"manager": "kwok", "operation": "Update", "fieldsV1": {"f:status": {'k:{"type":"Ready"}': {".": {}}}}}]
+
+
+@given(meta=_metas, spec=st.none() | _json, status=st.none() | _json, managed=st.booleans(), kind=st.sampled_from(
+    ["ADDED", "MODIFIED", "DELETED", "BOOKMARK"]))  # fmt: skip
+def test_slim_watch_events_are_the_generic_decode_without_managed_fields(
+    meta: dict[str, Any], spec: Any, status: Any, managed: bool, kind: str
+) -> None:
+    obj: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod", "metadata": dict(meta)}
+    if managed:
+        obj["metadata"]["managedFields"] = _MANAGED
+    if spec is not None:
+        obj["spec"] = spec
+    if status is not None:
+        obj["status"] = status
+    line = json.dumps({"type": kind, "object": obj}).encode()
+    expected = json.loads(line)
+    expected["object"]["metadata"].pop("managedFields", None)
+    assert _slim_event(line, PODS) == expected  # field by field (a spec/status resource)
+    assert _slim_event(line, CONFIGMAPS) == expected  # decoded whole, the field dropped
+
+
+def test_slim_keeps_every_field_of_other_shapes_and_the_status_of_an_error() -> None:
+    config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "managedFields": _MANAGED},
+              "data": {"a": "b"}, "immutable": True}  # fmt: skip
+    event = _slim_event(json.dumps({"type": "ADDED", "object": config}).encode(), CONFIGMAPS)
+    assert event["object"] == {**config, "metadata": {"name": "c"}}
+    gone = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": "too old",
+            "reason": "Expired", "code": 410}  # fmt: skip
+    assert _slim_event(json.dumps({"type": "ERROR", "object": gone}).encode(), PODS)["object"] == gone
+
+
+@given(meta=_metas)
+def test_a_creates_head_is_its_type_and_metadata_without_managed_fields(meta: dict[str, Any]) -> None:
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {**meta, "managedFields": _MANAGED},
+           "spec": {"containers": [{"name": "ray-head"}]}, "status": {"phase": "Pending"}}  # fmt: skip
+    assert _decode_head_plain(json.dumps(pod).encode()) == {"apiVersion": "v1", "kind": "Pod", "metadata": meta}

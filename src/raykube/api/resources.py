@@ -90,7 +90,7 @@ class Kind:
 
     @property
     def resource(self) -> Resource:
-        return Resource(GROUP, VERSION, self.name, self.plural)
+        return Resource(GROUP, VERSION, self.name, self.plural, spec_status=True)  # the schemas crd.py writes
 
 
 _AGE = PrinterColumn("age", ".metadata.creationTimestamp", "date")

@@ -33,6 +33,7 @@ class Api(Protocol):
         *,
         name: str | None = None,
         subresource: str | None = None,
+        whole: bool = True,
     ) -> dict[str, Any]: ...
 
     async def patch(

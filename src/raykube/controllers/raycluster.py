@@ -316,9 +316,10 @@ class RayClusterReconciler:
 
     # -------------------------------------------------------------------------------------------------- writes
     async def _create(self, ctx: ClusterContext, res: Resource, body: Obj) -> dict[str, Any] | None:
-        """Create ``body``; None when it already exists (the cache has not caught up yet)."""
+        """Create ``body``; its apiVersion, kind and metadata (the callers want its name), or None when it already
+        exists (the cache has not caught up yet)."""
         try:
-            return await self.api.create(res, body, ctx.namespace)
+            return await self.api.create(res, body, ctx.namespace, whole=False)
         except ApiError as exc:
             if exc.already_exists:
                 return None

@@ -40,6 +40,83 @@ PATCH_TYPES = {
 }
 _decode = msgspec.json.Decoder().decode
 _encode = msgspec.json.Encoder().encode
+_UNSET = msgspec.UNSET
+
+
+class _Meta(msgspec.Struct):
+    """ObjectMeta's fields but managedFields, which no reader of a watch or a create's answer needs and which is
+    about 40% of a Pod's JSON: decoded into this, it is skipped without being built."""
+
+    name: Any = _UNSET  # camelCase: the JSON field names
+    generateName: Any = _UNSET
+    namespace: Any = _UNSET
+    selfLink: Any = _UNSET
+    uid: Any = _UNSET
+    resourceVersion: Any = _UNSET
+    generation: Any = _UNSET
+    creationTimestamp: Any = _UNSET
+    deletionTimestamp: Any = _UNSET
+    deletionGracePeriodSeconds: Any = _UNSET
+    labels: Any = _UNSET
+    annotations: Any = _UNSET
+    ownerReferences: Any = _UNSET
+    finalizers: Any = _UNSET
+
+
+class _Head(msgspec.Struct):
+    """An object's type and metadata, the rest skipped: what a create's answer is read for."""
+
+    apiVersion: Any = _UNSET
+    kind: Any = _UNSET
+    metadata: _Meta = msgspec.field(default_factory=_Meta)
+
+
+class _Whole(_Head):
+    """An object of a ``spec_status`` resource, but its managedFields."""
+
+    spec: Any = _UNSET
+    status: Any = _UNSET
+
+
+class _Event(msgspec.Struct):
+    type: str
+    object: _Whole
+
+
+_META_FIELDS = _Meta.__struct_fields__
+_decode_head = msgspec.json.Decoder(_Head).decode
+_decode_event = msgspec.json.Decoder(_Event).decode
+
+
+def _plain(obj: _Head) -> dict[str, Any]:
+    """The object as the JSON dict a generic decode gives, without metadata.managedFields."""
+    plain: dict[str, Any] = {}
+    for key in obj.__struct_fields__:
+        value = getattr(obj, key)
+        if key == "metadata":
+            plain[key] = {f: v for f in _META_FIELDS if (v := getattr(value, f)) is not _UNSET}
+        elif value is not _UNSET:
+            plain[key] = value
+    return plain
+
+
+def _decode_head_plain(content: bytes) -> dict[str, Any]:
+    return _plain(_decode_head(content))
+
+
+def _slim_event(line: bytes, res: Resource) -> dict[str, Any]:
+    """A watch event whose object has no metadata.managedFields; for a ``spec_status`` resource decoded field by
+    field (0.6x the time of a generic decode on a Pod), else decoded whole and the field dropped. An ERROR's object
+    (a Status) is always decoded whole."""
+    if res.spec_status:
+        event = _decode_event(line)
+        if event.type != "ERROR":
+            return {"type": event.type, "object": _plain(event.object)}
+    decoded: dict[str, Any] = _decode(line)
+    ((decoded.get("object") or {}).get("metadata") or {}).pop("managedFields", None)
+    return decoded
+
+
 log = logging.getLogger(__name__)
 _Answer = TypeVar("_Answer", httpx2.Response, Reply)
 
@@ -383,8 +460,9 @@ class Kube:
         body: Any = None,
         content_type: str = "application/json",
         subresource: str | None = None,
+        decode: Callable[[bytes], Any] = _decode,
     ) -> Any:
-        """:meth:`send`, raising :class:`ApiError` for a status of 400 or more, else the decoded JSON body."""
+        """:meth:`send`, raising :class:`ApiError` for a status of 400 or more, else the body read by ``decode``."""
         direct = self.direct
         response: httpx2.Response | Reply
         if direct is None:
@@ -401,7 +479,7 @@ class Kube:
             )
         if response.status_code >= 400:
             raise _error(response)
-        return _decode(response.content) if response.content else None
+        return decode(response.content) if response.content else None
 
     async def get(
         self, res: Resource, name: str, namespace: str | None = None, *, subresource: str | None = None
@@ -464,11 +542,13 @@ class Kube:
         timeout_seconds: int = 300,
         inactivity: float = 90.0,
         opened: Callable[[], None] | None = None,
+        managed_fields: bool = True,
     ) -> AsyncIterator[WatchEvent]:
         """Events after ``resource_version``, with bookmarks. Ends when the server closes the watch (after
         ``timeout_seconds``); raises ApiError(410) when the version is too old, and ``httpx2.ReadTimeout`` when
         nothing, not even a bookmark, arrived for ``inactivity`` seconds (the API server bookmarks every minute).
-        ``opened`` is called once the server has accepted the watch."""
+        ``opened`` is called once the server has accepted the watch. Without ``managed_fields`` the objects come
+        without metadata.managedFields, decoded faster (an informer's cache drops them anyway)."""
         self._check("watch", res, None)
         await self.limiter(res).acquire()
         params: dict[str, str | int] = {
@@ -491,7 +571,7 @@ class Kube:
                 if opened is not None:
                     opened()  # the server accepted the watch: events flow from here on
                 async for line in _lines(chunks):
-                    event = _decode(line)
+                    event = _decode(line) if managed_fields else _slim_event(line, res)
                     kind = event.get("type")
                     obj = event.get("object") or {}
                     if kind == "ERROR":
@@ -529,10 +609,19 @@ class Kube:
         *,
         name: str | None = None,
         subresource: str | None = None,
+        whole: bool = True,
     ) -> dict[str, Any]:
-        """POST ``body``; with ``name`` and ``subresource``, to a subresource (``serviceaccounts/token``)."""
+        """POST ``body``; with ``name`` and ``subresource``, to a subresource (``serviceaccounts/token``). The
+        created object, or without ``whole`` only its apiVersion, kind and metadata but managedFields (its name, when
+        ``generateName`` chose it): a Pod's answer is then read in a quarter of the time."""
         result: dict[str, Any] = await self.request(
-            "create", "POST", res, res.path(namespace, name, subresource), body=body, subresource=subresource
+            "create",
+            "POST",
+            res,
+            res.path(namespace, name, subresource),
+            body=body,
+            subresource=subresource,
+            decode=_decode if whole else _decode_head_plain,
         )
         return result
 

@@ -284,6 +284,7 @@ class _FakeApi:
         *,
         name: str | None = None,
         subresource: str | None = None,
+        whole: bool = True,
     ) -> dict[str, Any]:
         fake = self.fake
         fake._check("create", res, objects.name(body) or str(objects.meta(body).get("generateName", "")))
@@ -292,6 +293,9 @@ class _FakeApi:
         stored = fake._stamp(res, copy.deepcopy(dict(body)), namespace)
         fake._server[(res, objects.namespace(stored), objects.name(stored))] = stored
         fake._record("create", res, (objects.namespace(stored), objects.name(stored)), stored)
+        if not whole:  # what Kube.create answers then: type and metadata, no managedFields
+            meta = {k: v for k, v in stored["metadata"].items() if k != "managedFields"}
+            return copy.deepcopy({"apiVersion": stored.get("apiVersion"), "kind": stored.get("kind"), "metadata": meta})
         return copy.deepcopy(stored)
 
     async def patch(

@@ -329,6 +329,7 @@ class Informer:
                     timeout_seconds=random.randint(300, 600),  # noqa: S311 - spreading load, not cryptography
                     inactivity=self.inactivity,
                     opened=self._opened,
+                    managed_fields=False,  # never kept (_ingest): not decoded either
                 ):
                     new_version = _version(event.object)
                     if event.type != "BOOKMARK":

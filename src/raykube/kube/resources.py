@@ -5,7 +5,7 @@ The ray.io resources live with their models in :mod:`raykube.api.resources`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -17,6 +17,10 @@ class Resource:
     kind: str
     plural: str
     namespaced: bool = True
+    # Its objects hold apiVersion, kind, metadata, spec and status and nothing else (a Pod, a Service, a custom
+    # resource with a structural schema of that shape; not a ConfigMap, Secret, Event or EndpointSlice): the client
+    # may then decode them field by field, skipping metadata.managedFields without building it (client.py, slim).
+    spec_status: bool = field(default=False, compare=False)
 
     @property
     def api_version(self) -> str:
@@ -38,29 +42,29 @@ class Resource:
         return f"{self.plural}.{self.group}" if self.group else self.plural
 
 
-PODS = Resource("", "v1", "Pod", "pods")
-SERVICES = Resource("", "v1", "Service", "services")
+PODS = Resource("", "v1", "Pod", "pods", spec_status=True)
+SERVICES = Resource("", "v1", "Service", "services", spec_status=True)
 SECRETS = Resource("", "v1", "Secret", "secrets")
 CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps")
 SERVICE_ACCOUNTS = Resource("", "v1", "ServiceAccount", "serviceaccounts")
-NAMESPACES = Resource("", "v1", "Namespace", "namespaces", namespaced=False)
-NODES = Resource("", "v1", "Node", "nodes", namespaced=False)
+NAMESPACES = Resource("", "v1", "Namespace", "namespaces", namespaced=False, spec_status=True)
+NODES = Resource("", "v1", "Node", "nodes", namespaced=False, spec_status=True)
 CORE_EVENTS = Resource("", "v1", "Event", "events")
 ENDPOINTS = Resource("", "v1", "Endpoints", "endpoints")
-PERSISTENT_VOLUME_CLAIMS = Resource("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims")
-PERSISTENT_VOLUMES = Resource("", "v1", "PersistentVolume", "persistentvolumes", namespaced=False)
+PERSISTENT_VOLUME_CLAIMS = Resource("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", spec_status=True)
+PERSISTENT_VOLUMES = Resource("", "v1", "PersistentVolume", "persistentvolumes", namespaced=False, spec_status=True)
 EVENTS = Resource("events.k8s.io", "v1", "Event", "events")
 ENDPOINT_SLICES = Resource("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices")
-LEASES = Resource("coordination.k8s.io", "v1", "Lease", "leases")
-JOBS = Resource("batch", "v1", "Job", "jobs")
-DEPLOYMENTS = Resource("apps", "v1", "Deployment", "deployments")
+LEASES = Resource("coordination.k8s.io", "v1", "Lease", "leases", spec_status=True)
+JOBS = Resource("batch", "v1", "Job", "jobs", spec_status=True)
+DEPLOYMENTS = Resource("apps", "v1", "Deployment", "deployments", spec_status=True)
 ROLES = Resource("rbac.authorization.k8s.io", "v1", "Role", "roles")
 ROLE_BINDINGS = Resource("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings")
 CLUSTER_ROLES = Resource("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", namespaced=False)
 CLUSTER_ROLE_BINDINGS = Resource(
     "rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", namespaced=False
 )
-INGRESSES = Resource("networking.k8s.io", "v1", "Ingress", "ingresses")
+INGRESSES = Resource("networking.k8s.io", "v1", "Ingress", "ingresses", spec_status=True)
 NETWORK_POLICIES = Resource("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies")
 STORAGE_CLASSES = Resource("storage.k8s.io", "v1", "StorageClass", "storageclasses", namespaced=False)
 CRDS = Resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", namespaced=False)
