@@ -174,8 +174,10 @@ async def direct(handler: Handler, auth: httpx2.Auth | None = None) -> AsyncIter
 
 
 def _heads(head: bytes) -> dict[str, str]:
-    lines = head.decode("latin-1").split("\r\n")[1:]
-    return {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines if line)}
+    """A request's header fields by lower-case name, and its request line as ``request``."""
+    first, *lines = head.decode("latin-1").split("\r\n")
+    fields = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines if line)}
+    return {**fields, "request": first}
 
 
 async def test_direct_reuses_connections_decodes_gzip_and_sends_the_clients_headers() -> None:
@@ -189,10 +191,11 @@ async def test_direct_reuses_connections_decodes_gzip_and_sends_the_clients_head
 
     async with direct(keep_alive, BearerAuth("t0ken")) as (server, client):
         for _ in range(3):
-            reply = await client.request("GET", "/api", params={"limit": 5}, content=None, headers={})
+            reply = await client.request("GET", "/api", params={"limit": 5, "watch": True}, content=None, headers={})
             assert reply.status_code == 200
             assert json.loads(reply.content) == {"ok": True}
         assert server.connections == 1
+    assert seen[0]["request"] == "GET /api?limit=5&watch=true HTTP/1.1"  # booleans as httpx2 writes them
     assert seen[0]["authorization"] == "Bearer t0ken"
     assert seen[0]["user-agent"] == "raykube-tests"
     assert seen[0]["accept"] == "application/json"

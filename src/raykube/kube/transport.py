@@ -154,6 +154,13 @@ class Reply:
         return self.content.decode("utf-8", "replace")
 
 
+def _query(params: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Query parameters as httpx2 writes them: booleans as ``true``/``false`` (yarl refuses them)."""
+    if not params:
+        return None
+    return {k: ("true" if v is True else "false" if v is False else v) for k, v in params.items()}
+
+
 # The credentials Direct sends itself: a bearer token, fixed or read from a file (in a Pod: the ServiceAccount's,
 # which the kubelet rotates; lightkube reads it again when the API server answers 401, as client-go's does). A client
 # certificate is in the TLS context already. Any other httpx2.Auth keeps its requests on httpx2.
@@ -218,7 +225,7 @@ class Direct:
             async with self._transport.session().request(
                 method,
                 self._base + path,
-                params=params or None,
+                params=_query(params),
                 data=content,
                 headers=self._send_headers(headers),
                 allow_redirects=False,
@@ -237,7 +244,7 @@ class Direct:
         with _mapped(None):
             response = await self._transport.session().get(
                 self._base + path,
-                params=params,
+                params=_query(params),
                 headers=self._headers,
                 allow_redirects=False,
                 timeout=timeout,
