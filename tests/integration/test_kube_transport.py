@@ -74,14 +74,64 @@ def _answer(body: bytes, *headers: str) -> bytes:
     return b"HTTP/1.1 200 OK\r\n" + head.encode() + b"\r\n" + body
 
 
-async def test_connections_are_reused_and_gzip_is_decoded() -> None:
+def _heads(head: bytes) -> dict[str, str]:
+    """A request's header fields by lower-case name, and its request line as ``request``."""
+    first, *lines = head.decode("latin-1").split("\r\n")
+    fields = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines if line)}
+    return {**fields, "request": first}
+
+
+# The servers' behaviours, shared by the tests of both paths (httpx2 on aiohttp, Direct).
+def _keep_alive(seen: list[dict[str, str]]) -> Handler:
+    """Answer every request on one connection with gzipped JSON, noting each request's head in ``seen``."""
+
     async def keep_alive(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         while True:
-            await _request(reader)
+            seen.append(_heads(await _request(reader)))
             writer.write(_answer(gzip.compress(b'{"ok": true}'), "Content-Encoding: gzip"))
             await writer.drain()
 
-    async with serving(keep_alive) as (server, client):
+    return keep_alive
+
+
+async def _stall(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """A stream that sends two lines and then nothing; ``/gone`` is answered 410 instead."""
+    head = await _request(reader)
+    if head.startswith(b"GET /gone"):
+        writer.write(b'HTTP/1.1 410 Gone\r\nContent-Length: 12\r\n\r\n{"code":410}')
+        await writer.drain()
+        return
+    writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n6\r\n{}\n{}\n\r\n")
+    await writer.drain()
+    await reader.read()  # until the client gives up
+
+
+async def _cut(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """A body that ends before its Content-Length."""
+    await _request(reader)
+    writer.write(b'HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{"partial"')
+    await writer.drain()
+
+
+async def _endless(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """``/watch`` is a stream that never ends; anything else a short answer on a kept-open connection."""
+    head = await _request(reader)
+    if head.startswith(b"GET /watch"):
+        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\n{}\n\r\n")
+        await writer.drain()
+        await reader.read()
+        return
+    writer.write(_answer(b"{}"))
+    await writer.drain()
+    await reader.read()
+
+
+async def _hang_up(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    await _request(reader)  # and close without an answer
+
+
+async def test_connections_are_reused_and_gzip_is_decoded() -> None:
+    async with serving(_keep_alive([])) as (server, client):
         for _ in range(3):
             response = await client.get("/api")
             assert response.status_code == 200
@@ -90,13 +140,7 @@ async def test_connections_are_reused_and_gzip_is_decoded() -> None:
 
 
 async def test_a_stalled_stream_ends_in_read_timeout() -> None:
-    async def stall(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await _request(reader)
-        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n6\r\n{}\n{}\n\r\n")
-        await writer.drain()
-        await reader.read()  # until the client gives up
-
-    async with serving(stall) as (_, client):
+    async with serving(_stall) as (_, client):
         received: list[bytes] = []
 
         async def watch() -> None:
@@ -110,12 +154,7 @@ async def test_a_stalled_stream_ends_in_read_timeout() -> None:
 
 
 async def test_a_body_cut_short_is_a_transport_error() -> None:
-    async def cut(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await _request(reader)
-        writer.write(b'HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{"partial"')
-        await writer.drain()
-
-    async with serving(cut) as (_, client):
+    async with serving(_cut) as (_, client):
         with pytest.raises(httpx2.TransportError):
             await client.get("/api")
 
@@ -132,18 +171,7 @@ async def test_a_refused_connection_is_a_connect_error() -> None:
 
 
 async def test_a_stream_closed_before_its_end_is_not_pooled() -> None:
-    async def endless(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        head = await _request(reader)
-        if head.startswith(b"GET /watch"):
-            writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\n{}\n\r\n")
-            await writer.drain()
-            await reader.read()
-            return
-        writer.write(_answer(b"{}"))
-        await writer.drain()
-        await reader.read()
-
-    async with serving(endless) as (server, client):
+    async with serving(_endless) as (server, client):
         async with client.stream("GET", "/watch") as response:
             async for _ in response.aiter_bytes():
                 break  # the caller stops reading a watch (a cancelled informer)
@@ -152,10 +180,7 @@ async def test_a_stream_closed_before_its_end_is_not_pooled() -> None:
 
 
 async def test_a_connection_closed_unanswered_is_tried_once() -> None:
-    async def hang_up(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await _request(reader)  # and close without an answer
-
-    async with serving(hang_up) as (server, client):
+    async with serving(_hang_up) as (server, client):
         with pytest.raises(httpx2.TransportError):
             await client.get("/api")  # idempotent: aiohttp alone would send it again
         assert server.connections == 1  # retrying is the caller's (its backoff), not the transport's
@@ -173,23 +198,9 @@ async def direct(handler: Handler, auth: httpx2.Auth | None = None) -> AsyncIter
             await transport.aclose()
 
 
-def _heads(head: bytes) -> dict[str, str]:
-    """A request's header fields by lower-case name, and its request line as ``request``."""
-    first, *lines = head.decode("latin-1").split("\r\n")
-    fields = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines if line)}
-    return {**fields, "request": first}
-
-
 async def test_direct_reuses_connections_decodes_gzip_and_sends_the_clients_headers() -> None:
     seen: list[dict[str, str]] = []
-
-    async def keep_alive(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        while True:
-            seen.append(_heads(await _request(reader)))
-            writer.write(_answer(gzip.compress(b'{"ok": true}'), "Content-Encoding: gzip"))
-            await writer.drain()
-
-    async with direct(keep_alive, BearerAuth("t0ken")) as (server, client):
+    async with direct(_keep_alive(seen), BearerAuth("t0ken")) as (server, client):
         for _ in range(3):
             reply = await client.request("GET", "/api", params={"limit": 5, "watch": True}, content=None, headers={})
             assert reply.status_code == 200
@@ -229,17 +240,7 @@ async def test_direct_reads_a_token_file_again_after_a_401_and_tries_once_more(t
 
 
 async def test_direct_a_stalled_stream_ends_in_read_timeout_and_a_refusal_is_read_whole() -> None:
-    async def stall(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        head = await _request(reader)
-        if head.startswith(b"GET /gone"):
-            writer.write(b'HTTP/1.1 410 Gone\r\nContent-Length: 12\r\n\r\n{"code":410}')
-            await writer.drain()
-            return
-        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n6\r\n{}\n{}\n\r\n")
-        await writer.drain()
-        await reader.read()  # until the client gives up
-
-    async with direct(stall) as (_, client):
+    async with direct(_stall) as (_, client):
         received: list[bytes] = []
 
         async def watch() -> None:
@@ -257,44 +258,25 @@ async def test_direct_a_stalled_stream_ends_in_read_timeout_and_a_refusal_is_rea
 
 
 async def test_direct_transport_errors_are_httpx2_ones() -> None:
-    async def cut(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await _request(reader)
-        writer.write(b'HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{"partial"')
-        await writer.drain()
-
-    async with direct(cut) as (server, client):
+    async with direct(_cut) as (server, client):
         with pytest.raises(httpx2.TransportError):
             await client.request("GET", "/api", params={}, content=None, headers={})
         port = server.port
-    async with direct(cut) as (_, client):
+    async with direct(_cut) as (_, client):
         client._base = f"http://127.0.0.1:{port}"  # the first server's listener is closed
         with pytest.raises(httpx2.ConnectError):
             await client.request("GET", "/api", params={}, content=None, headers={})
 
 
 async def test_direct_a_stream_closed_before_its_end_is_not_pooled_and_nothing_is_retried() -> None:
-    async def endless(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        head = await _request(reader)
-        if head.startswith(b"GET /watch"):
-            writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\n{}\n\r\n")
-            await writer.drain()
-            await reader.read()
-            return
-        writer.write(_answer(b"{}"))
-        await writer.drain()
-        await reader.read()
-
-    async with direct(endless) as (server, client):
+    async with direct(_endless) as (server, client):
         async with client.stream("/watch", params={}, connect=5.0, read=5.0) as (_, chunks):
             async for _ in chunks:
                 break  # the caller stops reading a watch (a cancelled informer)
         assert (await client.request("GET", "/api", params={}, content=None, headers={})).status_code == 200
         assert server.connections == 2  # the half-read watch's connection was dropped, not handed out again
 
-    async def hang_up(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await _request(reader)  # and close without an answer
-
-    async with direct(hang_up) as (server, client):
+    async with direct(_hang_up) as (server, client):
         with pytest.raises(httpx2.TransportError):
             await client.request("GET", "/api", params={}, content=None, headers={})
         assert server.connections == 1  # retrying is the caller's (its backoff), not the transport's

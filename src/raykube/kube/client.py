@@ -271,6 +271,18 @@ async def _lines(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
         yield tail
 
 
+def _outgoing(
+    params: Mapping[str, Any] | None, body: Any, content_type: str, headers: Mapping[str, str] | None = None
+) -> tuple[dict[str, Any], bytes | None, dict[str, str]]:
+    """A request's query (None values left out), its body as bytes (JSON unless bytes already) and its headers
+    (``Content-Type`` with a body)."""
+    content = None if body is None else (body if isinstance(body, bytes) else _encode(body))
+    sent = dict(headers or {})
+    if content is not None:
+        sent["Content-Type"] = content_type
+    return {k: v for k, v in (params or {}).items() if v is not None}, content, sent
+
+
 def _error(response: httpx2.Response | Reply) -> ApiError:
     try:
         body = _decode(response.content) if response.content else {}
@@ -420,11 +432,7 @@ class Kube:
         :data:`MAX_RETRIES` times, as client-go does: the server said it did not act and when to come back (API
         Priority and Fairness answers so). Each attempt takes a token from the rate limiter and is observed."""
         self._check(verb, res, subresource)
-        content = None if body is None else (body if isinstance(body, bytes) else _encode(body))
-        sent = dict(headers or {})
-        if content is not None:
-            sent["Content-Type"] = content_type
-        query = {k: v for k, v in (params or {}).items() if v is not None}
+        query, content, sent = _outgoing(params, body, content_type, headers)
         return await self._retried(
             verb, res, lambda: self.http.request(method, path, params=query, content=content, headers=sent or None)
         )
@@ -471,9 +479,7 @@ class Kube:
             )
         else:
             self._check(verb, res, subresource)
-            content = None if body is None else (body if isinstance(body, bytes) else _encode(body))
-            sent = {} if content is None else {"Content-Type": content_type}
-            query = {k: v for k, v in (params or {}).items() if v is not None}
+            query, content, sent = _outgoing(params, body, content_type)
             response = await self._retried(
                 verb, res, lambda: direct.request(method, path, params=query, content=content, headers=sent)
             )

@@ -63,10 +63,8 @@ class _Body(httpx2.AsyncByteStream):
         self._response = response
         self._request = request
 
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        with _mapped(self._request):
-            async for chunk in self._response.content.iter_any():
-                yield chunk
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return _chunks(self._response, self._request)
 
     async def aclose(self) -> None:
         self._response.release()  # back to the pool when read to its end, else closed
@@ -261,7 +259,8 @@ class Direct:
             response.release()  # back to the pool when read to its end, else closed
 
 
-async def _chunks(response: aiohttp.ClientResponse) -> AsyncIterator[bytes]:
-    with _mapped(None):
+async def _chunks(response: aiohttp.ClientResponse, request: httpx2.Request | None = None) -> AsyncIterator[bytes]:
+    """A body's chunks as they arrive, aiohttp's errors raised as httpx2's."""
+    with _mapped(request):
         async for chunk in response.content.iter_any():
             yield chunk
