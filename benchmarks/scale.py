@@ -53,13 +53,18 @@ changes nothing); ``timestamp_only`` = MODIFIED events whose only difference fro
 
     .tools/bin/uv run --no-sync python -m benchmarks.scale [--clusters 1000] [--contenders floor,raykube,...]
         [--repeat 1] [--qps 100] [--burst 200] [--nodes 10] [--no-delete] [--profile DIR]
+        [--apiserver-profile DIR] [--apiserver-profile-seconds 50]
 
 Appends one JSON line per invocation to benchmarks/results/scale.jsonl (``"schema": 2``; earlier lines are the
 raykube-against-floor runs of before), and one per contender as soon as it is measured to
 benchmarks/results/scale-partial.jsonl (so a stopped invocation keeps what it measured; a contender that timed out
 is recorded with how far it got), and draws ready clusters
 over time for every run to benchmarks/results/scale-ready-<N>.png. ``--profile DIR`` samples raykube with py-spy (raw
-stacks in DIR, a summary on stdout).
+stacks in DIR, a summary on stdout). ``--apiserver-profile DIR`` starts every sandbox's kube-apiserver with
+``--profiling=true`` and keeps its CPU profile (Go pprof, ``--apiserver-profile-seconds`` from the first create) of
+each run in DIR, with the share of its samples in watches, creates, patches, updates, managedFields, the audit log,
+the etcd client and Go's garbage collector in the run's ``apiserver_profile`` (read with ``go tool pprof``, if Go
+is on PATH).
 """
 
 from __future__ import annotations
@@ -71,6 +76,7 @@ import json
 import logging
 import os
 import platform
+import re
 import shutil
 import signal
 import socket
@@ -104,7 +110,7 @@ from raykube.kube.errors import ApiError
 from raykube.kube.informer import Informer
 from raykube.kube.resources import CLUSTER_ROLE_BINDINGS, LEASES, NAMESPACES, PODS, SERVICE_ACCOUNTS, SERVICES
 from raykube.runtime.crds import install_crds
-from raykube.sandbox import NodePool, Ports, Sandbox, SandboxConfig, versions
+from raykube.sandbox import Binaries, NodePool, Ports, Sandbox, SandboxConfig, versions
 from raykube.waiting import NotYet, WaitTimeout, wait_for
 
 RESULTS = Path(__file__).parent / "results" / "scale.jsonl"
@@ -215,6 +221,78 @@ class Profiler:
         if self.popen.poll() is None:
             self.popen.send_signal(signal.SIGINT)
             await asyncio.to_thread(self.popen.wait, 60)
+
+
+class ApiServerProfile:
+    """kube-apiserver's CPU profile over a fixed window (Go's pprof, ``/debug/pprof/profile``; the sandbox starts it
+    with ``--profiling=true`` for this), fetched by kubectl as the sandbox's admin into a ``.pb.gz`` file."""
+
+    def __init__(self, kubeconfig: Path, out: Path, seconds: float) -> None:
+        self.out = out
+        out.parent.mkdir(parents=True, exist_ok=True)
+        kubectl = Binaries.from_cache().kubectl
+        argv = [str(kubectl), f"--kubeconfig={kubeconfig}", "get", "--raw",
+                f"/debug/pprof/profile?seconds={max(1, round(seconds))}"]  # fmt: skip
+        with out.open("wb") as sink:
+            self.popen = subprocess.Popen(argv, stdout=sink, stderr=subprocess.DEVNULL)
+
+    async def wait(self, within: float) -> bool:
+        """True once the profile is written whole (given up after ``within`` seconds)."""
+        try:
+            code = await asyncio.to_thread(self.popen.wait, within)
+        except subprocess.TimeoutExpired:
+            self.stop()
+            return False
+        return code == 0
+
+    def stop(self) -> None:
+        if self.popen.poll() is None:
+            self.popen.terminate()
+            self.popen.wait(10)
+
+
+# Where kube-apiserver's CPU goes, by the handler (or runtime part) on the stack: (name, pprof focus, pprof ignore).
+APISERVER_PARTS = (
+    ("watches (encode, send)", r"handlers\.\(\*WatchServer\)\.HandleHTTP", ""),
+    ("creates", r"handlers\.CreateResource", ""),
+    ("patches", r"handlers\.PatchResource|handlers\.\(\*patcher\)\.patchResource", ""),
+    ("updates", r"handlers\.UpdateResource", ""),
+    ("gets and lists", r"handlers\.(GetResource|ListResource)", r"WatchServer"),
+    ("managedFields", r"managedfields/internal\.\(\*FieldManager\)", ""),
+    ("audit log", r"k8s\.io/apiserver/pkg/audit\.|plugin/pkg/audit", ""),
+    ("etcd client", r"go\.etcd\.io/etcd/client", ""),
+    ("Go GC (background marking)", r"runtime\.gcBgMarkWorker", ""),
+)
+
+
+PPROF_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "mins": 60.0, "hrs": 3600.0}
+
+
+def pprof_accounted(top: str) -> tuple[float, float] | None:
+    """Seconds under the focus and seconds in the whole profile, from ``go tool pprof -top``'s header line
+    (``Showing nodes accounting for 8.52s, 16.98% of 50.18s total``)."""
+    found = re.search(r"accounting for ([0-9.]+)([a-zµ]+), [0-9.]+% of ([0-9.]+)([a-zµ]+) total", top)
+    if found is None or found[2] not in PPROF_UNITS or found[4] not in PPROF_UNITS:
+        return None
+    return float(found[1]) * PPROF_UNITS[found[2]], float(found[3]) * PPROF_UNITS[found[4]]
+
+
+def summarize_apiserver_profile(path: Path) -> dict[str, float] | None:
+    """Share (%) of kube-apiserver's CPU samples under each of ``APISERVER_PARTS``, and the samples' seconds, read
+    with ``go tool pprof`` (None without Go). The parts overlap: a create's managedFields are in both."""
+    go = shutil.which("go") or ("/usr/local/go/bin/go" if Path("/usr/local/go/bin/go").exists() else None)
+    if go is None or not path.exists() or not path.stat().st_size:
+        return None
+    shares: dict[str, float] = {}
+    total = 0.0
+    for name, focus, ignore in APISERVER_PARTS:
+        argv = [go, "tool", "pprof", "-top", "-nodefraction=0", "-nodecount=0", f"-focus={focus}"]
+        argv += [f"-ignore={ignore}"] if ignore else []
+        top = subprocess.run([*argv, str(path)], capture_output=True, text=True, check=False).stdout
+        part, whole = pprof_accounted(top) or (0.0, 0.0)
+        total = total or whole
+        shares[name] = round(100 * part / whole, 1) if whole else 0.0
+    return {"cpu_seconds_sampled": round(total, 1), **shares}
 
 
 def summarize_profile(raw: Path, top: int = 25) -> dict[str, list[tuple[str, float]]]:
@@ -544,6 +622,8 @@ class Settings:
     timeout: float
     profile: Path | None
     profile_rate: int
+    apiserver_profile: Path | None = None  # --apiserver-profile: kube-apiserver's CPU profiles go here
+    apiserver_profile_seconds: float = 50.0
     delete: bool = True  # time the deletion too (--no-delete: at 10,000 it would double the run)
     sources: Mapping[str, Path] = field(default_factory=dict)  # raykube@<ref>: that commit's src/ (a git worktree)
 
@@ -555,6 +635,7 @@ class Run:
                  workdir: Path, sandbox: Sandbox, audit: AuditLog) -> None:  # fmt: skip
         self.contender = contender
         self.kind = contender.kind
+        self.kubeconfig = kubeconfig  # the sandbox's admin
         self.account = account  # the contender's kubeconfig (ServiceAccount bench/operator)
         self.settings = settings
         self.workdir = workdir
@@ -568,6 +649,7 @@ class Run:
         self.process: Process | None = None
         self.metrics_addr = ""  # an operator's --metrics-addr (the floor has none)
         self.profiler: Profiler | None = None
+        self.apiserver_profile: ApiServerProfile | None = None
         self.loads: list[float] = []
 
     def argv(self) -> list[str]:
@@ -695,6 +777,8 @@ class Run:
         finally:
             if self.profiler is not None:
                 await self.profiler.stop()
+            if self.apiserver_profile is not None:
+                self.apiserver_profile.stop()
             await self.proc.stop()
             await self.driver.close()
 
@@ -711,9 +795,7 @@ class Run:
         driver_idle = own_cpu_seconds()
         start_mark = self.audit.mark()
         passes_idle = await self.reconcile_passes()
-        if settings.profile is not None and self.kind == "raykube":
-            stamp = time.strftime("%Y%m%dT%H%M%S")
-            self.profiler = Profiler(proc.pid, settings.profile / f"raykube-{n}-{stamp}.txt", settings.profile_rate)
+        self.start_profiles()
         sampler = asyncio.create_task(self.sample_load())
         load_before = os.getloadavg()
         created_seconds = await self.create_all()
@@ -774,7 +856,26 @@ class Run:
         result["off_bound"] = round(ready[-1] / bound - 1, 3) if bound else None
         if self.profiler is not None:
             result["profile"] = str(self.profiler.out)
+        if self.apiserver_profile is not None:
+            result["apiserver_profile"] = await self.finish_apiserver_profile(self.apiserver_profile)
         return result
+
+    def start_profiles(self) -> None:
+        """py-spy on raykube (``--profile``) and kube-apiserver's CPU profile (``--apiserver-profile``), from now."""
+        settings, n = self.settings, self.settings.clusters
+        stamp = time.strftime("%Y%m%dT%H%M%S")
+        if settings.profile is not None and self.kind == "raykube":
+            out = settings.profile / f"raykube-{n}-{stamp}.txt"
+            self.profiler = Profiler(self.proc.pid, out, settings.profile_rate)
+        if settings.apiserver_profile is not None:
+            out = settings.apiserver_profile / f"kube-apiserver-{self.contender.name}-{n}-{stamp}.pb.gz"
+            self.apiserver_profile = ApiServerProfile(self.kubeconfig, out, settings.apiserver_profile_seconds)
+
+    async def finish_apiserver_profile(self, profile: ApiServerProfile) -> dict[str, Any]:
+        seconds = self.settings.apiserver_profile_seconds
+        whole = await profile.wait(seconds + 60)
+        parts = summarize_apiserver_profile(profile.out) if whole else None
+        return {"path": str(profile.out), "seconds": seconds, "whole": whole, "parts": parts}
 
 
 def reconcile_totals(exposition: str) -> dict[tuple[str, str], int]:
@@ -842,10 +943,12 @@ async def a_sandbox(contender: Contender, settings: Settings, root: Path) -> Asy
     policy = root / "audit-policy.yaml"
     policy.write_text(yaml.safe_dump(AUDIT_POLICY))
     audit = ("--audit-log-maxsize=100000", f"--audit-policy-file={policy}", f"--audit-log-path={root / 'audit.log'}")
+    # After the sandbox's own --profiling=false, so this one wins:
+    profiling = ("--profiling=true",) if settings.apiserver_profile is not None else ()
     sandbox = Sandbox.named("bench", root / "sandbox")
     pool = NodePool(count=settings.nodes, cpu="256", memory="1Ti", pods=1000)
     config = SandboxConfig(
-        name="bench", ports=Ports.free(), nodes=pool, extra_args={"kube-apiserver": audit},
+        name="bench", ports=Ports.free(), nodes=pool, extra_args={"kube-apiserver": (*audit, *profiling)},
         client_qps=settings.qps, client_burst=settings.burst,  # "every client": kube-controller-manager, kube-scheduler
     )  # fmt: skip
     result = await sandbox.up(config)
@@ -1048,7 +1151,9 @@ def checkouts(refs: Iterable[str]) -> Iterator[dict[str, Path]]:
 
 async def main_async(args: argparse.Namespace, sources: Mapping[str, Path] | None = None) -> dict[str, Any]:
     settings = Settings(args.clusters, args.qps, args.burst, args.nodes, args.timeout, args.profile,
-                        args.profile_rate, delete=not args.no_delete, sources=sources or {})  # fmt: skip
+                        args.profile_rate, apiserver_profile=args.apiserver_profile,
+                        apiserver_profile_seconds=args.apiserver_profile_seconds, delete=not args.no_delete,
+                        sources=sources or {})  # fmt: skip
     contenders: list[Contender] = args.contenders
     rounds: list[dict[str, dict[str, Any]]] = []
     for index in range(args.repeat):
@@ -1139,6 +1244,10 @@ def main() -> None:
         help="do not delete the RayClusters and time the Pods' removal (the sandbox goes anyway)",
     )
     parser.add_argument("--profile-rate", type=int, default=50, help="py-spy samples per second")
+    parser.add_argument("--apiserver-profile", type=Path, default=None, metavar="DIR",
+                        help="kube-apiserver's CPU profile (Go pprof) of every run into DIR")  # fmt: skip
+    parser.add_argument("--apiserver-profile-seconds", type=float, default=50.0,
+                        help="how long each kube-apiserver profile samples, from the first create")  # fmt: skip
     # The floor's own process (started by the benchmark):
     parser.add_argument("--floor-client", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--kubeconfig", type=Path, help=argparse.SUPPRESS)
@@ -1172,6 +1281,13 @@ def main() -> None:
                 print(f"\nprofile, {title} (% of samples):")  # noqa: T201
                 for frame, share in rows:
                     print(f"  {share:5.1f}  {frame}")  # noqa: T201
+    for index, runs in enumerate(result["runs"]):
+        for name, run in runs.items():
+            parts = (run.get("apiserver_profile") or {}).get("parts")
+            if parts:
+                shown = ", ".join(f"{k} {v}%" for k, v in parts.items() if k != "cpu_seconds_sampled")
+                sampled = parts["cpu_seconds_sampled"]
+                print(f"\nkube-apiserver, run {index + 1}, {name}: {sampled} CPU-s sampled; {shown}")  # noqa: T201
 
 
 if __name__ == "__main__":

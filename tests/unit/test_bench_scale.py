@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from benchmarks.scale import control_plane_strain, qps_bound, reconcile_totals
+from benchmarks.scale import control_plane_strain, pprof_accounted, qps_bound, reconcile_totals
 
 # 1,000 clusters: the floor's writes, and KubeRay's (two status updates each), as the audit log counts them.
 FLOOR = {"create pods": 4000, "create services": 1000, "patch rayclusters.ray.io/status": 1000}
@@ -70,3 +70,13 @@ def test_reconcile_totals_sum_controller_runtimes_counter_per_controller_and_res
         ("raycluster-controller", "requeue_after"): 7,
         ("rayjob", "error"): 0,
     }
+
+
+def test_pprof_accounted_reads_the_focus_and_the_whole_in_seconds_whatever_the_unit() -> None:
+    header = "Active filters:\n   focus=x\nShowing nodes accounting for 8.52s, 16.98% of 50.18s total\n"
+    assert pprof_accounted(header) == (8.52, 50.18)
+    part, whole = pprof_accounted("Showing nodes accounting for 520ms, 1.04% of 1.50mins total") or (0, 0)
+    assert part == pytest.approx(0.52)
+    assert whole == pytest.approx(90.0)
+    assert pprof_accounted("no samples") is None
+    assert pprof_accounted("Showing nodes accounting for 1.0x, 1% of 2s total") is None
