@@ -111,6 +111,8 @@ from raykube.kube.informer import Informer
 from raykube.kube.resources import CLUSTER_ROLE_BINDINGS, LEASES, NAMESPACES, PODS, SERVICE_ACCOUNTS, SERVICES
 from raykube.runtime.crds import install_crds
 from raykube.sandbox import Binaries, NodePool, Ports, Sandbox, SandboxConfig, versions
+from raykube.sandbox.build import find_go
+from raykube.sandbox.errors import ToolchainError
 from raykube.waiting import NotYet, WaitTimeout, wait_for
 
 RESULTS = Path(__file__).parent / "results" / "scale.jsonl"
@@ -280,8 +282,11 @@ def pprof_accounted(top: str) -> tuple[float, float] | None:
 def summarize_apiserver_profile(path: Path) -> dict[str, float] | None:
     """Share (%) of kube-apiserver's CPU samples under each of ``APISERVER_PARTS``, and the samples' seconds, read
     with ``go tool pprof`` (None without Go). The parts overlap: a create's managedFields are in both."""
-    go = shutil.which("go") or ("/usr/local/go/bin/go" if Path("/usr/local/go/bin/go").exists() else None)
-    if go is None or not path.exists() or not path.stat().st_size:
+    try:
+        go = find_go(purpose="the benchmark reads kube-apiserver's profile with `go tool pprof`").path
+    except ToolchainError:
+        return None
+    if not path.exists() or not path.stat().st_size:
         return None
     shares: dict[str, float] = {}
     total = 0.0

@@ -55,14 +55,18 @@ for mode in "$@"; do
     --content "$mode" --pod "$work/pod.json" --pods 4000 2>"$work/probe.log")
   a1=$(cpu "$apiserver"); k1=$(cpu "$kwok"); c1=$(cpu "$kcm")
   read -r user system <"$work/time"
-  "$python" - "$repo/benchmarks/results/codec-probe.jsonl" <<EOF
+  "$python" - "$repo/benchmarks/results/codec-probe.jsonl" "$line" \
+    "$a0" "$a1" "$k0" "$k1" "$c0" "$c1" "$user" "$system" <<'EOF'
 import json, sys, time
-run = json.loads('''$line''')
+out, line, *cpu = sys.argv[1:]
+a0, a1, k0, k1, c0, c1, user, system = map(float, cpu)
+run = json.loads(line)
 run.update(at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), cpu_seconds={
-    "kube-apiserver": round($a1 - $a0, 2), "kwok": round($k1 - $k0, 2), "kube-controller-manager": round($c1 - $c0, 2),
-    "probe": round($user + $system, 2)})
+    "kube-apiserver": round(a1 - a0, 2), "kwok": round(k1 - k0, 2), "kube-controller-manager": round(c1 - c0, 2),
+    "probe": round(user + system, 2)})
 print(json.dumps(run))
-open(sys.argv[1], "a").write(json.dumps(run) + "\n")
+with open(out, "a") as sink:
+    sink.write(json.dumps(run) + "\n")
 EOF
   "$raykube" sandbox down --name "$sandbox" >/dev/null 2>&1
 done
