@@ -104,7 +104,7 @@ from raykube.builders import pods as pod_builder
 from raykube.builders import services as service_builder
 from raykube.builders.options import BuildOptions
 from raykube.builders.status import is_running_and_ready
-from raykube.controllers.raycluster import POD_SELECTOR
+from raykube.controllers.watches import POD_SELECTOR
 from raykube.kube.client import Kube
 from raykube.kube.errors import ApiError
 from raykube.kube.informer import Informer

@@ -166,7 +166,7 @@ async def test_the_seed_cluster_becomes_ready_with_its_service_endpoints(
         assert {"configMapRef": {"name": "ray-env"}} in container["envFrom"]
         assert {"name": "shared-data", "mountPath": "/home/ray/shared"} in container["volumeMounts"]
         assert pod["metadata"]["ownerReferences"][0]["kind"] == "RayCluster"
-    # The operator's cache keeps of each Pod's spec only what it reads (controllers.raycluster.cached_pod), and the
+    # The operator's cache keeps of each Pod's spec only what it reads (controllers.watches.cached_pod), and the
     # status above was computed from those Pods.
     cached = operator.cache.list(PODS, namespace, {"ray.io/cluster": CLUSTER})
     assert sorted(p["metadata"]["name"] for p in cached) == sorted(p["metadata"]["name"] for p in pods)

@@ -730,7 +730,7 @@ async def test_a_user_named_autoscaler_service_account_that_is_missing_fails_the
 def test_the_pod_cache_keeps_what_the_controllers_read_and_drops_the_rest() -> None:
     from raykube.api.resources import RayCluster  # noqa: PLC0415
     from raykube.builders import pods as pod_builder  # noqa: PLC0415
-    from raykube.controllers.raycluster import cached_pod  # noqa: PLC0415
+    from raykube.controllers.watches import cached_pod  # noqa: PLC0415
 
     model = RayCluster.model_validate(raycluster())
     full = pod_builder.head_pod(model, BuildOptions())

@@ -23,7 +23,6 @@ from raykube.builders import services
 from raykube.builders.options import BuildOptions
 from raykube.builders.rayservice import goal_cluster_hash
 from raykube.controllers.base import Deps, Result
-from raykube.controllers.raycluster import POD_SELECTOR, cached_pod
 from raykube.controllers.raycluster import registration as raycluster_registration
 from raykube.controllers.rayjob import registration as rayjob_registration
 from raykube.controllers.rayservice import (
@@ -33,6 +32,7 @@ from raykube.controllers.rayservice import (
     generation_labels_or_annotations_changed,
     registration,
 )
+from raykube.controllers.watches import POD_SELECTOR, cached_pod
 from raykube.kube import objects, times
 from raykube.kube.fake import FakeKube
 from raykube.kube.resources import ENDPOINT_SLICES, PODS, SECRETS, SERVICES

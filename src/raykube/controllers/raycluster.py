@@ -47,6 +47,7 @@ from raykube.controllers.base import REQUEUE_SOON, Context, Deps, OwnWrites, Reg
 from raykube.controllers.children import ChildError, Children
 from raykube.controllers.expectations import ScaleExpectations
 from raykube.controllers.ports import Cache
+from raykube.controllers.watches import CREATED_BY_SELECTOR, POD_SELECTOR, cached_pod
 from raykube.kube import objects
 from raykube.kube.errors import ApiError
 from raykube.kube.resources import (
@@ -76,32 +77,6 @@ STATUS_PACE_MAX = REQUEUE_QUIET
 _SETTLED_STATES = (c.CLUSTER_STATE_READY, c.CLUSTER_STATE_SUSPENDED)
 NORMAL = c.EVENT_TYPE_NORMAL
 WARNING = c.EVENT_TYPE_WARNING
-# KubeRay internal/managercache: only Ray Pods are cached, so unrelated Pods cost no memory.
-POD_SELECTOR = f"{c.RAY_NODE_TYPE_LABEL} in ({','.join(c.CACHED_POD_NODE_TYPES)})"
-# What the operator reads of a cached Pod's spec (the rest, most of a Pod, is dropped as it arrives: 4,000 Pods cost
-# about 17 KB each in full). Readers: builders.pods.should_delete_pod (restartPolicy, the Ray container's name),
-# the RayService controller's serve port (containers[*].ports), events (restartPolicy). metadata and status stay.
-_POD_SPEC_KEPT = ("restartPolicy",)
-
-
-def cached_pod(pod: dict[str, Any]) -> dict[str, Any]:
-    """A Pod as the cache keeps it: metadata and status whole, of the spec only what a controller reads, the
-    containers in their order with their names and ports."""
-    spec = pod.get("spec")
-    if isinstance(spec, dict):
-        kept: dict[str, Any] = {key: spec[key] for key in _POD_SPEC_KEPT if key in spec}
-        containers = spec.get("containers")
-        if isinstance(containers, list):
-            kept["containers"] = [
-                {key: ctr[key] for key in ("name", "ports") if key in ctr} if isinstance(ctr, dict) else ctr
-                for ctr in containers
-            ]
-        pod["spec"] = kept
-    return pod
-
-
-# KubeRay's cache filters the Jobs it creates by this label; the autoscaler RBAC objects carry it too.
-CREATED_BY_SELECTOR = f"{c.K8S_CREATED_BY_LABEL}={c.COMPONENT_NAME}"
 
 Obj = Mapping[str, Any]
 

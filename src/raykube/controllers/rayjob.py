@@ -49,9 +49,8 @@ from raykube.builders import batch, names
 from raykube.builders import rayjob as rj
 from raykube.builders.status import status_needs_update
 from raykube.controllers.base import Context, Deps, Registration, Result
-from raykube.controllers.ports import Cache
-from raykube.controllers.raycluster import CREATED_BY_SELECTOR
 from raykube.controllers.rayjob_cleanup import Cleanup
+from raykube.controllers.watches import CREATED_BY_SELECTOR, cached_head_service
 from raykube.kube import objects, times
 from raykube.kube.errors import ApiError
 from raykube.kube.resources import JOBS, PODS, SERVICES
@@ -131,14 +130,6 @@ class JobContext(Context[RayJob, RayJobSpec]):
 
 class RayJobError(Exception):
     """A pass that could not finish; the runtime retries it with back-off (KubeRay's error-requeue)."""
-
-
-def cached_head_service(cache: Cache, cluster: Obj) -> tuple[str, Obj | None]:
-    """The name of ``cluster``'s head Service (``headGroupSpec.headService`` or the default) and the Service as the
-    cache has it (None: not there yet): where KubeRay's ``FetchHeadServiceURL`` looks."""
-    head_spec = ((cluster.get("spec") or {}).get("headGroupSpec") or {}).get("headService")
-    service_name = names.head_service_name(objects.name(cluster), head_spec)
-    return service_name, cache.get(SERVICES, objects.namespace(cluster), service_name)
 
 
 def go_time(moment: dt.datetime) -> str:

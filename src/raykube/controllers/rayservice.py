@@ -58,8 +58,7 @@ from raykube.builders import rayjob as rj
 from raykube.builders import rayservice as rs
 from raykube.builders.status import StatusError, head_pod, is_running_and_ready
 from raykube.controllers.base import Context, Deps, Registration, Result
-from raykube.controllers.raycluster import POD_SELECTOR, cached_pod
-from raykube.controllers.rayjob import cached_head_service
+from raykube.controllers.watches import POD_SELECTOR, cached_head_service, cached_pod
 from raykube.kube import objects, times
 from raykube.kube.errors import ApiError
 from raykube.kube.resources import ENDPOINT_SLICES, PODS, SERVICES
