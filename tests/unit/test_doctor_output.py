@@ -42,7 +42,7 @@ def kubectl_dump(world: World, directory: Path) -> Path:
     """The world as `kubectl get <plural> -o yaml > <plural>.yaml` per type would save it (no doctor metadata)."""
     directory.mkdir(parents=True, exist_ok=True)
     for key, items in world.objects.items():
-        if key == s.ACCESS_REVIEWS.key:
+        if key == s.ACCESS_REVIEWS.plural:
             continue
         resource = s.BY_KEY[key]
         listed = [{"apiVersion": resource.api_version, "kind": resource.kind, **item} for item in items]
@@ -147,7 +147,7 @@ def test_a_plain_kubectl_dump_says_what_it_lacks_and_keeps_no_secret_values(tmp_
     (directory / "more").mkdir()
     (directory / "more" / "extra.json").write_text(json.dumps(secret))
     snap = dumps.read(directory)
-    assert s.HPAS.key in snap.gathered and s.NODES.key not in snap.gathered
+    assert s.HPAS.plural in snap.gathered and s.NODES.plural not in snap.gathered
     assert any(n.what == "nodes" and n.reason == "not in the dump" for n in snap.not_checked)
     kept = snap.get(s.SECRETS, NS, "extra")
     assert kept is not None and kept["data"] == {"k": ""} and "annotations" not in kept["metadata"]

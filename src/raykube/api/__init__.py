@@ -1,4 +1,4 @@
 """Typed models of the ``ray.io`` custom resources, their validation and CRD generation (issue 4).
 
-The bottom of the operator's layers: it imports nothing else from raykube.
+Above the kube layer (whose Resource addresses the kinds) and below everything else of the operator.
 """

@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import Field
 
+from raykube.api import addresses
 from raykube.api.raycluster import RayClusterSpec, RayClusterStatus
 from raykube.api.raycronjob import RayCronJobSpec, RayCronJobStatus
 from raykube.api.rayjob import RayJobSpec, RayJobStatus
@@ -18,8 +19,8 @@ from raykube.api.rayservice import RayServiceSpec, RayServiceStatuses
 from raykube.api.schema import RayModel
 from raykube.kube.resources import Resource
 
-GROUP = "ray.io"  # KubeRay apis/ray/v1/groupversion_info.go
-VERSION = "v1"
+GROUP = addresses.GROUP
+VERSION = addresses.VERSION
 API_VERSION = f"{GROUP}/{VERSION}"
 
 
@@ -90,7 +91,7 @@ class Kind:
 
     @property
     def resource(self) -> Resource:
-        return Resource(GROUP, VERSION, self.name, self.plural, spec_status=True)  # the schemas crd.py writes
+        return addresses.BY_KIND[self.name]
 
 
 _AGE = PrinterColumn("age", ".metadata.creationTimestamp", "date")

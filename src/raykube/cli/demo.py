@@ -247,10 +247,8 @@ async def wait_namespace_gone_if_terminating(stage: Stage) -> None:
 
 
 async def wait_pvc_bound(stage: Stage) -> None:
-    from raykube.kube.resources import Resource  # noqa: PLC0415
+    from raykube.kube.resources import PERSISTENT_VOLUME_CLAIMS as claims  # noqa: PLC0415
     from raykube.waiting import NotYet, wait_for  # noqa: PLC0415
-
-    claims = Resource("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims")
 
     async def bound() -> bool | NotYet:
         pvc = await stage.kube.get(claims, "ray-shared-data", NAMESPACE)

@@ -27,6 +27,7 @@ from raykube.doctor import facts
 from raykube.doctor import snapshot as s
 from raykube.doctor.model import SCHEMA_VERSION, NotChecked
 from raykube.doctor.snapshot import Obj, Snapshot
+from raykube.kube.resources import Resource
 
 META_FILE: Final = "doctor-dump.yaml"
 META_KIND: Final = "DoctorDump"
@@ -114,10 +115,10 @@ def _documents(path: Path) -> Iterator[Any]:
         raise DumpError(f"{path}: not YAML: {exc}") from exc
 
 
-def _type_from_file(path: Path) -> s.ResourceType | None:
+def _type_from_file(path: Path) -> Resource | None:
     stem = path.stem.lower()
     for resource in s.ALL_TYPES:
-        if stem in (resource.key, resource.kind.lower(), *resource.aliases):
+        if stem in (resource.plural, resource.kind.lower(), *resource.short_names):
             return resource
     return None
 
@@ -170,15 +171,15 @@ def read(  # noqa: PLR0912 - each document shape of a kubectl dump is one branch
             if items is None:
                 items = [document]
             elif not items and (from_name := _type_from_file(path)) is not None:
-                seen_types.add(from_name.key)
+                seen_types.add(from_name.plural)
             for item in items:
                 if not isinstance(item, Mapping):
                     continue
                 resource = s.type_of(item)
                 if resource is None:
                     continue
-                objects.setdefault(resource.key, []).append(dict(item))
-                seen_types.add(resource.key)
+                objects.setdefault(resource.plural, []).append(dict(item))
+                seen_types.add(resource.plural)
     not_checked: list[NotChecked] = []
     if meta is not None:
         gathered = set(meta.get("gathered") or seen_types) | seen_types
@@ -197,9 +198,9 @@ def read(  # noqa: PLR0912 - each document shape of a kubectl dump is one branch
             # RayJobs, RayServices and their Jobs matter only to a RayJob/RayService target, which is reported
             # missing by name if the dump lacks it.
             quiet = resource in (s.ACCESS_REVIEWS, *s.WORKLOAD_TYPES, s.JOBS)
-            if resource.key not in gathered and not quiet:
-                core = resource.key in s.CORE_TYPES
-                not_checked.append(NotChecked(resource.title, "not in the dump", core=core))
+            if resource.plural not in gathered and not quiet:
+                core = resource.plural in s.CORE_TYPES
+                not_checked.append(NotChecked(str(resource), "not in the dump", core=core))
     for key in gathered:
         objects.setdefault(key, [])
     if namespaces is not None:

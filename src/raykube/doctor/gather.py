@@ -29,7 +29,7 @@ from raykube.doctor import access as acc
 from raykube.doctor import facts
 from raykube.doctor import snapshot as s
 from raykube.doctor.model import NotChecked
-from raykube.doctor.snapshot import Obj, ResourceType, Snapshot
+from raykube.doctor.snapshot import Obj, Snapshot
 from raykube.kube.client import Kube
 from raykube.kube.errors import ApiError
 from raykube.kube.resources import Resource
@@ -48,11 +48,6 @@ class Scope:
     targets: tuple[tuple[str, str], ...] | None = None  # None: every RayCluster in the namespaces
     # (kind, namespace, name) of RayJobs and RayServices; None: every one in the namespaces
     workloads: tuple[tuple[str, str, str], ...] | None = None
-
-
-def api_resource(resource: ResourceType) -> Resource:
-    """How the API server addresses ``resource``."""
-    return Resource(resource.group, resource.version, resource.kind, resource.key, resource.namespaced)
 
 
 def _selector(labels: Mapping[str, str | Sequence[str]]) -> str:
@@ -75,13 +70,13 @@ class _Gatherer:
         self.gathered: set[str] = set()
         self.not_checked: list[NotChecked] = []
 
-    def _add(self, resource: ResourceType, items: list[Obj]) -> None:
-        self.objects.setdefault(resource.key, []).extend(items)
-        self.gathered.add(resource.key)
+    def _add(self, resource: Resource, items: list[Obj]) -> None:
+        self.objects.setdefault(resource.plural, []).extend(items)
+        self.gathered.add(resource.plural)
 
     async def _list(
         self,
-        resource: ResourceType,
+        resource: Resource,
         namespace: str | None,
         *,
         labels: Mapping[str, str | Sequence[str]] | None = None,
@@ -89,24 +84,26 @@ class _Gatherer:
     ) -> list[Obj]:
         """Every ``resource`` in ``namespace`` (None: in every namespace) matching ``labels`` and ``fields``."""
         listed = await self.client.list(
-            api_resource(resource),
+            resource,
             namespace,
             label_selector=_selector(labels) if labels else None,
             field_selector=_selector(fields) if fields else None,
         )
         return listed.items
 
-    async def list_into(self, resource: ResourceType, namespace: str | None) -> None:
+    async def list_into(self, resource: Resource, namespace: str | None) -> None:
         try:
             items = await self._list(resource, namespace)
         except ApiError as exc:
             if exc.forbidden:
-                core = resource.key in s.CORE_TYPES
+                core = resource.plural in s.CORE_TYPES
                 self.not_checked.append(
-                    NotChecked(resource.title, f"forbidden: cannot list {resource.key} {_where(namespace)}", core=core)
+                    NotChecked(
+                        str(resource), f"forbidden: cannot list {resource.plural} {_where(namespace)}", core=core
+                    )
                 )
                 return
-            if exc.not_found and resource.key in s.OPTIONAL_CRD_TYPES:
+            if exc.not_found and resource.plural in s.OPTIONAL_CRD_TYPES:
                 self._add(resource, [])  # no CRD: the CRD rule says so (RayJob, RayService: none to diagnose)
                 return
             raise
@@ -114,7 +111,7 @@ class _Gatherer:
 
     async def crd(self) -> None:
         try:
-            crd = await self.client.get(api_resource(s.CRDS), s.RAYCLUSTER_CRD_NAME)
+            crd = await self.client.get(s.CRDS, s.RAYCLUSTER_CRD_NAME)
         except ApiError as exc:
             if exc.not_found:
                 self._add(s.CRDS, [])
@@ -175,7 +172,7 @@ class _Gatherer:
             self.not_checked.append(NotChecked("operator Pods", "forbidden: cannot list the operator's Pods"))
             return
         for items in results:
-            self.objects.setdefault(s.PODS.key, []).extend(items)
+            self.objects.setdefault(s.PODS.plural, []).extend(items)
 
     async def reviews(self, snap: Snapshot) -> None:
         ops = facts.operators(snap)
@@ -196,7 +193,7 @@ class _Gatherer:
             namespaces = [n for n in cluster_namespaces if op.watches(n)] if per_namespace else []
             for check in acc.checks_for(op, namespaces, cluster_scope=not per_namespace):
                 wanted[(user, check.namespace, check.verb, check.group, check.resource, check.subresource)] = None
-        reviews = api_resource(s.ACCESS_REVIEWS)
+        reviews = s.ACCESS_REVIEWS
 
         async def review(key: tuple[str, str, str, str, str, str]) -> Obj:
             user, namespace, verb, group, resource, subresource = key
@@ -253,7 +250,7 @@ async def gather(client: Kube, scope: Scope, *, now: datetime | None = None) -> 
         if type(exc).__module__.startswith(("httpx", "httpcore", "ssl")):
             raise GatherError(f"cannot reach the API server: {exc}") from exc
         raise
-    if not facts.operators(first) and s.DEPLOYMENTS.key in g.gathered:
+    if not facts.operators(first) and s.DEPLOYMENTS.plural in g.gathered:
         g.not_checked.append(
             NotChecked("operator RBAC", "no operator Deployment found, so its ServiceAccount is unknown")
         )

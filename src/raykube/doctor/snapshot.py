@@ -16,8 +16,11 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any, Final
 
+from raykube.api import addresses as ray
 from raykube.api import constants as c
 from raykube.doctor.model import NotChecked
+from raykube.kube import resources as r
+from raykube.kube.resources import Resource
 
 Obj = dict[str, Any]
 
@@ -31,50 +34,30 @@ LAST_APPLIED_ANNOTATION: Final = "kubectl.kubernetes.io/last-applied-configurati
 RAYCLUSTER_CRD_NAME: Final = f"rayclusters.{c.API_GROUP}"
 
 
-@dataclass(frozen=True)
-class ResourceType:
-    """A resource type the doctor reads. ``key`` is its plural and its file name in a dump."""
-
-    key: str
-    group: str
-    version: str
-    kind: str
-    namespaced: bool
-    aliases: tuple[str, ...] = ()
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}" if self.group else self.version
-
-    @property
-    def title(self) -> str:
-        return self.key if not self.group else f"{self.key}.{self.group}"
-
-
-RAYCLUSTERS = ResourceType("rayclusters", c.API_GROUP, "v1", c.KIND_RAYCLUSTER, True, ("raycluster",))
-RAYJOBS = ResourceType("rayjobs", c.API_GROUP, "v1", c.KIND_RAYJOB, True, ("rayjob",))
-RAYSERVICES = ResourceType("rayservices", c.API_GROUP, "v1", c.KIND_RAYSERVICE, True, ("rayservice",))
-RAYCRONJOBS = ResourceType("raycronjobs", c.API_GROUP, "v1", c.KIND_RAYCRONJOB, True, ("raycronjob",))
-JOBS = ResourceType("jobs", "batch", "v1", "Job", True, ("job",))
-PODS = ResourceType("pods", "", "v1", "Pod", True, ("pod", "po"))
-EVENTS = ResourceType("events", "", "v1", "Event", True, ("event", "ev"))
-SERVICES = ResourceType("services", "", "v1", "Service", True, ("service", "svc"))
-ENDPOINTSLICES = ResourceType("endpointslices", "discovery.k8s.io", "v1", "EndpointSlice", True, ("endpointslice",))
-CONFIGMAPS = ResourceType("configmaps", "", "v1", "ConfigMap", True, ("configmap", "cm"))
-SECRETS = ResourceType("secrets", "", "v1", "Secret", True, ("secret",))
-PVCS = ResourceType("persistentvolumeclaims", "", "v1", "PersistentVolumeClaim", True, ("pvc", "pvcs"))
-HPAS = ResourceType("horizontalpodautoscalers", "autoscaling", "v2", "HorizontalPodAutoscaler", True, ("hpa",))
-QUOTAS = ResourceType("resourcequotas", "", "v1", "ResourceQuota", True, ("resourcequota", "quota"))
-LIMITRANGES = ResourceType("limitranges", "", "v1", "LimitRange", True, ("limitrange", "limits"))
-INGRESSES = ResourceType("ingresses", "networking.k8s.io", "v1", "Ingress", True, ("ingress", "ing"))
-NETWORKPOLICIES = ResourceType("networkpolicies", "networking.k8s.io", "v1", "NetworkPolicy", True, ("netpol",))
-DEPLOYMENTS = ResourceType("deployments", "apps", "v1", "Deployment", True, ("deployment", "deploy"))
-NODES = ResourceType("nodes", "", "v1", "Node", False, ("node", "no"))
-STORAGECLASSES = ResourceType("storageclasses", "storage.k8s.io", "v1", "StorageClass", False, ("sc",))
-CRDS = ResourceType(
-    "customresourcedefinitions", "apiextensions.k8s.io", "v1", "CustomResourceDefinition", False, ("crd",)
-)
-ACCESS_REVIEWS = ResourceType("subjectaccessreviews", "authorization.k8s.io", "v1", "SubjectAccessReview", False)
+# The resource types the doctor reads: the one table (raykube.kube.resources, and raykube.api.resources for ray.io),
+# under the names the rules use.
+RAYCLUSTERS: Final = ray.RAYCLUSTERS
+RAYJOBS: Final = ray.RAYJOBS
+RAYSERVICES: Final = ray.RAYSERVICES
+RAYCRONJOBS: Final = ray.RAYCRONJOBS
+JOBS: Final = r.JOBS
+PODS: Final = r.PODS
+EVENTS: Final = r.CORE_EVENTS
+SERVICES: Final = r.SERVICES
+ENDPOINTSLICES: Final = r.ENDPOINT_SLICES
+CONFIGMAPS: Final = r.CONFIGMAPS
+SECRETS: Final = r.SECRETS
+PVCS: Final = r.PERSISTENT_VOLUME_CLAIMS
+HPAS: Final = r.HORIZONTAL_POD_AUTOSCALERS
+QUOTAS: Final = r.RESOURCE_QUOTAS
+LIMITRANGES: Final = r.LIMIT_RANGES
+INGRESSES: Final = r.INGRESSES
+NETWORKPOLICIES: Final = r.NETWORK_POLICIES
+DEPLOYMENTS: Final = r.DEPLOYMENTS
+NODES: Final = r.NODES
+STORAGECLASSES: Final = r.STORAGE_CLASSES
+CRDS: Final = r.CRDS
+ACCESS_REVIEWS: Final = r.SUBJECT_ACCESS_REVIEWS
 
 # Namespaced types listed once per namespace in scope (the operator's Deployments are looked up separately).
 NAMESPACED_TYPES: Final = (
@@ -98,19 +81,19 @@ NAMESPACED_TYPES: Final = (
 )
 CLUSTER_TYPES: Final = (NODES, STORAGECLASSES)
 ALL_TYPES: Final = (*NAMESPACED_TYPES, DEPLOYMENTS, *CLUSTER_TYPES, CRDS, ACCESS_REVIEWS)
-BY_KEY: Final[Mapping[str, ResourceType]] = {t.key: t for t in ALL_TYPES}
+BY_KEY: Final[Mapping[str, Resource]] = {t.plural: t for t in ALL_TYPES}
 # The custom resources that make RayClusters, each a possible target (``rayjob/NAME``, ``rayservice/NAME``,
 # ``raycronjob/NAME``: a RayCronJob's are the RayJobs it made).
 WORKLOAD_TYPES: Final = (RAYJOBS, RAYSERVICES, RAYCRONJOBS)
 # Types read when their CRD may be missing (an older KubeRay's, or none): a 404 reads as "none of them".
-OPTIONAL_CRD_TYPES: Final = frozenset({RAYCLUSTERS.key, RAYJOBS.key, RAYSERVICES.key, RAYCRONJOBS.key})
+OPTIONAL_CRD_TYPES: Final = frozenset({RAYCLUSTERS.plural, RAYJOBS.plural, RAYSERVICES.plural, RAYCRONJOBS.plural})
 # How many of a RayCronJob's RayJobs (the newest) a ``raycronjob/NAME`` run diagnoses.
 CRON_RAYJOBS: Final = 3
 # Types whose absence stops the core rules (exit code 3).
-CORE_TYPES: Final = frozenset({RAYCLUSTERS.key, PODS.key})
+CORE_TYPES: Final = frozenset({RAYCLUSTERS.plural, PODS.plural})
 
 
-def type_of(obj: Mapping[str, Any]) -> ResourceType | None:
+def type_of(obj: Mapping[str, Any]) -> Resource | None:
     """The resource type of an object by its apiVersion group and kind (any version of the group)."""
     api_version = str(obj.get("apiVersion") or "")
     group = api_version.rpartition("/")[0] if "/" in api_version else ""
@@ -127,7 +110,7 @@ def _keys_only(values: object) -> dict[str, str] | None:
     return dict.fromkeys(sorted(str(k) for k in values), "")
 
 
-def sanitize(resource: ResourceType, obj: Mapping[str, Any]) -> Obj:
+def sanitize(resource: Resource, obj: Mapping[str, Any]) -> Obj:
     """The object as the doctor keeps it: apiVersion/kind set, no managedFields (except on RayClusters, whose field
     managers tell who last changed the replicas), Secrets and ConfigMaps reduced to their keys."""
     out: Obj = dict(obj)
@@ -197,17 +180,17 @@ class Snapshot:
     inside_note: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 
-    def has(self, resource: ResourceType) -> bool:
-        return resource.key in self.gathered
+    def has(self, resource: Resource) -> bool:
+        return resource.plural in self.gathered
 
-    def all(self, resource: ResourceType) -> list[Obj]:
-        return self.objects.get(resource.key, [])
+    def all(self, resource: Resource) -> list[Obj]:
+        return self.objects.get(resource.plural, [])
 
-    def in_namespace(self, resource: ResourceType, namespace: str) -> list[Obj]:
-        return self._by_namespace(resource.key).get(namespace, [])
+    def in_namespace(self, resource: Resource, namespace: str) -> list[Obj]:
+        return self._by_namespace(resource.plural).get(namespace, [])
 
-    def get(self, resource: ResourceType, namespace: str | None, name: str) -> Obj | None:
-        return self._by_name(resource.key).get((namespace or "", name))
+    def get(self, resource: Resource, namespace: str | None, name: str) -> Obj | None:
+        return self._by_name(resource.plural).get((namespace or "", name))
 
     def _by_namespace(self, key: str) -> dict[str, list[Obj]]:
         cache: dict[str, dict[str, list[Obj]]] = self.__dict__.setdefault("_ns_index", {})
@@ -237,7 +220,7 @@ class Snapshot:
             clusters = [o for o in clusters if (namespace_of(o), name_of(o)) in wanted]
         return sorted(clusters, key=lambda o: (namespace_of(o), name_of(o)))
 
-    def _workloads(self, resource: ResourceType) -> list[Obj]:
+    def _workloads(self, resource: Resource) -> list[Obj]:
         found = self.all(resource)
         if self.workloads is not None:
             wanted = {(ns, name) for kind, ns, name in self.workloads if kind == resource.kind}

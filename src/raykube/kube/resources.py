@@ -1,6 +1,7 @@
 """Kubernetes resource types as the REST API addresses them, and the built-in ones raykube reads or writes.
 
-The ray.io resources live with their models in :mod:`raykube.api.resources`.
+This is the one resource table: the operator, the doctor, the CLI and the sandbox all address built-in types through
+these constants. The ray.io resources live with their models in :mod:`raykube.api.resources`.
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ class Resource:
     # resource with a structural schema of that shape; not a ConfigMap, Secret, Event or EndpointSlice): the client
     # may then decode them field by field, skipping metadata.managedFields without building it (client.py, slim).
     spec_status: bool = field(default=False, compare=False)
+    # What a user may type for it besides the plural (kubectl's short names and the singular): the doctor's targets
+    # and the file names of a dump.
+    short_names: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def api_version(self) -> str:
@@ -42,32 +46,52 @@ class Resource:
         return f"{self.plural}.{self.group}" if self.group else self.plural
 
 
-PODS = Resource("", "v1", "Pod", "pods", spec_status=True)
-SERVICES = Resource("", "v1", "Service", "services", spec_status=True)
-SECRETS = Resource("", "v1", "Secret", "secrets")
-CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps")
-SERVICE_ACCOUNTS = Resource("", "v1", "ServiceAccount", "serviceaccounts")
-NAMESPACES = Resource("", "v1", "Namespace", "namespaces", namespaced=False, spec_status=True)
-NODES = Resource("", "v1", "Node", "nodes", namespaced=False, spec_status=True)
-CORE_EVENTS = Resource("", "v1", "Event", "events")
+PODS = Resource("", "v1", "Pod", "pods", spec_status=True, short_names=("pod", "po"))
+SERVICES = Resource("", "v1", "Service", "services", spec_status=True, short_names=("service", "svc"))
+SECRETS = Resource("", "v1", "Secret", "secrets", short_names=("secret",))
+CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps", short_names=("configmap", "cm"))
+SERVICE_ACCOUNTS = Resource("", "v1", "ServiceAccount", "serviceaccounts", short_names=("serviceaccount", "sa"))
+NAMESPACES = Resource("", "v1", "Namespace", "namespaces", namespaced=False, spec_status=True, short_names=("ns",))
+NODES = Resource("", "v1", "Node", "nodes", namespaced=False, spec_status=True, short_names=("node", "no"))
+CORE_EVENTS = Resource("", "v1", "Event", "events", short_names=("event", "ev"))
 ENDPOINTS = Resource("", "v1", "Endpoints", "endpoints")
-PERSISTENT_VOLUME_CLAIMS = Resource("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", spec_status=True)
+PERSISTENT_VOLUME_CLAIMS = Resource(
+    "", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", spec_status=True, short_names=("pvc", "pvcs")
+)
 PERSISTENT_VOLUMES = Resource("", "v1", "PersistentVolume", "persistentvolumes", namespaced=False, spec_status=True)
+RESOURCE_QUOTAS = Resource("", "v1", "ResourceQuota", "resourcequotas", short_names=("resourcequota", "quota"))
+LIMIT_RANGES = Resource("", "v1", "LimitRange", "limitranges", short_names=("limitrange", "limits"))
 EVENTS = Resource("events.k8s.io", "v1", "Event", "events")
-ENDPOINT_SLICES = Resource("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices")
+ENDPOINT_SLICES = Resource("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", short_names=("endpointslice",))
 LEASES = Resource("coordination.k8s.io", "v1", "Lease", "leases", spec_status=True)
-JOBS = Resource("batch", "v1", "Job", "jobs", spec_status=True)
-DEPLOYMENTS = Resource("apps", "v1", "Deployment", "deployments", spec_status=True)
+JOBS = Resource("batch", "v1", "Job", "jobs", spec_status=True, short_names=("job",))
+DEPLOYMENTS = Resource(
+    "apps", "v1", "Deployment", "deployments", spec_status=True, short_names=("deployment", "deploy")
+)
+HORIZONTAL_POD_AUTOSCALERS = Resource(
+    "autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers", short_names=("hpa",)
+)
 ROLES = Resource("rbac.authorization.k8s.io", "v1", "Role", "roles")
 ROLE_BINDINGS = Resource("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings")
 CLUSTER_ROLES = Resource("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", namespaced=False)
 CLUSTER_ROLE_BINDINGS = Resource(
     "rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", namespaced=False
 )
-INGRESSES = Resource("networking.k8s.io", "v1", "Ingress", "ingresses", spec_status=True)
-NETWORK_POLICIES = Resource("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies")
-STORAGE_CLASSES = Resource("storage.k8s.io", "v1", "StorageClass", "storageclasses", namespaced=False)
-CRDS = Resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", namespaced=False)
+INGRESSES = Resource(
+    "networking.k8s.io", "v1", "Ingress", "ingresses", spec_status=True, short_names=("ingress", "ing")
+)
+NETWORK_POLICIES = Resource("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies", short_names=("netpol",))
+STORAGE_CLASSES = Resource(
+    "storage.k8s.io", "v1", "StorageClass", "storageclasses", namespaced=False, short_names=("sc",)
+)
+CRDS = Resource(
+    "apiextensions.k8s.io",
+    "v1",
+    "CustomResourceDefinition",
+    "customresourcedefinitions",
+    namespaced=False,
+    short_names=("crd",),
+)
 SELF_SUBJECT_ACCESS_REVIEWS = Resource(
     "authorization.k8s.io", "v1", "SelfSubjectAccessReview", "selfsubjectaccessreviews", namespaced=False
 )

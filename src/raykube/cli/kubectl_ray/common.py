@@ -12,6 +12,7 @@ from typing import Annotated, NoReturn, TypeVar
 
 import typer
 
+from raykube.api import addresses
 from raykube.api import constants as c
 from raykube.kube.client import Kube
 from raykube.kube.errors import ApiError
@@ -31,11 +32,10 @@ ContextFlag = Annotated[
     str | None, typer.Option("--context", help="The name of the kubeconfig context to use", show_default=False)
 ]
 
-# The Ray resources as the API server addresses them. raykube.api.resources has the same, built from the typed
-# models; these leave the models (a fifth of a second) out of every kubectl ray start.
-RAYCLUSTERS = Resource(c.API_GROUP, "v1", c.KIND_RAYCLUSTER, "rayclusters")
-RAYJOBS = Resource(c.API_GROUP, "v1", c.KIND_RAYJOB, "rayjobs")
-RAYSERVICES = Resource(c.API_GROUP, "v1", c.KIND_RAYSERVICE, "rayservices")
+# The Ray resources as the API server addresses them, without the models (raykube.api.addresses).
+RAYCLUSTERS = addresses.RAYCLUSTERS
+RAYJOBS = addresses.RAYJOBS
+RAYSERVICES = addresses.RAYSERVICES
 # What TYPE/NAME may name (kubectl-plugin/pkg/util: raycluster, rayjob, rayservice).
 KINDS: dict[str, Resource] = {"raycluster": RAYCLUSTERS, "rayjob": RAYJOBS, "rayservice": RAYSERVICES}
 
