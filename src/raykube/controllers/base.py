@@ -15,6 +15,10 @@ controller that watches the resource), routes each informer event to the work qu
 object's key is its controller owner reference of the primary kind), and runs ``reconcile_concurrency`` workers per
 controller. A reconciler sees the world only through :class:`Deps` (the ``Api``, ``Cache`` and ``Recorder``
 protocols of :mod:`raykube.controllers.ports`), so a table test can hand it ``raykube.kube.fake.FakeKube`` instead.
+
+Every write a controller reports goes through :func:`reported`: the write, then a Normal Event, or on an API error a
+Warning Event whose note ends in the API server's message (unless the error is one the caller tolerates), as KubeRay's
+controllers do.
 """
 
 from __future__ import annotations
@@ -22,13 +26,15 @@ from __future__ import annotations
 import datetime as dt
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar, overload
 
+from raykube.api import constants as c
 from raykube.builders.options import BuildOptions
 from raykube.controllers.ports import Api, Cache, Dashboards, JobMetrics, Recorder, ServeProxies
 from raykube.kube import objects
+from raykube.kube.errors import ApiError
 from raykube.kube.resources import Resource
 
 Obj = Mapping[str, Any]
@@ -310,3 +316,90 @@ class StatusPacer:
     def forget(self, key: Key) -> None:
         self._since.pop(key, None)
         self._unsettled.discard(key)
+
+
+# Writes and their events ---------------------------------------------------------------------------------------------
+T = TypeVar("T")
+Report = tuple[str, str]  # an Event's (reason, note)
+
+
+@overload
+async def reported(
+    recorder: Recorder,
+    obj: Obj,
+    action: str,
+    write: Awaitable[T],
+    *,
+    done: Report | Callable[[T], Report] | None,
+    failed: Report | None,
+    sep: str = ", ",
+    tolerate: None = None,
+    raise_as: Callable[[str, ApiError], Exception] | None = None,
+) -> T: ...
+
+
+@overload
+async def reported(
+    recorder: Recorder,
+    obj: Obj,
+    action: str,
+    write: Awaitable[T],
+    *,
+    done: Report | Callable[[T], Report] | None,
+    failed: Report | None,
+    sep: str = ", ",
+    tolerate: Callable[[ApiError], bool],
+    raise_as: Callable[[str, ApiError], Exception] | None = None,
+) -> T | None: ...
+
+
+async def reported(
+    recorder: Recorder,
+    obj: Obj,
+    action: str,
+    write: Awaitable[T],
+    *,
+    done: Report | Callable[[T], Report] | None,
+    failed: Report | None,
+    sep: str = ", ",
+    tolerate: Callable[[ApiError], bool] | None = None,
+    raise_as: Callable[[str, ApiError], Exception] | None = None,
+) -> T | None:
+    """Await ``write`` (a create, replace, patch or delete through the ``Api``) and report it on ``obj``, as KubeRay's
+    controllers do; the write's answer, or None when it failed with an error ``tolerate`` accepts.
+
+    * It went through: a Normal event ``done`` (reason, note), or ``done(answer)`` when the note needs the answer
+      (the name of an object created with ``generateName``); no event when ``done`` is None.
+    * ``tolerate(error)`` is true (the object already exists, is gone, changed meanwhile; the cache has not caught
+      up): None, no event.
+    * Any other ``ApiError``: a Warning event with ``failed``'s reason and its note joined by ``sep`` to the API
+      server's message (``"Failed to create ..., <message>"``; no event when ``failed`` is None), then
+      ``raise_as(note, error)`` is raised from the error, or the error itself without ``raise_as``. ``note`` is the
+      Warning's note (the API server's message when ``failed`` is None).
+
+    Both events carry ``action``. Anything but an ``ApiError`` passes through untouched.
+    """
+    try:
+        answer = await write
+    except ApiError as exc:
+        if tolerate is not None and tolerate(exc):
+            return None
+        note = f"{exc.message or exc}"
+        if failed is not None:
+            reason, what = failed
+            note = f"{what}{sep}{note}"
+            recorder.event(obj, c.EVENT_TYPE_WARNING, reason, action, note)
+        if raise_as is None:
+            raise
+        raise raise_as(note, exc) from exc
+    if done is not None:
+        reason, note = done(answer) if callable(done) else done
+        recorder.event(obj, c.EVENT_TYPE_NORMAL, reason, action, note)
+    return answer
+
+
+async def sent(write: Awaitable[None]) -> bool:
+    """``write`` (a delete, which answers nothing), then True: so that :func:`reported` of a delete tells a write that
+    went through (True) from a tolerated error (None)."""
+    await write
+    return True

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from raykube.api import constants as c
 from raykube.api.resources import RAYCLUSTERS
 from raykube.builders import children, pods
-from raykube.controllers.base import Deps
+from raykube.controllers.base import Deps, reported
 from raykube.kube import objects, times
 from raykube.kube.errors import ApiError
 from raykube.kube.resources import INGRESSES, JOBS, PODS, ROLE_BINDINGS, ROLES, SECRETS, SERVICE_ACCOUNTS, Resource
@@ -35,7 +35,6 @@ from raykube.kube.resources import INGRESSES, JOBS, PODS, ROLE_BINDINGS, ROLES, 
 if TYPE_CHECKING:
     from raykube.controllers.raycluster import ClusterContext
 
-NORMAL = c.EVENT_TYPE_NORMAL
 WARNING = c.EVENT_TYPE_WARNING
 DELETION_REQUEUE = 10.0  # KubeRay: while a head Pod still exists during deletion
 JOB_REQUEUE = 2.0
@@ -51,6 +50,10 @@ class ChildError(Exception):
 
 def _random_token() -> str:
     return base64.b64encode(secrets.token_bytes(32)).decode()
+
+
+def _conflict(exc: ApiError) -> bool:
+    return exc.conflict
 
 
 class Children:
@@ -71,15 +74,15 @@ class Children:
         name = objects.name(body)
         if self.cache.get(res, namespace, name) is not None:
             return
-        try:
-            await self.api.create(res, body, namespace)
-        except ApiError as exc:
-            if exc.conflict:
-                return  # exists; the cache has not caught up
-            note = f"Failed to create {kind} {namespace}/{name}, {exc.message or exc}"
-            self.recorder.event(ctx.obj, WARNING, failed, "Create", note)
-            raise
-        self.recorder.event(ctx.obj, NORMAL, created, "Create", f"Created {kind} {namespace}/{name}")
+        await reported(
+            self.recorder,
+            ctx.obj,
+            "Create",
+            self.api.create(res, body, namespace),
+            done=(created, f"Created {kind} {namespace}/{name}"),
+            failed=(failed, f"Failed to create {kind} {namespace}/{name}"),
+            tolerate=_conflict,  # exists; the cache has not caught up
+        )
 
     # ------------------------------------------------------------------------------------------ autoscaler RBAC
     async def autoscaler_rbac(self, ctx: ClusterContext) -> None:
@@ -129,16 +132,15 @@ class Children:
         body["metadata"]["resourceVersion"] = objects.resource_version(live)
         if "ingressClassName" not in body["spec"] and (live.get("spec") or {}).get("ingressClassName"):
             body["spec"]["ingressClassName"] = live["spec"]["ingressClassName"]
-        try:
-            await self.api.replace(INGRESSES, name, body, namespace)
-        except ApiError as exc:
-            if exc.conflict:
-                return  # changed meanwhile; the next pass compares again
-            note = f"Failed to update Ingress {namespace}/{name}, {exc.message or exc}"
-            self.recorder.event(ctx.obj, WARNING, c.EVENT_FAILED_TO_UPDATE_INGRESS, "Update", note)
-            raise
-        note = f"Updated Ingress {namespace}/{name}"
-        self.recorder.event(ctx.obj, NORMAL, c.EVENT_UPDATED_INGRESS, "Update", note)
+        await reported(
+            self.recorder,
+            ctx.obj,
+            "Update",
+            self.api.replace(INGRESSES, name, body, namespace),
+            done=(c.EVENT_UPDATED_INGRESS, f"Updated Ingress {namespace}/{name}"),
+            failed=(c.EVENT_FAILED_TO_UPDATE_INGRESS, f"Failed to update Ingress {namespace}/{name}"),
+            tolerate=_conflict,  # changed meanwhile; the next pass compares again
+        )
 
     # ------------------------------------------------------------------------------------------ auth secret
     async def auth_secret(self, ctx: ClusterContext) -> None:
@@ -221,16 +223,18 @@ class Children:
                 return None
             return JOB_REQUEUE
         body = children.redis_cleanup_job(ctx.cluster, pods.head_pod(ctx.cluster, self.options))
-        try:
-            await self.api.create(JOBS, body, namespace)
-        except ApiError as exc:
-            if not exc.conflict:
-                note = f"Failed to create Redis cleanup Job {namespace}/{job_name}, {exc.message or exc}"
-                self.recorder.event(ctx.obj, WARNING, c.EVENT_FAILED_TO_CREATE_REDIS_CLEANUP_JOB, "Create", note)
-                raise
-        else:
-            note = f"Created Redis cleanup Job {namespace}/{job_name}"
-            self.recorder.event(ctx.obj, NORMAL, c.EVENT_CREATED_REDIS_CLEANUP_JOB, "Create", note)
+        await reported(
+            self.recorder,
+            ctx.obj,
+            "Create",
+            self.api.create(JOBS, body, namespace),
+            done=(c.EVENT_CREATED_REDIS_CLEANUP_JOB, f"Created Redis cleanup Job {namespace}/{job_name}"),
+            failed=(
+                c.EVENT_FAILED_TO_CREATE_REDIS_CLEANUP_JOB,
+                f"Failed to create Redis cleanup Job {namespace}/{job_name}",
+            ),
+            tolerate=_conflict,
+        )
         return JOB_REQUEUE
 
     def _timed_out(self, ctx: ClusterContext) -> bool:

@@ -43,7 +43,18 @@ from raykube.api.validation import FieldError, validate_raycluster
 from raykube.builders import batch, groups, names, pods, services, status
 from raykube.builders.options import BuildOptions
 from raykube.builders.patch import merge_patch
-from raykube.controllers.base import REQUEUE_SOON, Context, Deps, OwnWrites, Registration, Result, StatusPacer
+from raykube.controllers.base import (
+    REQUEUE_SOON,
+    Context,
+    Deps,
+    OwnWrites,
+    Registration,
+    Report,
+    Result,
+    StatusPacer,
+    reported,
+    sent,
+)
 from raykube.controllers.children import ChildError, Children
 from raykube.controllers.expectations import ScaleExpectations
 from raykube.controllers.ports import Cache
@@ -164,6 +175,11 @@ class ReconcileError(Exception):
 
 class _NotYet(Exception):
     """Expectations not met yet: stop this pass quietly and look again soon."""
+
+
+def _exists(exc: ApiError) -> bool:
+    """AlreadyExists: the cache has not caught up with an earlier create."""
+    return exc.already_exists
 
 
 def _free_indices(used: set[str | None], count: int) -> list[int]:
@@ -290,27 +306,37 @@ class RayClusterReconciler:
         return errors
 
     # -------------------------------------------------------------------------------------------------- writes
-    async def _create(self, ctx: ClusterContext, res: Resource, body: Obj) -> dict[str, Any] | None:
+    async def _create(
+        self, ctx: ClusterContext, res: Resource, body: Obj, *, done: Callable[[Obj], Report] | None = None
+    ) -> dict[str, Any] | None:
         """Create ``body``; its apiVersion, kind and metadata (the callers want its name), or None when it already
-        exists (the cache has not caught up yet)."""
-        try:
-            return await self.api.create(res, body, ctx.namespace, whole=False)
-        except ApiError as exc:
-            if exc.already_exists:
-                return None
-            raise
+        exists (the cache has not caught up yet). ``done`` is the Normal event of a create (:func:`reported`); a
+        failure is raised as it is, without an event."""
+        write = self.api.create(res, body, ctx.namespace, whole=False)
+        return await reported(self.recorder, ctx.obj, "Create", write, done=done, failed=None, tolerate=_exists)
 
     async def _create_reported(
-        self, ctx: ClusterContext, res: Resource, body: Obj, *, failed: tuple[str, str], marker: str | None = None
+        self,
+        ctx: ClusterContext,
+        res: Resource,
+        body: Obj,
+        *,
+        done: Callable[[Obj], Report],
+        failed: Report,
+        marker: str | None = None,
     ) -> dict[str, Any] | None:
         """:meth:`_create`; a failure becomes the ``(reason, note)`` Warning event and a :class:`ReconcileError`
         carrying the ReplicaFailure ``marker``."""
-        try:
-            return await self._create(ctx, res, body)
-        except ApiError as exc:
-            reason, note = failed
-            self.recorder.event(ctx.obj, WARNING, reason, "Create", f"{note}, {exc.message or exc}")
-            raise ReconcileError(str(exc), marker) from exc
+        return await reported(
+            self.recorder,
+            ctx.obj,
+            "Create",
+            self.api.create(res, body, ctx.namespace, whole=False),
+            done=done,
+            failed=failed,
+            tolerate=_exists,
+            raise_as=lambda _note, exc: ReconcileError(str(exc), marker),
+        )
 
     async def _delete_pod(self, ctx: ClusterContext, pod: Obj, group: str) -> bool:
         """Delete ``pod`` (only that incarnation: uid precondition); False if it was already gone."""
@@ -330,20 +356,18 @@ class RayClusterReconciler:
         if len(existing) > 1:
             names = ", ".join(sorted(objects.name(s) for s in existing))
             raise ReconcileError(f"found {len(existing)} head Services for the RayCluster: {names}")
+
+        def created_service(created: Obj) -> Report:
+            return c.EVENT_CREATED_SERVICE, f"Created service {namespace}/{objects.name(created)}"
+
         if not existing:
             body = services.head_service(ctx.cluster, self.options)
             failed = (c.EVENT_FAILED_TO_CREATE_SERVICE, f"Failed to create service {namespace}/{objects.name(body)}")
-            created = await self._create_reported(ctx, SERVICES, body, failed=failed)
-            if created is not None:
-                note = f"Created service {namespace}/{objects.name(created)}"
-                self.recorder.event(ctx.obj, NORMAL, c.EVENT_CREATED_SERVICE, "Create", note)
+            await self._create_reported(ctx, SERVICES, body, done=created_service, failed=failed)
 
         headless = services.headless_worker_service(ctx.cluster)
         if headless is not None and not self.cache.list(SERVICES, namespace, objects.labels(headless)):
-            created = await self._create(ctx, SERVICES, headless)
-            if created is not None:
-                note = f"Created service {namespace}/{objects.name(created)}"
-                self.recorder.event(ctx.obj, NORMAL, c.EVENT_CREATED_SERVICE, "Create", note)
+            await self._create(ctx, SERVICES, headless, done=created_service)
 
         if services.serve_service_enabled(ctx.cluster):
             serve = services.serve_service(ctx.cluster)
@@ -449,11 +473,16 @@ class RayClusterReconciler:
         body = pods.head_pod(ctx.cluster, self.options)
         target = objects.name(body) or objects.meta(body).get("generateName", "")
         failed = (c.EVENT_FAILED_TO_CREATE_HEAD_POD, f"Failed to create head Pod {namespace}/{target}")
-        created = await self._create_reported(ctx, PODS, body, failed=failed, marker=c.REASON_FAILED_CREATE_HEAD_POD)
+        created = await self._create_reported(
+            ctx,
+            PODS,
+            body,
+            done=lambda pod: (c.EVENT_CREATED_HEAD_POD, f"Created head Pod {namespace}/{objects.name(pod)}"),
+            failed=failed,
+            marker=c.REASON_FAILED_CREATE_HEAD_POD,
+        )
         if created is not None:
             self.expectations.expect_create(ctx.key, c.HEAD_GROUP_NAME, objects.name(created))
-            note = f"Created head Pod {namespace}/{objects.name(created)}"
-            self.recorder.event(ctx.obj, NORMAL, c.EVENT_CREATED_HEAD_POD, "Create", note)
         return True
 
     async def _reconcile_group(self, ctx: ClusterContext, index: int, group_pods: Sequence[Obj]) -> None:
@@ -511,19 +540,19 @@ class RayClusterReconciler:
         by_name = {objects.name(p): p for p in live}
         deleted: set[str] = set()
         for pod_name in sorted(wanted & by_name.keys()):
-            try:
-                await self.api.delete(PODS, pod_name, namespace, uid=objects.uid(by_name[pod_name]) or None)
-            except ApiError as exc:
-                if exc.not_found or exc.conflict:
-                    deleted.add(pod_name)
-                    continue
-                note = f"Failed deleting worker Pod {namespace}/{pod_name}, {exc.message or exc}"
-                self.recorder.event(ctx.obj, WARNING, c.EVENT_FAILED_TO_DELETE_WORKER_POD, "Delete", note)
-                raise ReconcileError(str(exc), c.REASON_FAILED_DELETE_WORKER_POD) from exc
+            went = await reported(
+                self.recorder,
+                ctx.obj,
+                "Delete",
+                sent(self.api.delete(PODS, pod_name, namespace, uid=objects.uid(by_name[pod_name]) or None)),
+                done=(c.EVENT_DELETED_WORKER_POD, f"Deleted pod {namespace}/{pod_name}"),
+                failed=(c.EVENT_FAILED_TO_DELETE_WORKER_POD, f"Failed deleting worker Pod {namespace}/{pod_name}"),
+                tolerate=lambda exc: exc.not_found or exc.conflict,  # gone, or another incarnation: not ours
+                raise_as=lambda _note, exc: ReconcileError(str(exc), c.REASON_FAILED_DELETE_WORKER_POD),
+            )
             deleted.add(pod_name)
-            self.expectations.expect_delete(ctx.key, group.group_name, pod_name)
-            note = f"Deleted pod {namespace}/{pod_name}"
-            self.recorder.event(ctx.obj, NORMAL, c.EVENT_DELETED_WORKER_POD, "Delete", note)
+            if went:
+                self.expectations.expect_delete(ctx.key, group.group_name, pod_name)
         return deleted
 
     async def _reconcile_multi_host(self, ctx: ClusterContext, index: int, group_pods: Sequence[Obj]) -> None:
@@ -593,12 +622,16 @@ class RayClusterReconciler:
             c.EVENT_FAILED_TO_CREATE_WORKER_POD,
             f"Failed to create worker Pod for the cluster {ctx.namespace}/{ctx.name}",
         )
-        marker = c.REASON_FAILED_CREATE_WORKER_POD
-        created = await self._create_reported(ctx, PODS, body, failed=failed, marker=marker)
+        created = await self._create_reported(
+            ctx,
+            PODS,
+            body,
+            done=lambda pod: (c.EVENT_CREATED_WORKER_POD, f"Created worker Pod {ctx.namespace}/{objects.name(pod)}"),
+            failed=failed,
+            marker=c.REASON_FAILED_CREATE_WORKER_POD,
+        )
         if created is not None:
             self.expectations.expect_create(ctx.key, group.group_name, objects.name(created))
-            note = f"Created worker Pod {ctx.namespace}/{objects.name(created)}"
-            self.recorder.event(ctx.obj, NORMAL, c.EVENT_CREATED_WORKER_POD, "Create", note)
 
     async def _scale_up(self, ctx: ClusterContext, index: int, running: Sequence[Obj], count: int) -> None:
         """Create ``count`` workers; each takes the lowest free ``ray.io/worker-group-replica-index``."""

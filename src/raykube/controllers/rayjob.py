@@ -48,7 +48,7 @@ from raykube.api.validation import FieldError, validate_rayjob
 from raykube.builders import batch, names
 from raykube.builders import rayjob as rj
 from raykube.builders.status import status_needs_update
-from raykube.controllers.base import Context, Deps, Registration, Result
+from raykube.controllers.base import Context, Deps, Registration, Result, reported
 from raykube.controllers.rayjob_cleanup import Cleanup
 from raykube.controllers.watches import CREATED_BY_SELECTOR, cached_head_service
 from raykube.kube import objects, times
@@ -130,6 +130,16 @@ class JobContext(Context[RayJob, RayJobSpec]):
 
 class RayJobError(Exception):
     """A pass that could not finish; the runtime retries it with back-off (KubeRay's error-requeue)."""
+
+
+def _exists(exc: ApiError) -> bool:
+    """AlreadyExists: the cache has not caught up with an earlier create."""
+    return exc.already_exists
+
+
+def _job_error(note: str, _exc: ApiError) -> RayJobError:
+    """A failed write fails the pass with the note of its Warning event."""
+    return RayJobError(note)
 
 
 def go_time(moment: dt.datetime) -> str:
@@ -558,18 +568,17 @@ class RayJobReconciler:
         body = rj.rayjob_cluster(
             ctx.job, name, self.options, job_id=str(ctx.status.get("jobId") or ""), dashboard_url=""
         )
-        try:
-            created = await self.api.create(RAYCLUSTERS, body, ctx.namespace)
-        except ApiError as exc:
-            if exc.already_exists:
-                return None
-            note = f"Failed to create RayCluster {ctx.namespace}/{name}: {exc.message or exc}"
-            self.recorder.event(ctx.obj, WARNING, c.EVENT_FAILED_TO_CREATE_RAYCLUSTER, "Create", note)
-            raise RayJobError(note) from exc
-        self.recorder.event(
-            ctx.obj, NORMAL, c.EVENT_CREATED_RAYCLUSTER, "Create", f"Created RayCluster {ctx.namespace}/{name}"
+        return await reported(
+            self.recorder,
+            ctx.obj,
+            "Create",
+            self.api.create(RAYCLUSTERS, body, ctx.namespace),
+            done=(c.EVENT_CREATED_RAYCLUSTER, f"Created RayCluster {ctx.namespace}/{name}"),
+            failed=(c.EVENT_FAILED_TO_CREATE_RAYCLUSTER, f"Failed to create RayCluster {ctx.namespace}/{name}"),
+            sep=": ",
+            tolerate=_exists,
+            raise_as=_job_error,
         )
-        return created
 
     def _dashboard_url(self, cluster: Obj) -> str:
         """KubeRay ``FetchHeadServiceURL(cluster, "dashboard")``, from the cluster's head Service in the cache."""
@@ -594,33 +603,36 @@ class RayJobReconciler:
             )
         except rj.RayJobBuildError as exc:
             raise RayJobError(str(exc)) from exc
-        try:
-            await self.api.create(JOBS, body, ctx.namespace)
-        except ApiError as exc:
-            if exc.already_exists:
-                return
-            note = f"Failed to create new Kubernetes Job {ctx.namespace}/{ctx.name}: {exc.message or exc}"
-            self.recorder.event(ctx.obj, WARNING, c.EVENT_FAILED_TO_CREATE_RAYJOB_SUBMITTER, "Create", note)
-            raise RayJobError(note) from exc
-        note = f"Created Kubernetes Job {ctx.namespace}/{ctx.name}"
-        self.recorder.event(ctx.obj, NORMAL, c.EVENT_CREATED_RAYJOB_SUBMITTER, "Create", note)
+        where = f"{ctx.namespace}/{ctx.name}"
+        await reported(
+            self.recorder,
+            ctx.obj,
+            "Create",
+            self.api.create(JOBS, body, ctx.namespace),
+            done=(c.EVENT_CREATED_RAYJOB_SUBMITTER, f"Created Kubernetes Job {where}"),
+            failed=(c.EVENT_FAILED_TO_CREATE_RAYJOB_SUBMITTER, f"Failed to create new Kubernetes Job {where}"),
+            sep=": ",
+            tolerate=_exists,
+            raise_as=_job_error,
+        )
 
     async def _reconcile_head_service(self, ctx: JobContext, cluster: Obj) -> None:
         """``<rayjob>-head-svc``: created in Running; updated only when it points at another cluster (a retry)."""
         desired = rj.rayjob_head_service(ctx.job, RayCluster.model_validate(cluster), self.options)
         name = objects.name(desired)
+        where = f"{ctx.namespace}/{name}"
         live = self.cache.get(SERVICES, ctx.namespace, name)
         if live is None:
-            try:
-                await self.api.create(SERVICES, desired, ctx.namespace)
-            except ApiError as exc:
-                if exc.already_exists:
-                    return
-                note = f"Failed to create the service {ctx.namespace}/{name}, {exc.message or exc}"
-                self.recorder.event(ctx.obj, WARNING, c.EVENT_FAILED_TO_CREATE_SERVICE, "Create", note)
-                raise RayJobError(note) from exc
-            note = f"Created the service {ctx.namespace}/{name}"
-            self.recorder.event(ctx.obj, NORMAL, c.EVENT_CREATED_SERVICE, "Create", note)
+            await reported(
+                self.recorder,
+                ctx.obj,
+                "Create",
+                self.api.create(SERVICES, desired, ctx.namespace),
+                done=(c.EVENT_CREATED_SERVICE, f"Created the service {where}"),
+                failed=(c.EVENT_FAILED_TO_CREATE_SERVICE, f"Failed to create the service {where}"),
+                tolerate=_exists,
+                raise_as=_job_error,
+            )
             return
         have = ((live.get("spec") or {}).get("selector") or {}).get(c.RAY_CLUSTER_LABEL)
         want = ((desired.get("spec") or {}).get("selector") or {}).get(c.RAY_CLUSTER_LABEL)
@@ -631,14 +643,14 @@ class RayJobReconciler:
         if (live.get("spec") or {}).get("clusterIP"):
             spec["clusterIP"] = live["spec"]["clusterIP"]
         body["spec"] = spec
-        try:
-            await self.api.replace(SERVICES, name, body, ctx.namespace)
-        except ApiError as exc:
-            note = f"Failed to update the service {ctx.namespace}/{name}, {exc.message or exc}"
-            self.recorder.event(ctx.obj, WARNING, c.EVENT_FAILED_TO_UPDATE_SERVICE, "Update", note)
-            raise RayJobError(note) from exc
-        self.recorder.event(
-            ctx.obj, NORMAL, c.EVENT_UPDATED_SERVICE, "Update", f"Updated the service {ctx.namespace}/{name}"
+        await reported(
+            self.recorder,
+            ctx.obj,
+            "Update",
+            self.api.replace(SERVICES, name, body, ctx.namespace),
+            done=(c.EVENT_UPDATED_SERVICE, f"Updated the service {where}"),
+            failed=(c.EVENT_FAILED_TO_UPDATE_SERVICE, f"Failed to update the service {where}"),
+            raise_as=_job_error,
         )
 
     # -------------------------------------------------------------------------------------------------- status

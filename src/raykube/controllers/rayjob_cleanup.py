@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from raykube.api import constants as c
 from raykube.api.resources import RAYCLUSTERS, RAYJOBS
-from raykube.controllers.base import Deps, Result
+from raykube.controllers.base import Deps, Result, reported, sent
 from raykube.kube import objects, times
 from raykube.kube.errors import ApiError
 from raykube.kube.resources import JOBS
@@ -34,14 +34,16 @@ from raykube.kube.resources import JOBS
 if TYPE_CHECKING:
     from raykube.controllers.rayjob import JobContext
 
-NORMAL = c.EVENT_TYPE_NORMAL
-WARNING = c.EVENT_TYPE_WARNING
 DELETE_SELF = "DeleteSelf"
 DELETE_CLUSTER = "DeleteCluster"
 DELETE_WORKERS = "DeleteWorkers"
 DELETE_NONE = "DeleteNone"
 _IMPACT = {DELETE_SELF: 4, DELETE_CLUSTER: 3, DELETE_WORKERS: 2, DELETE_NONE: 1}
 _SLACK = 2.0  # KubeRay requeues 2 s after the next deletion is due
+
+
+def _not_found(exc: ApiError) -> bool:
+    return exc.not_found
 
 
 class Cleanup:
@@ -63,18 +65,17 @@ class Cleanup:
             return True
         if objects.terminating(cluster):
             return False
-        try:
-            await self.api.delete(RAYCLUSTERS, name, ctx.namespace)
-        except ApiError as exc:
-            if exc.not_found:
-                return True
-            note = f"Failed to delete cluster {ctx.namespace}/{name}: {exc.message or exc}"
-            self.recorder.event(ctx.obj, WARNING, c.EVENT_FAILED_TO_DELETE_RAYCLUSTER, "Delete", note)
-            raise
-        self.recorder.event(
-            ctx.obj, NORMAL, c.EVENT_DELETED_RAYCLUSTER, "Delete", f"Deleted cluster {ctx.namespace}/{name}"
+        went = await reported(
+            self.recorder,
+            ctx.obj,
+            "Delete",
+            sent(self.api.delete(RAYCLUSTERS, name, ctx.namespace)),
+            done=(c.EVENT_DELETED_RAYCLUSTER, f"Deleted cluster {ctx.namespace}/{name}"),
+            failed=(c.EVENT_FAILED_TO_DELETE_RAYCLUSTER, f"Failed to delete cluster {ctx.namespace}/{name}"),
+            sep=": ",
+            tolerate=_not_found,
         )
-        return False
+        return went is None  # None: it was already gone
 
     async def delete_submitter_job(self, ctx: JobContext) -> bool:
         """The submitter Job ``<rayjob>`` is gone (True), or its deletion is under way (False). HTTPMode and
@@ -86,17 +87,18 @@ class Cleanup:
             return True
         if objects.terminating(job):
             return False
-        try:
-            await self.api.delete(JOBS, ctx.name, ctx.namespace, propagation="Background")
-        except ApiError as exc:
-            if exc.not_found:
-                return True
-            note = f"Failed to delete submitter K8s Job {ctx.namespace}/{ctx.name}: {exc.message or exc}"
-            self.recorder.event(ctx.obj, WARNING, c.EVENT_FAILED_TO_DELETE_RAYJOB_SUBMITTER, "Delete", note)
-            raise
-        note = f"Deleted submitter K8s Job {ctx.namespace}/{ctx.name}"
-        self.recorder.event(ctx.obj, NORMAL, c.EVENT_DELETED_RAYJOB_SUBMITTER, "Delete", note)
-        return False
+        where = f"{ctx.namespace}/{ctx.name}"
+        went = await reported(
+            self.recorder,
+            ctx.obj,
+            "Delete",
+            sent(self.api.delete(JOBS, ctx.name, ctx.namespace, propagation="Background")),
+            done=(c.EVENT_DELETED_RAYJOB_SUBMITTER, f"Deleted submitter K8s Job {where}"),
+            failed=(c.EVENT_FAILED_TO_DELETE_RAYJOB_SUBMITTER, f"Failed to delete submitter K8s Job {where}"),
+            sep=": ",
+            tolerate=_not_found,
+        )
+        return went is None  # None: it was already gone
 
     # ------------------------------------------------------------------------------------------------ finished
     async def after_finish(self, ctx: JobContext) -> Result:
@@ -204,14 +206,19 @@ class Cleanup:
         body: dict[str, Any] = copy.deepcopy(dict(cluster))
         for group in (body.get("spec") or {}).get("workerGroupSpecs") or []:
             group["suspend"] = True
-        try:
-            await self.api.replace(RAYCLUSTERS, name, body, ctx.namespace)
-        except ApiError as exc:
-            note = f"Failed to suspend worker groups in cluster {ctx.namespace}/{name}: {exc.message or exc}"
-            self.recorder.event(ctx.obj, WARNING, c.EVENT_FAILED_TO_UPDATE_RAYCLUSTER, "Update", note)
-            raise
-        note = f"Set the `suspend` field to true for all worker groups in cluster {ctx.namespace}/{name}"
-        self.recorder.event(ctx.obj, NORMAL, c.EVENT_UPDATED_RAYCLUSTER, "Update", note)
+        where = f"{ctx.namespace}/{name}"
+        await reported(
+            self.recorder,
+            ctx.obj,
+            "Update",
+            self.api.replace(RAYCLUSTERS, name, body, ctx.namespace),
+            done=(
+                c.EVENT_UPDATED_RAYCLUSTER,
+                f"Set the `suspend` field to true for all worker groups in cluster {where}",
+            ),
+            failed=(c.EVENT_FAILED_TO_UPDATE_RAYCLUSTER, f"Failed to suspend worker groups in cluster {where}"),
+            sep=": ",
+        )
 
     async def _delete_self(self, ctx: JobContext) -> None:
         await self.api.delete(RAYJOBS, ctx.name, ctx.namespace, missing_ok=True)

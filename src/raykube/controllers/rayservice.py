@@ -57,7 +57,7 @@ from raykube.builders import names
 from raykube.builders import rayjob as rj
 from raykube.builders import rayservice as rs
 from raykube.builders.status import StatusError, head_pod, is_running_and_ready
-from raykube.controllers.base import Context, Deps, Registration, Result
+from raykube.controllers.base import Context, Deps, Registration, Result, reported
 from raykube.controllers.watches import POD_SELECTOR, cached_head_service, cached_pod
 from raykube.kube import objects, times
 from raykube.kube.errors import ApiError
@@ -289,14 +289,17 @@ class RayServiceReconciler:
                 continue
             if not now > deadline:
                 continue
-            try:
-                await self.api.delete(RAYCLUSTERS, cluster_name, ctx.namespace, propagation="Background")
-            except ApiError as exc:
-                note = f"Failed to delete the RayCluster {ctx.namespace}/{cluster_name}: {exc.message or exc}"
-                self.recorder.event(ctx.obj, WARNING, c.EVENT_FAILED_TO_DELETE_RAYCLUSTER, "Delete", note)
-                raise RayServiceError(note) from exc
-            note = f"Deleted the RayCluster {ctx.namespace}/{cluster_name}"
-            self.recorder.event(ctx.obj, NORMAL, c.EVENT_DELETED_RAYCLUSTER, "Delete", note)
+            where = f"{ctx.namespace}/{cluster_name}"
+            await reported(
+                self.recorder,
+                ctx.obj,
+                "Delete",
+                self.api.delete(RAYCLUSTERS, cluster_name, ctx.namespace, propagation="Background"),
+                done=(c.EVENT_DELETED_RAYCLUSTER, f"Deleted the RayCluster {where}"),
+                failed=(c.EVENT_FAILED_TO_DELETE_RAYCLUSTER, f"Failed to delete the RayCluster {where}"),
+                sep=": ",
+                raise_as=_service_error,
+            )
         return remaining
 
     # -------------------------------------------------------------------------------------------------- clusters
@@ -317,30 +320,32 @@ class RayServiceReconciler:
 
     async def _create_cluster(self, ctx: ServiceContext, cluster_name: str) -> Obj:
         body = rs.rayservice_cluster(ctx.service, cluster_name, gates=self.gates)
-        try:
-            created = await self.api.create(RAYCLUSTERS, body, ctx.namespace)
-        except ApiError as exc:
-            note = f"Failed to create the RayCluster {ctx.namespace}/{cluster_name}: {exc.message or exc}"
-            self.recorder.event(ctx.obj, WARNING, c.EVENT_FAILED_TO_CREATE_RAYCLUSTER, "Create", note)
-            raise
-        note = f"Created the RayCluster {ctx.namespace}/{cluster_name}"
-        self.recorder.event(ctx.obj, NORMAL, c.EVENT_CREATED_RAYCLUSTER, "Create", note)
-        return created
+        where = f"{ctx.namespace}/{cluster_name}"
+        return await reported(
+            self.recorder,
+            ctx.obj,
+            "Create",
+            self.api.create(RAYCLUSTERS, body, ctx.namespace),
+            done=(c.EVENT_CREATED_RAYCLUSTER, f"Created the RayCluster {where}"),
+            failed=(c.EVENT_FAILED_TO_CREATE_RAYCLUSTER, f"Failed to create the RayCluster {where}"),
+            sep=": ",
+        )
 
     async def _update_cluster(self, ctx: ServiceContext, live: Obj, which: str) -> Obj:
         """``modifyRayCluster`` + Update: spec, labels and annotations replaced by the goal's **[Q]**."""
         cluster_name = objects.name(live)
         goal = rs.rayservice_cluster(ctx.service, cluster_name, gates=self.gates)
         body = rs.updated_cluster(live, goal)
-        try:
-            updated = await self.api.replace(RAYCLUSTERS, cluster_name, body, ctx.namespace)
-        except ApiError as exc:
-            note = f"Failed to update the {which} RayCluster {ctx.namespace}/{cluster_name}: {exc.message or exc}"
-            self.recorder.event(ctx.obj, WARNING, c.EVENT_FAILED_TO_UPDATE_RAYCLUSTER, "Update", note)
-            raise
-        note = f"Updated the {which} RayCluster {ctx.namespace}/{cluster_name}"
-        self.recorder.event(ctx.obj, NORMAL, c.EVENT_UPDATED_RAYCLUSTER, "Update", note)
-        return updated
+        where = f"{ctx.namespace}/{cluster_name}"
+        return await reported(
+            self.recorder,
+            ctx.obj,
+            "Update",
+            self.api.replace(RAYCLUSTERS, cluster_name, body, ctx.namespace),
+            done=(c.EVENT_UPDATED_RAYCLUSTER, f"Updated the {which} RayCluster {where}"),
+            failed=(c.EVENT_FAILED_TO_UPDATE_RAYCLUSTER, f"Failed to update the {which} RayCluster {where}"),
+            sep=": ",
+        )
 
     def _should_prepare(self, ctx: ServiceContext, active: Obj | None, pending: Obj | None, *, serving: bool) -> bool:
         return rs.should_prepare_new_cluster(
@@ -381,14 +386,19 @@ class RayServiceReconciler:
             return
         where = f"{objects.namespace(pod)}/{objects.name(pod)}"
         patch = {"metadata": {"labels": {c.RAY_SERVE_LABEL: new}}}
-        try:
-            await self.api.patch(PODS, objects.name(pod), patch, objects.namespace(pod))
-        except ApiError as exc:
-            note = f'Failed to update the serve label to "{new}" for the Head Pod {where}: {exc.message or exc}'
-            self.recorder.event(ctx.obj, WARNING, c.EVENT_FAILED_TO_UPDATE_HEAD_POD_SERVE_LABEL, "Update", note)
-            raise RayServiceError(note) from exc
-        note = f'Updated the serve label to "{new}" for the Head Pod {where}'
-        self.recorder.event(ctx.obj, NORMAL, c.EVENT_UPDATED_HEAD_POD_SERVE_LABEL, "Update", note)
+        await reported(
+            self.recorder,
+            ctx.obj,
+            "Update",
+            self.api.patch(PODS, objects.name(pod), patch, objects.namespace(pod)),
+            done=(c.EVENT_UPDATED_HEAD_POD_SERVE_LABEL, f'Updated the serve label to "{new}" for the Head Pod {where}'),
+            failed=(
+                c.EVENT_FAILED_TO_UPDATE_HEAD_POD_SERVE_LABEL,
+                f'Failed to update the serve label to "{new}" for the Head Pod {where}',
+            ),
+            sep=": ",
+            raise_as=_service_error,
+        )
 
     # -------------------------------------------------------------------------------------------------- Serve
     def _head_ready(self, cluster: Obj) -> bool:
@@ -471,25 +481,27 @@ class RayServiceReconciler:
         where = f"{ctx.namespace}/{name}"
         live = self.cache.get(SERVICES, ctx.namespace, name)
         if live is None:
-            try:
-                created = await self.api.create(SERVICES, desired, ctx.namespace)
-            except ApiError as exc:
-                note = f"Failed to create the service {where}, {exc.message or exc}"
-                self.recorder.event(ctx.obj, WARNING, c.EVENT_FAILED_TO_CREATE_SERVICE, "Create", note)
-                raise RayServiceError(note) from exc
-            self.recorder.event(ctx.obj, NORMAL, c.EVENT_CREATED_SERVICE, "Create", f"Created the service {where}")
-            return created
+            return await reported(
+                self.recorder,
+                ctx.obj,
+                "Create",
+                self.api.create(SERVICES, desired, ctx.namespace),
+                done=(c.EVENT_CREATED_SERVICE, f"Created the service {where}"),
+                failed=(c.EVENT_FAILED_TO_CREATE_SERVICE, f"Failed to create the service {where}"),
+                raise_as=_service_error,
+            )
         body = rs.switched_service(live, desired)
         if body is None:
             return live
-        try:
-            updated = await self.api.replace(SERVICES, name, body, ctx.namespace)
-        except ApiError as exc:
-            note = f"Failed to update the service {where}, {exc.message or exc}"
-            self.recorder.event(ctx.obj, WARNING, c.EVENT_FAILED_TO_UPDATE_SERVICE, "Update", note)
-            raise RayServiceError(note) from exc
-        self.recorder.event(ctx.obj, NORMAL, c.EVENT_UPDATED_SERVICE, "Update", f"Updated the service {where}")
-        return updated
+        return await reported(
+            self.recorder,
+            ctx.obj,
+            "Update",
+            self.api.replace(SERVICES, name, body, ctx.namespace),
+            done=(c.EVENT_UPDATED_SERVICE, f"Updated the service {where}"),
+            failed=(c.EVENT_FAILED_TO_UPDATE_SERVICE, f"Failed to update the service {where}"),
+            raise_as=_service_error,
+        )
 
     # -------------------------------------------------------------------------------------------------- status
     def _calculate_status(
@@ -553,6 +565,11 @@ class RayServiceReconciler:
             await self.api.replace(RAYSERVICES, objects.name(obj), body, objects.namespace(obj), subresource="status")
         except ApiError as exc:
             raise RayServiceError(f"failed to update the RayService status: {exc.message or exc}") from exc
+
+
+def _service_error(note: str, _exc: ApiError) -> RayServiceError:
+    """A failed write fails the pass with the note of its Warning event."""
+    return RayServiceError(note)
 
 
 def _cluster(obj: Obj) -> RayCluster:

@@ -1,7 +1,8 @@
 """The operator's runtime: controllers from their registrations, informers, the cache, work queues and workers.
 
-A :class:`Manager` is given :class:`~raykube.controllers.base.Registration` s (today one, the RayCluster
-controller's; RayJob and RayService will each be one more) and builds, as controller-runtime's manager does:
+A :class:`Manager` is given :class:`~raykube.controllers.base.Registration` s (:func:`default_registrations`: the
+RayCluster, RayJob and RayService controllers', and RayCronJob's behind its feature gate) and builds, as
+controller-runtime's manager does:
 
 * **informers**: one per watched resource and namespace, shared by every controller that watches it. Two
   controllers watching one resource must agree on its label selector (the cache would otherwise hold two partial

@@ -11,9 +11,12 @@ provisioner" of the sandbox's default StorageClass, following the protocol that 
 3. kube-controller-manager's PV controller completes the binding (both objects turn ``Bound``);
 4. when the claim is deleted the PV turns ``Released``; with reclaim policy ``Delete`` we delete it and its directory.
 
-It is level-triggered: every change to a claim, volume or class wakes one pass over all of them, and a pass also
-runs every 30 s, so a missed watch event costs at most that. It shows it is alive by renewing a Lease
-(``kube-system/raykube-sandbox-provisioner``), which is what ``raykube sandbox up`` waits for. It listens on nothing.
+It is level-triggered: claims, volumes and classes are listed and watched by informers (``raykube.kube.informer``:
+a relist after a 410, back-off after errors), every change in their caches wakes one pass over all of them (read from
+the caches), and a pass also runs every 30 s. A create or delete that the caches have not seen yet may be sent again
+by the next pass: a volume that already exists is not an error, a delete of one that is gone is ignored. It shows it
+is alive by renewing a Lease (``kube-system/raykube-sandbox-provisioner``), which is what ``raykube sandbox up`` waits
+for. It listens on nothing.
 
 Run by the sandbox as ``python -m raykube.sandbox.provisioner --kubeconfig=... --volumes-dir=...``.
 """
@@ -33,7 +36,8 @@ from typing import Any
 from raykube.kube import objects, times
 from raykube.kube.client import Kube
 from raykube.kube.errors import ApiError
-from raykube.kube.resources import LEASES, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, STORAGE_CLASSES, Resource
+from raykube.kube.informer import Informer
+from raykube.kube.resources import LEASES, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, STORAGE_CLASSES
 from raykube.sandbox.kwok import PROVISIONER_NAME
 
 LEASE_NAME = "raykube-sandbox-provisioner"
@@ -118,15 +122,26 @@ class Provisioner:
         self.client = client
         self.volumes_dir = volumes_dir
         self.wake = asyncio.Event()
+        # Every namespace's claims; volumes and classes are cluster-scoped.
+        self.claims = Informer(client, PERSISTENT_VOLUME_CLAIMS)
+        self.volumes = Informer(client, PERSISTENT_VOLUMES)
+        self.classes = Informer(client, STORAGE_CLASSES)
+        self.informers = (self.claims, self.volumes, self.classes)
+        for informer in self.informers:
+            informer.add_handler(self._changed)
+
+    def _changed(self, event: str, old: Obj | None, new: Obj | None) -> None:
+        self.wake.set()
 
     async def reconcile(self) -> None:
+        """One pass over the informers' caches: a volume for each claim that wants one, released volumes deleted."""
         classes = {
             objects.name(c): c
-            for c in (await self.client.list(STORAGE_CLASSES)).items
+            for c in self.classes.list()
             if c.get("provisioner") == PROVISIONER_NAME and objects.name(c)
         }
-        volumes = {objects.name(v): v for v in (await self.client.list(PERSISTENT_VOLUMES)).items}
-        for claim in (await self.client.list(PERSISTENT_VOLUME_CLAIMS)).items:
+        volumes = {objects.name(v): v for v in self.volumes.list()}
+        for claim in self.claims.list():
             klass = classes.get((claim.get("spec") or {}).get("storageClassName") or "")
             if not wants_volume(claim, klass) or klass is None:
                 continue
@@ -147,29 +162,6 @@ class Provisioner:
                     await self.client.delete(PERSISTENT_VOLUMES, volume_key)
                 shutil.rmtree(self.volumes_dir / volume_key, ignore_errors=True)
                 log.info("deleted released volume %s", volume_key)
-
-    async def watch(self, resource: Resource) -> None:
-        """Wake the reconcile loop on every change of ``resource`` (in every namespace). When the server ends the
-        watch, watch again from the last version seen; when that version is too old, from the current state; after
-        other errors, with back-off."""
-        backoff = 0.5
-        version = ""  # the current state: every object as ADDED, then the changes
-        while True:
-            try:
-                async for event in self.client.watch(resource, resource_version=version):
-                    version = objects.resource_version(event.object) or version
-                    if event.type != "BOOKMARK":
-                        self.wake.set()
-                    backoff = 0.5
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # any failure of a watch means: wait, then watch again
-                if isinstance(exc, ApiError) and exc.gone:
-                    version = ""
-                    continue
-                log.warning("watch of %s failed (%s); retrying in %.1fs", resource.kind, exc, backoff)
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, 10.0)
 
     async def renew_lease(self) -> None:
         while True:
@@ -192,11 +184,10 @@ class Provisioner:
     async def run(self) -> None:
         tasks = [
             asyncio.create_task(self.renew_lease()),
-            asyncio.create_task(self.watch(PERSISTENT_VOLUME_CLAIMS)),
-            asyncio.create_task(self.watch(PERSISTENT_VOLUMES)),
-            asyncio.create_task(self.watch(STORAGE_CLASSES)),
+            *(asyncio.create_task(i.run(), name=f"informer {i.res}") for i in self.informers),
         ]
         try:
+            await asyncio.gather(*(i.synced.wait() for i in self.informers))  # a first pass on full caches
             while True:
                 self.wake.clear()
                 try:
