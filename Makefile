@@ -5,6 +5,7 @@
 #   make bench      speed and memory benchmarks (results appended under benchmarks/results/), then make reliability
 #   make reliability  every test, the fault and bad-input ones at full size (~30 min); rewrites docs/reliability.md
 #   make conformance  KubeRay v1.6.1's own e2e tests against raykube (SUITE=raycluster|rayjob|..., RUN=TestRegex)
+#   make vectors    rewrite tests/vectors/*.json with Go's own answers (tools/govectors), then compare raykube with them
 #   make demo-down  stop the demo's sandbox and remove its files
 
 SHELL := /bin/bash
@@ -29,7 +30,7 @@ TEST_WORKERS ?= 2
 SUITE ?= raycluster
 RUN ?=
 
-.PHONY: crds manifests help demo demo-down test lint typecheck imports pytest unit sandbox-build bench reliability conformance lock clean
+.PHONY: crds manifests help demo demo-down test preflight lint typecheck imports pytest unit sandbox-build bench reliability conformance vectors lock clean
 
 help:
 	@sed -n 's/^#   //p' $(MAKEFILE_LIST)
@@ -75,12 +76,17 @@ imports: .venv/.synced
 unit: .venv/.synced
 	$(UVRUN) pytest -m unit
 
-pytest: sandbox-build
+# What make test needs, checked first so a machine without it fails at once with one sentence naming what is missing
+# (not with the process-node tests skipping): root on Linux, ip, nsenter, unshare, Go (raykube sandbox preflight).
+preflight: .venv/.synced
+	@$(UVRUN) raykube sandbox preflight
+
+pytest: preflight sandbox-build
 	@mkdir -p .reports
 	RAYKUBE_RELIABILITY_REPORT=.reports/reliability.md $(UVRUN) pytest -m 'not long' \
 		$(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadgroup) --junitxml=.reports/junit.xml
 
-test: lint typecheck imports pytest
+test: preflight lint typecheck imports pytest
 
 bench: sandbox-build
 	$(UVRUN) python -m benchmarks.sandbox_startup
@@ -94,7 +100,7 @@ bench: sandbox-build
 
 # Every test but the long ones, with those marked reliability (they record into tests/ledger.py) at their full size
 # (make test runs them short). The whole run, because one row is which RBAC permissions all the tests used.
-reliability: sandbox-build
+reliability: preflight sandbox-build
 	RAYKUBE_RELIABILITY_PROFILE=full RAYKUBE_RELIABILITY_REPORT=docs/reliability.md $(UVRUN) pytest -m 'not long'
 
 # Not part of `make test` (it takes about 20 minutes): builds KubeRay's e2e test binaries the first time (6 minutes),
@@ -103,6 +109,15 @@ reliability: sandbox-build
 conformance: sandbox-build
 	$(UVRUN) raykube conformance --suite '$(SUITE)' $(if $(RUN),--run '$(RUN)')
 	$(if $(filter file,$(origin SUITE)),$(if $(RUN),,$(UVRUN) pytest -m long))
+
+# Needs Go (1.26, as for the sandbox) and the Go module proxy; the files are byte-stable (no dates, fixed seeds).
+vectors: .venv/.synced
+	@command -v go >/dev/null || { echo "make vectors needs the Go toolchain (go) on PATH: https://go.dev/doc/install" >&2; exit 1; }
+	cd tools/govectors && go run -buildvcs=false . -out ../../tests/vectors
+	$(UVRUN) pytest -q -p no:cacheprovider tests/unit/test_api_cron.py tests/unit/test_builders_golang.py \
+		tests/unit/test_builders_gojson.py tests/unit/test_builders_rayservice.py \
+		-k "vector or curated or matches_go or quantity or initializing_timeout or duration_strings"
+	$(UVRUN) python tools/govectors/report.py
 
 clean:
 	rm -rf .venv .tools .mypy_cache .ruff_cache .pytest_cache .reports .import_linter_cache

@@ -6,6 +6,8 @@
   of a running sandbox (``raykube sandbox status`` shows it) to reuse that one instead; it is then left running.
 * ``kube`` is a lightkube ``AsyncClient`` for it; ``namespace`` is a fresh namespace, deleted after the test.
 * Wait with :func:`raykube.waiting.wait_for`, never with sleeps.
+* ``ledger`` is the reliability ledger (``tests/ledger.py``): a row per expected scenario, whatever its test's outcome.
+* With ``CI=true`` a skip fails unless ``tests/ci_allowed_skips.py`` allows it.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import asyncio
 import os
 import re
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -30,8 +32,14 @@ from raykube.runtime.manager import Manager
 from raykube.sandbox import NodePool, Ports, Sandbox, SandboxConfig
 from raykube.waiting import NotYet, wait_for
 from tests import rbac_usage
-from tests.ledger import Ledger, read_parts, write_part
+from tests.ci_allowed_skips import CiSkips
+from tests.ledger import LedgerPlugin, install
 from tests.support import RunningSandbox
+
+pytest_plugins = [
+    "tests.rule_coverage",  # every doctor rule fired under some test's assertion (checked at the end)
+    "pytester",  # tests/unit/test_ledger.py runs small suites through the ledger and the CI skip policy
+]
 
 _MARKERS = {"unit": "unit", "integration": "integration", "e2e": "e2e"}
 TEST_SANDBOX_NAME = "pytest"
@@ -49,52 +57,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         item.add_marker(pytest.mark.xdist_group(group))
 
 
-_LEDGERS: list[Ledger] = []  # this process's ledger, once a test asked for it
-
-
-def _worker(config: pytest.Config) -> str | None:
-    """This process's pytest-xdist worker id, or None in the controller or a run without workers."""
-    workerinput = getattr(config, "workerinput", None)
-    return str(workerinput["workerid"]) if workerinput else None
-
-
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    """With workers, each leaves its ledger rows and RBAC counts in a part file and the controller writes the one
-    report from all of them, with the RBAC row for the whole run."""
-    config = session.config
-    worker = _worker(config)
-    if worker is not None:
-        write_part(worker, _LEDGERS[0] if _LEDGERS else None, {"|".join(k): v for k, v in rbac_usage.USED.items()})
-        return
-    if not getattr(config.option, "numprocesses", None):
-        return  # one process: the ledger fixture wrote the report
-    rows, used = read_parts()
-    book = Ledger()
-    book.add_json(rows)
-    for key, count in used.items():
-        verb, group, resource = key.split("|")
-        rbac_usage.USED[(verb, group, resource)] += count
-    if rbac_usage.whole_run(config):
-        rbac_usage.record(book)
-    book.write()
-
-
 def pytest_configure(config: pytest.Config) -> None:
     rbac_usage.install()
-
-
-@pytest.fixture(scope="session")
-def ledger(request: pytest.FixtureRequest) -> Iterator[Ledger]:
-    """The reliability ledger (``tests/ledger.py``), written out when the session ends; after a whole run with
-    the RBAC usage row (``tests/rbac_usage.py``)."""
-    book = Ledger()
-    _LEDGERS.append(book)
-    yield book
-    if _worker(request.config) is not None:
-        return  # pytest_sessionfinish hands the rows to the controller, which writes the report
-    if rbac_usage.whole_run(request.config):
-        rbac_usage.record(book)
-    book.write()
+    # The reliability ledger (tests/ledger.py): the `ledger` fixture, a row per expected scenario whatever its test's
+    # outcome, the report at the end; after a whole run with the RBAC usage row (tests/rbac_usage.py).
+    install(config, LedgerPlugin(used=rbac_usage.counts, finish=rbac_usage.finish))
+    if CiSkips.wanted():  # CI=true: a skip not allowed in tests/ci_allowed_skips.py fails
+        config.pluginmanager.register(CiSkips(), "raykube-ci-skips")
 
 
 @pytest.fixture(scope="session")

@@ -18,7 +18,8 @@ import pytest
 from raykube.api.rbac import LEADER_ELECTION_RULES, OPERATOR_RULES
 from raykube.kube.client import Kube
 from raykube.kube.resources import Resource
-from tests.ledger import Ledger
+from tests import ledger as ledger_module
+from tests.ledger import RBAC_SCENARIO, Ledger
 
 Triple = tuple[str, str, str]  # (verb, API group, resource[/subresource])
 USED: collections.Counter[Triple] = collections.Counter()
@@ -98,11 +99,21 @@ def count_request(method: str, path: str, query: Mapping[str, str]) -> None:
 
 
 def whole_run(config: pytest.Config) -> bool:
-    """The run took every test but the long ones: no paths, no -k, at most ``-m 'not long'``."""
-    paths = [a for a in config.args if not a.startswith("-")]
-    default = [str(p) for p in config.getini("testpaths")]
-    markers = (config.getoption("markexpr") or "").strip()
-    return paths in ([], default) and not config.getoption("keyword") and markers in ("", "not long")
+    """The run took every test but the long ones (defined with the ledger: :func:`tests.ledger.whole_run`)."""
+    return ledger_module.whole_run(config)
+
+
+def counts() -> dict[str, int]:
+    """This process's counts, for the part file a pytest-xdist worker hands the controller (tests/ledger.py)."""
+    return {"|".join(triple): count for triple, count in USED.items()}
+
+
+def finish(ledger: Ledger, used: dict[str, int]) -> None:
+    """At the end of a whole run: add the workers' counts (``used``, from :func:`counts`) and record the row."""
+    for key, count in used.items():
+        verb, group, resource = key.split("|")
+        USED[(verb, group, resource)] += count
+    record(ledger)
 
 
 def record(ledger: Ledger) -> None:
@@ -113,7 +124,7 @@ def record(ledger: Ledger) -> None:
     stale = sorted(t for t in GRANTED_WITHOUT_A_CALL if USED[t])
     names = ", ".join(_name(t) for t in unexplained) or "none"
     ledger.record(
-        "Each RBAC permission the operator is granted is used",
+        RBAC_SCENARIO,
         "the whole test run: every in-process operator's client refuses, naming the verb and resource, any call its "
         "generated rules (raykube.api.rbac) do not allow, and counts each (verb, group, resource) it lets through; "
         "operator processes behind the fault proxy are counted by the proxy",

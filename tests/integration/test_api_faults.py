@@ -80,7 +80,7 @@ async def _scale(kube: Kube, namespace: str, name: str, replicas: int) -> None:
     await wait_for(written, 30, what=f"RayCluster {name} scaled to {replicas}")
 
 
-@pytest.mark.reliability
+@pytest.mark.reliability("A slow, throttling, failing or refusing API server")
 async def test_a_throttling_failing_refusing_and_slow_api_server_is_backed_off_from_and_recovered_from(
     runtime_kube: Kube, kubeconfig: Path, namespace: str, start_operator: Any, tmp_path: Path, ledger: Ledger
 ) -> None:
@@ -163,12 +163,11 @@ async def test_a_throttling_failing_refusing_and_slow_api_server_is_backed_off_f
         "2 + window / Retry-After; no watch sent again sooner than Retry-After; the "
         "operator never exits; afterwards every cluster has exactly its desired Pods",
         "; ".join(outcomes),
-        ok=True,
         details=details,
     )
 
 
-@pytest.mark.reliability
+@pytest.mark.reliability("kube-apiserver restart and etcd compaction mid-burst")
 async def test_a_kube_apiserver_restart_with_etcd_compacted_makes_every_watch_relist_and_nothing_is_done_twice(
     sandbox: RunningSandbox,
     runtime_kube: Kube,
@@ -247,7 +246,6 @@ async def test_a_kube_apiserver_restart_with_etcd_compacted_makes_every_watch_re
         f"missing Pods, 0 refused; {len(desired)} clusters with their Pods {recovered:.1f}s after the operator was "
         f"let through (cut off for {healed - cut_at:.0f}s); {sum(counts.values())} Pods, exactly those desired, "
         f"once the garbage collector took the deleted cluster's ({collected:.1f}s)",
-        ok=True,
     )
 
 

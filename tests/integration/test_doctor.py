@@ -47,6 +47,7 @@ from raykube.kube.client import Kube
 from raykube.runtime.manager import Manager
 from raykube.runtime.operator import Operator
 from raykube.waiting import NotYet, wait_for
+from tests.doctor_support import assert_fires, assert_quiet, findings_by_rule, findings_of, record
 from tests.integration.test_raycluster_controller import (
     CLUSTER,
     cluster_pods,
@@ -103,6 +104,7 @@ def consequences(report: Report, finding: Finding) -> set[str]:
 def root_named(report: Report, rule: str) -> Finding:
     matching = [f for f in roots(report) if f.rule == rule]
     assert matching, f"no root cause {rule}; roots: {[f.rule for f in roots(report)]}\n{render_text(report)}"
+    record(rule)
     return matching[0]
 
 
@@ -128,16 +130,20 @@ def has_root(
     with_evidence: Callable[[Evidence], bool] | None = None,
 ) -> Callable[[Report], bool]:
     """The report has a root cause of ``rule`` (whose title contains ``titled``) with these consequences under it and,
-    given ``with_evidence``, a piece of evidence it accepts (evidence such as events can arrive after the cause)."""
+    given ``with_evidence``, a piece of evidence it accepts (evidence such as events can arrive after the cause).
+    Once it holds, the rule and its consequences are recorded as asserted firing (tests/doctor_support.py)."""
 
     def check(report: Report) -> bool:
-        return any(
+        held = any(
             f.rule == rule
             and titled in f.title
             and set(with_consequences) <= consequences(report, f)
             and (with_evidence is None or any(with_evidence(e) for e in f.evidence))
             for f in roots(report)
         )
+        if held:
+            record(rule, *with_consequences)
+        return held
 
     return check
 
@@ -402,7 +408,7 @@ async def test_a_pvc_pending_on_a_missing_storage_class_explains_the_pending_pod
     )
     root = root_named(report, "B04")
     assert 'StorageClass "fast-ssd" does not exist' in root.title, root.title
-    assert {"B02", "B03"}.isdisjoint(f.rule for f in report.findings)  # the scheduler's reason is the volume
+    assert_quiet(report, "B02", "B03")  # the scheduler's reason is the volume
 
 
 async def test_an_rwo_claim_mounted_by_several_pods_is_not_shared_storage(
@@ -503,7 +509,7 @@ async def test_an_image_pull_failure_on_the_head_keeps_workers_waiting_for_the_g
     )
     root = root_named(report, "C01")
     assert "rayproject/ray:2.52.O" in root.title
-    by_rule = {f.rule: f for f in report.findings}
+    by_rule = findings_by_rule(report, "E01")
     assert by_rule["E01"].title.startswith("2 workers wait for the GCS"), by_rule["E01"].title
 
 
@@ -682,7 +688,7 @@ async def test_rbac_forbidden_for_the_operator_service_account(
         report = await wait_diagnosis(kubeconfig, namespace, refusal, "A02 → B01 → X02, with the refusal")
         root = root_named(report, "A02")
         assert root.object.kind == "ServiceAccount" and root.object.name == c.OPERATOR_DEPLOYMENT_NAME
-        b01 = next(f for f in report.findings if f.rule == "B01")
+        b01 = findings_of(report, "B01")[0]
         assert "forbidden" in b01.title
     finally:
         stop.set()
@@ -748,6 +754,7 @@ async def test_all_diagnoses_every_raycluster_in_the_namespace(
         )
 
     report = await wait_diagnosis(kubeconfig, namespace, settled, "three clusters, three verdicts", name=None)
+    assert_fires(roots(report), "B02", "C08")
     assert [t.name for t in report.targets] == ["greedy", "healthy", "keyless"]
 
     result = cli("doctor", "--all", "-n", namespace, "-o", "json", kubeconfig=kubeconfig)
@@ -906,6 +913,7 @@ async def test_a_rayjob_whose_workers_can_never_fit_names_its_clusters_root_caus
     [job_target] = [t for t in as_json["targets"] if t["kind"] == "RayJob"]
     by_id = {f["id"]: f for f in as_json["findings"]}
     assert [by_id[i]["rule"] for i in job_target["rootCauses"]] == ["B02"]
+    assert_fires(as_json, "B02")
 
 
 async def test_a_cluster_that_is_starting_is_progress_not_a_problem(

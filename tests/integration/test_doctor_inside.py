@@ -27,6 +27,7 @@ from lightkube.resources.core_v1 import Pod
 from raykube.doctor.model import at_least
 from raykube.runtime.manager import Manager
 from raykube.waiting import NotYet, wait_for
+from tests.doctor_support import assert_fires
 from tests.integration.process import ProcessSandbox
 from tests.integration.test_process_runtime import RAY_READY, RAYCLUSTER, wait_cluster
 
@@ -119,15 +120,15 @@ async def test_failures_inside_ray_are_named_with_what_was_seen_there(
     code, report = doctor(proc, ns, "nodns")
     assert code == 1
     (root,) = roots(report)
-    assert root["rule"] == "E02", [(f["id"], f["title"]) for f in roots(report)]
+    assert_fires([root], "E02", context=str([(f["id"], f["title"]) for f in roots(report)]))
     assert any("name resolution" in str(e.get("value")) and e["source"] == "ray" for e in root["evidence"])
-    assert "E01" in {f["rule"] for f in report["findings"] if f.get("causedBy")}
+    assert_fires([f for f in report["findings"] if f.get("causedBy")], "E01")
 
     # TCP 6379 dropped on the way while the head listens: R03, with the refused connect and the head's listener.
     await head_ready_worker_waiting(pkube, ns, "blocked")
     code, report = doctor(proc, ns, "blocked")
     (root,) = roots(report)
-    assert root["rule"] == "R03", [(f["id"], f["title"]) for f in roots(report)]
+    assert_fires([root], "R03", context=str([(f["id"], f["title"]) for f in roots(report)]))
     values = {e.get("path"): str(e.get("value")) for e in root["evidence"]}
     assert any(path.endswith(":6379") and "EACCES" in value for path, value in values.items()), values
     assert values["listening on port 6379"] != "nothing"
@@ -136,7 +137,7 @@ async def test_failures_inside_ray_are_named_with_what_was_seen_there(
     await wait_cluster(pkube, ns, "localdash", lambda s: s.get("state") == "ready", "ready")
     code, report = doctor(proc, ns, "localdash")
     (root,) = roots(report)
-    assert root["rule"] == "F01"
+    assert_fires([root], "F01")
     seen = {e.get("path"): str(e.get("value")) for e in root["evidence"] if e["source"] == "ray"}
     assert seen.get("listening on port 8265") == "['127.0.0.1']", seen
     assert any("ECONNREFUSED" in v for p, v in seen.items() if p.startswith("connect ")), seen
@@ -153,5 +154,6 @@ async def test_failures_inside_ray_are_named_with_what_was_seen_there(
     code, report = doctor(proc, ns, "portclash")
     assert code == 1
     (root,) = roots(report)
-    assert root["rule"] == "R05" and "cache" in root["title"], [(f["id"], f["title"]) for f in roots(report)]
+    assert_fires([root], "R05", context=str([(f["id"], f["title"]) for f in roots(report)]))
+    assert "cache" in root["title"], [(f["id"], f["title"]) for f in roots(report)]
     assert any(e["source"] == "log" and "6379" in str(e.get("value")) for e in root["evidence"]), root["evidence"]

@@ -36,7 +36,7 @@ from raykube.runtime.manager import Manager
 from raykube.sandbox import Binaries
 from raykube.waiting import NotYet, wait_for
 from tests.integration.process import ProcessSandbox
-from tests.ledger import FULL, Ledger
+from tests.ledger import Ledger
 
 IMAGE = "rayproject/ray:2.52.0"
 EXAMPLES = Path(__file__).parents[2] / "examples"
@@ -1019,8 +1019,8 @@ def _went_down_and_up(seen: list[str]) -> Callable[[], Any]:
     return check
 
 
-@pytest.mark.reliability
-@pytest.mark.skipif(not FULL, reason="the full reliability profile (make reliability): the killed raylet runs in both")
+@pytest.mark.reliability("Process nodes: the head's raylet hangs (SIGSTOP)")
+# full_only in tests/ledger.py: deselected in the short profile (the killed raylet below runs in both)
 async def test_a_hung_raylet_is_caught_by_the_liveness_probe_and_the_head_restarts(
     proc: ProcessSandbox, pkube: AsyncClient, ns: str, proc_operator: Manager, ledger: Ledger
 ) -> None:
@@ -1041,11 +1041,10 @@ async def test_a_hung_raylet_is_caught_by_the_liveness_probe_and_the_head_restar
         "the liveness probe fails, the kubelet kills and restarts ray-head (Killing event), HeadPodReady goes False "
         "then True, the RayCluster is ready again",
         f"restarted and Ready again after {time.monotonic() - started:.0f} s",
-        ok=True,
     )
 
 
-@pytest.mark.reliability
+@pytest.mark.reliability("Process nodes: the head's raylet is killed (SIGKILL)")
 async def test_a_killed_raylet_ends_ray_start_and_the_head_restarts(
     proc: ProcessSandbox, pkube: AsyncClient, ns: str, proc_operator: Manager, ledger: Ledger
 ) -> None:
@@ -1071,19 +1070,17 @@ async def test_a_killed_raylet_ends_ray_start_and_the_head_restarts(
         "ray start exits (Error), restartPolicy restarts ray-head, HeadPodReady goes False then True, the previous "
         "run's log is there, the RayCluster is ready again",
         f"restarted and Ready again after {time.monotonic() - started:.0f} s",
-        ok=True,
     )
 
 
-@pytest.mark.reliability
+# full_only in tests/ledger.py: deselected in the short profile (two real-Ray restarts take minutes)
+@pytest.mark.reliability("Process nodes: a worker Pod, then the head Pod, deleted")
 async def test_deleted_ray_pods_are_made_again_and_ray_gets_its_nodes_back(
     proc: ProcessSandbox, pkube: AsyncClient, ns: str, proc_operator: Manager, ledger: Ledger
 ) -> None:
     """KubeRay's behaviour when Pods of a running cluster are deleted: a worker Pod is made again and its node joins;
     a deleted head Pod is made again (no GCS fault tolerance: a new Ray cluster), and the old workers' raylets, which
     cannot join a GCS of another cluster, end; their containers restart and join the new head."""
-    if not FULL:
-        pytest.skip("full reliability profile only (make reliability): two real-Ray restarts take minutes")
     await apply_all(pkube, ns, seed(ns))
     await wait_cluster(pkube, ns, "raycluster-demo", lambda s: s.get("state") == "ready", "ready")
 
@@ -1125,5 +1122,4 @@ async def test_deleted_ray_pods_are_made_again_and_ray_gets_its_nodes_back(
         "each Pod made again by the operator; `ray status` on the head lists 3 nodes again (after the head: the old "
         "workers restart and join the new head); the RayCluster ready with HeadPodReady and RayClusterProvisioned True",
         "; ".join(outcomes),
-        ok=True,
     )

@@ -1,8 +1,9 @@
 """raykube.builders.rayservice against KubeRay v1.6.1 (rayservice_controller.go, common/service.go,
 utils/consistency.go). Vectors: KubeRay's own unit tests (rayservice_controller_unit_test.go, common/service_test.go)
 where they pin values; hashes from KubeRay's GenerateHashWithoutReplicasAndWorkersToDelete (the tests' kuberay-hash
-helper); serve-config bodies and durations from a Go program calling k8s.io/apimachinery util/yaml.Unmarshal +
-util/json.Marshal and time.Duration.String at the versions KubeRay v1.6.1 pins."""
+helper); serve-config bodies from a Go program calling k8s.io/apimachinery util/yaml.Unmarshal + util/json.Marshal
+at the versions KubeRay v1.6.1 pins (not yet in tools/govectors); durations from tests/vectors/duration.json,
+written by Go's time.ParseDuration, strconv.Atoi and time.Duration.String (tools/govectors, `make vectors`)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from raykube.builders.golang import duration_string
 from raykube.builders.options import BuildOptions
 from raykube.builders.services import SERVE_PORT_MISSING_MESSAGE
 from tests.support import KUBERAY_V161
+from tests.vectors import compare
 
 _IMAGE = "rayproject/ray:2.52.0"
 _GROUP1 = {
@@ -854,21 +856,26 @@ def test_calculate_conditions_exact_first_pass() -> None:
     assert ready["conditions"][1]["lastTransitionTime"] == STAMP  # status unchanged
 
 
-@pytest.mark.parametrize(
-    ("annotation", "expected"),
-    [
-        ("30m", 30 * 60 * 10**9),
-        ("1800", 1800 * 10**9),
-        ("1h30m", 90 * 60 * 10**9),
-        ("1.5s", 1_500_000_000),
-        ("90", 90 * 10**9),
-        ("abc", None),
-        ("", None),
-        (None, None),
-    ],
-)  # getInitializingTimeout; values checked against time.ParseDuration / strconv.Atoi
-def test_initializing_timeout(annotation: str | None, expected: int | None) -> None:
+_DURATIONS = compare.load("duration")
+
+
+def _go_timeout(text: str) -> int | None:
+    """getInitializingTimeout from Go's answers (tests/vectors/duration.json): time.ParseDuration, else
+    strconv.Atoi seconds (as a time.Duration, wrapping like int64), else none."""
+    parsed = _DURATIONS.find(func="ParseDuration", input=text)
+    if parsed["error"] is None:
+        return int(parsed["output"])
+    seconds = _DURATIONS.find(func="Atoi", input=text)
+    if seconds["error"] is not None:
+        return None
+    return ((seconds["output"] * 10**9 + 2**63) % 2**64) - 2**63
+
+
+@pytest.mark.parametrize("annotation", ["30m", "1800", "1h30m", "1.5s", "90", "abc", "", None])
+def test_initializing_timeout(annotation: str | None) -> None:
+    """getInitializingTimeout, against Go's time.ParseDuration / strconv.Atoi."""
     annotations = {} if annotation is None else {c.RAY_SERVICE_INITIALIZING_TIMEOUT_ANNOTATION: annotation}
+    expected = None if not annotation else _go_timeout(annotation)
     assert rs.initializing_timeout(annotations) == expected
 
 
@@ -912,18 +919,10 @@ def test_initializing_timeout_fires(elapsed: timedelta, reason: str, fires: bool
 
 
 def test_duration_strings_are_gos() -> None:
-    """time.Duration.String values from Go."""
-    cases = {
-        0: "0s",
-        999: "999ns",
-        1500: "1.5\u00b5s",
-        1_500_000: "1.5ms",
-        10**9: "1s",
-        12_503_400_123: "12.503400123s",
-    }
-    cases |= {60 * 10**9: "1m0s", 3600 * 10**9: "1h0m0s", 3_723_500_000_000: "1h2m3.5s", -1500: "-1.5\u00b5s"}
-    for nanos, text in cases.items():
-        assert duration_string(nanos) == text
+    """time.Duration.String, against Go's answers (tests/vectors/duration.json)."""
+    cases = [case for case in _DURATIONS.cases if case["func"] == "String"]
+    assert len(cases) > 1000
+    assert [duration_string(case["input"]) for case in cases] == [case["output"] for case in cases]
 
 
 def _slice(*endpoints: tuple[str | None, bool | None]) -> dict[str, Any]:

@@ -34,6 +34,7 @@ from raykube.builders.quantity import (
 )
 from raykube.builders.status import ReconcileFailure, StatusError
 from tests.support import KUBERAY_V161
+from tests.vectors import compare
 
 SAMPLES = KUBERAY_V161 / "samples"
 T0 = datetime(2026, 5, 1, 12, 0, 0, tzinfo=UTC)
@@ -787,8 +788,11 @@ def test_formatting_then_parsing_keeps_the_value(number: Any, suffix: str) -> No
 
 def test_a_binary_quantity_off_the_1024_grid_is_written_plainly_then_reads_back_decimal() -> None:
     """As apimachinery's Quantity.String(): 12015.625Ki is 12304000 bytes, no whole number of Ki, so it is written
-    without a suffix; that text parses as DecimalSI and is written 12304k (checked with k8s.io/apimachinery
-    v0.35.0; hypothesis found it)."""
+    without a suffix; that text parses as DecimalSI and is written 12304k (hypothesis found it; Go's answers are in
+    tests/vectors/quantity.json, written by k8s.io/apimachinery v0.35.0)."""
+    vectors = compare.load("quantity")
+    assert vectors.find(text="12015.625Ki")["canonical"] == "12304000"
+    assert vectors.find(text="12304000")["canonical"] == "12304k"
     assert format_quantity(parse_quantity("12015.625Ki")) == "12304000"
     assert format_quantity(parse_quantity("12304000")) == "12304k"
 

@@ -23,6 +23,7 @@ from raykube.doctor.render import render_text
 from raykube.doctor.run import Options, diagnose
 from raykube.kube.client import exec_status
 from raykube.kube.errors import ApiError
+from tests.doctor_support import assert_fires, assert_quiet, one_finding
 from tests.unit.test_doctor_rules import NS, World, roots, rules_of
 
 HEAD = "seed-head-h0001"
@@ -203,27 +204,27 @@ def test_the_healthy_seed_with_a_healthy_probe_has_no_finding_from_inside() -> N
 def test_r01_a_ready_pod_missing_from_ray_status_is_named() -> None:
     missing = RAY_STATUS.replace("Node: seed-workers-worker-w0001 (workers)", "").replace(" 2 workers", " 1 workers")
     report = _diagnose(World(), _inside(head=_head_probe(status={"exit": 0, "stdout": missing})))
-    (found,) = [f for f in report.findings if f.rule == "R01"]
+    found = one_finding(report, "R01")
     assert WORKERS[1] in found.title and "2 of 3 nodes" in found.title
     assert found.object.name == WORKERS[1]
     # Near miss: ray status could not run (exit 1), so nothing is claimed about the nodes.
     report = _diagnose(World(), _inside(head=_head_probe(status={"exit": 1, "stdout": "", "stderr": "no GCS"})))
-    assert "R01" not in rules_of(report)
+    assert_quiet(report, "R01")
 
 
 def test_e02_a_worker_that_cannot_resolve_the_head_is_the_root_cause() -> None:
     host = f"seed-head-svc.{NS}.svc.cluster.local"
     failed = {host: {"error": "[Errno -3] Temporary failure in name resolution"}}
     report = _diagnose(World(), _inside(worker=_worker_probe(resolve=failed, connect=[])))
-    (found,) = [f for f in report.findings if f.rule == "E02"]
+    found = one_finding(report, "E02")
     assert found in roots(report) and "cannot resolve" in found.title
     assert any(e.source == "ray" and "Temporary failure" in str(e.value) for e in found.evidence)
     # Another DNS domain: the fix is the operator's CLUSTER_DOMAIN.
     report = _diagnose(World(), _inside(worker=_worker_probe(resolve=failed, connect=[], domain="corp.internal")))
-    (found,) = [f for f in report.findings if f.rule == "E02"]
+    found = one_finding(report, "E02")
     assert "corp.internal" in found.title and any("CLUSTER_DOMAIN=corp.internal" in r for r in found.remediation)
     # Near miss: it resolves.
-    assert "E02" not in rules_of(_diagnose(World(), _inside()))
+    assert_quiet(_diagnose(World(), _inside()), "E02")
 
 
 def test_r03_a_blocked_gcs_port_with_the_head_listening_is_the_root_cause() -> None:
@@ -232,24 +233,24 @@ def test_r03_a_blocked_gcs_port_with_the_head_listening_is_the_root_cause() -> N
     line = "rpc_client.h:153: Failed to connect to GCS at address seed-head-svc:6379 within 5 seconds."
     inside = _log(_inside(worker=_worker_probe(connect=blocked)), WORKERS[0], "kubectl logs -c ray-worker", line)
     report = _diagnose(World(), inside)
-    (found,) = [f for f in report.findings if f.rule == "R03"]
+    found = one_finding(report, "R03")
     assert found.severity == "error" and found in roots(report)
     assert any(e.source == "log" and "Failed to connect to GCS" in str(e.value) for e in found.evidence)
     # Only the dashboard: a warning.
     dash = [[host, 6379, None], [host, 8265, "ECONNREFUSED: Connection refused"], [host, 10001, None]]
-    (found,) = [f for f in _diagnose(World(), _inside(worker=_worker_probe(connect=dash))).findings if f.rule == "R03"]
+    found = one_finding(_diagnose(World(), _inside(worker=_worker_probe(connect=dash))), "R03")
     assert found.severity == "warning"
     # Near miss: the head does not listen on 6379 at all; nothing on the way is to blame.
     head = _head_probe(listening=[["0.0.0.0", 8265]])
-    assert "R03" not in rules_of(_diagnose(World(), _inside(head=head, worker=_worker_probe(connect=blocked))))
+    assert_quiet(_diagnose(World(), _inside(head=head, worker=_worker_probe(connect=blocked))), "R03")
 
 
 def test_r04_a_ray_port_on_localhost_only() -> None:
     head = _head_probe(listening=[["127.0.0.1", 6379], ["0.0.0.0", 8265], ["10.244.0.11", 10001]])
-    (found,) = [f for f in _diagnose(World(), _inside(head=head)).findings if f.rule == "R04"]
+    found = one_finding(_diagnose(World(), _inside(head=head)), "R04")
     assert "6379" in found.title and found.severity == "error"
     # Near miss: the client port on the Pod IP and on localhost (as Ray binds it) is reachable.
-    assert "R04" not in rules_of(_diagnose(World(), _inside()))
+    assert_quiet(_diagnose(World(), _inside()), "R04")
 
 
 def test_r05_a_port_in_use_is_the_root_of_the_crash_loop() -> None:
@@ -267,24 +268,27 @@ def test_r05_a_port_in_use_is_the_root_of_the_crash_loop() -> None:
     _log(inside, HEAD, "kubectl logs -c ray-head --previous",
          "Check failed: server_ Failed to start the grpc server. The specified port is 6379.")  # fmt: skip
     report = _diagnose(world, inside)
-    (found,) = [f for f in report.findings if f.rule == "R05"]
+    found = one_finding(report, "R05")
     assert found in roots(report) and "cache" in found.title
-    assert "D07" in rules_of(report) and all(f.rule != "D07" for f in roots(report))
+    assert_fires(report, "D07")
+    assert all(f.rule != "D07" for f in roots(report))
     # Near miss: the same crash loop with an unrelated log line stays D07's.
     inside[f"{NS}/{HEAD}"]["logs"] = [{"source": "kubectl logs -c ray-head", "line": "ModuleNotFoundError: x"}]
     report = _diagnose(world, inside)
-    assert "R05" not in rules_of(report) and any(f.rule == "D07" for f in roots(report))
+    assert_quiet(report, "R05")
+    assert_fires(roots(report), "D07")
 
 
 def test_d03_a_gcs_that_crashed_is_named_from_its_own_line() -> None:
     line = "[2026-12-04 03:15:50,654 C 5 5] (gcs_server) gcs_server.cc:266: Check failed: status.ok() Failed to load"
     inside = _log(_inside(), HEAD, "/tmp/ray/session_latest/logs/gcs_server.err", line)
-    (found,) = [f for f in _diagnose(World(), inside).findings if f.rule == "D03"]
+    found = one_finding(_diagnose(World(), inside), "D03")
     assert found.severity == "critical" and any(e.value == line for e in found.evidence)
     # Near miss: the same crash because the port was taken is R05's, not D03's.
     taken = "(gcs_server) grpc_server.cc:133: Check failed: server_ Failed to start the grpc server. port is 6379."
     report = _diagnose(World(), _log(_inside(), HEAD, "kubectl logs -c ray-head", taken))
-    assert "D03" not in rules_of(report) and "R05" in rules_of(report)
+    assert_quiet(report, "D03")
+    assert_fires(report, "R05")
 
 
 @pytest.mark.parametrize(
@@ -297,20 +301,20 @@ def test_d03_a_gcs_that_crashed_is_named_from_its_own_line() -> None:
 )
 def test_r06_e05_r08_log_signs_are_quoted(rule: str, line: str) -> None:
     inside = _log(_inside(), WORKERS[0], "/tmp/ray/session_latest/logs/raylet.out", line)
-    (found,) = [f for f in _diagnose(World(), inside).findings if f.rule == rule]
+    found = one_finding(_diagnose(World(), inside), rule)
     assert any(e.source == "log" and e.value == line for e in found.evidence)
     # Near miss: the same log without the line.
-    assert rule not in rules_of(_diagnose(World(), _inside()))
+    assert_quiet(_diagnose(World(), _inside()), rule)
 
 
 def test_r09_ray_has_less_cpu_than_the_raycluster_asks_for() -> None:
     world = World()
     world.one("rayclusters", "seed")["status"].update(desiredCPU="5", desiredMemory="4Gi")
-    (found,) = [f for f in _diagnose(world, _inside()).findings if f.rule == "R09"]
+    found = one_finding(_diagnose(world, _inside()), "R09")
     assert "CPU 3.0 of the 5 desired" in found.title and found.severity == "warning"
     # Near miss: what Ray has is what the Pods ask for.
     world.one("rayclusters", "seed")["status"].update(desiredCPU="3", desiredMemory="4Gi")
-    assert "R09" not in rules_of(_diagnose(world, _inside()))
+    assert_quiet(_diagnose(world, _inside()), "R09")
 
 
 def test_what_was_seen_inside_travels_in_a_dump(tmp_path: Path) -> None:
@@ -322,4 +326,4 @@ def test_what_was_seen_inside_travels_in_a_dump(tmp_path: Path) -> None:
     dumps.write(snap, tmp_path)
     back = dumps.read(tmp_path)
     assert back.inside == snap.inside and back.inside_note == "ran in 2 Pods (--exec) (from the dump)"
-    assert "E02" in rules_of(diagnose(back, Options(starting_grace=0)))
+    assert_fires(diagnose(back, Options(starting_grace=0)), "E02")

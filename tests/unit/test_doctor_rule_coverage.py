@@ -1,7 +1,9 @@
 """Every rule fires on its case and stays quiet on the healthy seed: one case per rule that no other test triggered
 (A07, D06, D08, F08, F10, N01, N02, N03, H01, C04, G06, B11, B13, SEC09), each also checked against a near miss.
 
-``test_every_rule_fires_somewhere`` keeps the count of untested rules at 0: a rule added later must bring its case.
+That every rule of the catalogue fired under some test's assertion is checked at the end of the run from what the
+tests recorded (``tests/rule_coverage.py``, ``tests/doctor_support.py``): a rule added later must bring a test that
+asserts it in the findings. The tests here show that check names a rule no test asserted, and stays quiet otherwise.
 """
 
 from __future__ import annotations
@@ -9,15 +11,20 @@ from __future__ import annotations
 import ast
 import os
 import re
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from raykube.api import constants as c
 from raykube.doctor.rules import CATALOGUE
-from tests.unit.test_doctor_rules import NS, World, rules_of
+from tests import rule_coverage
+from tests.doctor_support import FIRED, assert_fires, assert_quiet, never_fired, one_finding
+from tests.unit.test_doctor_rules import NS, World
 
 Mutation = Callable[[World], None]
 
@@ -227,31 +234,143 @@ def test_the_rule_fires_on_its_case_and_not_on_the_near_miss(rule: str) -> None:
     fires, near_miss = CASES[rule]
     world = World()
     fires(world)
-    report = world.diagnose()
-    assert rule in rules_of(report), f"{rule} did not fire: {sorted(rules_of(report))}"
+    assert_fires(world.diagnose(), rule)
     world = World()
     near_miss(world)
-    assert rule not in rules_of(world.diagnose())
-    assert rule not in rules_of(World().diagnose())
+    assert_quiet(world.diagnose(), rule)
+    assert_quiet(World().diagnose(), rule)
 
 
-def _string_constants(path: Path) -> set[str]:
-    return {
-        n.value
-        for n in ast.walk(ast.parse(path.read_text()))
-        if isinstance(n, ast.Constant) and isinstance(n.value, str)
-    }
+# --------------------------------------------------------------------------------------------------------------------
+# The coverage check itself: from what the tests recorded, not from the ids written in them
+# --------------------------------------------------------------------------------------------------------------------
 
 
-def test_every_rule_fires_somewhere() -> None:
-    """Each rule id appears as a string in some doctor test (as an asserted rule, a root, a case here): 0 untested."""
-    tests = Path(__file__).resolve().parents[1]
-    files = [*tests.glob("unit/test_doctor*.py"), tests / "integration" / "test_doctor.py",
-             tests / "integration" / "test_rayservice.py"]  # fmt: skip
-    mentioned = set().union(*(_string_constants(f) for f in files))
-    mentioned |= {token for text in mentioned for token in text.replace(",", " ").split()}
-    untested = sorted(rule for rule in CATALOGUE if rule not in mentioned)
-    assert untested == [], f"rules no test triggers: {untested}"
+class _Session:
+    """What rule_coverage.settle reads of a pytest session."""
+
+    def __init__(self, exitstatus: int = pytest.ExitCode.OK, *, stopped: bool = False) -> None:
+        self.exitstatus = exitstatus
+        self.shouldfail: bool | str = stopped
+        self.shouldstop: bool | str = False
+
+
+def test_a_rule_no_test_asserted_firing_fails_the_session_and_is_named() -> None:
+    catalogue = ["Z96", "Z97", "Z98"]  # Z98: a rule no test records (a rule added without a test)
+    session = _Session()
+    message = rule_coverage.settle(session, "whole", {"Z96", "Z97"}, catalogue)
+    assert session.exitstatus == pytest.ExitCode.TESTS_FAILED
+    assert message is not None and "Z98" in message and "Z96" not in message
+    assert never_fired(catalogue, {"Z96"}) == ["Z97", "Z98"]
+    # Each recorded: the session keeps its status.
+    session = _Session()
+    assert rule_coverage.settle(session, "whole", set(catalogue), catalogue) is None
+    assert session.exitstatus == pytest.ExitCode.OK
+
+
+def test_a_rule_id_written_in_a_test_is_not_a_rule_asserted_firing() -> None:
+    """The old check counted a rule as tested when its id was a string in a test file; now only the helpers record,
+    and only after the rule was found among the findings the doctor returned."""
+    report = World().diagnose()
+    quiet = next(rule for rule in sorted(CATALOGUE) if rule not in {f.rule for f in report.findings})
+    before = set(FIRED)
+    with pytest.raises(AssertionError, match=f"{quiet} did not fire"):
+        assert_fires(report, quiet)
+    with pytest.raises(AssertionError):
+        one_finding(report, quiet)
+    assert_quiet(report, quiet)
+    assert before == FIRED  # nothing recorded: the assertions failed
+    message = rule_coverage.failure("whole", FIRED - {quiet}, [quiet])
+    assert message is not None and quiet in message
+
+
+def _run_a_small_suite(directory: Path, recorded: list[list[str]], *args: str) -> subprocess.CompletedProcess[str]:
+    """A whole run (no path given) of one test per list, each recording its rules the way the helpers do, with the
+    plugin registered as tests/conftest.py registers it."""
+    (directory / "pytest.ini").write_text("[pytest]\ntestpaths = .\n")
+    (directory / "conftest.py").write_text('pytest_plugins = ["tests.rule_coverage"]\n')
+    tests = [f"def test_{i}():\n    record(*{rules!r})\n" for i, rules in enumerate(recorded)]
+    (directory / "test_small.py").write_text("from tests.doctor_support import record\n\n\n" + "\n\n".join(tests))
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args]
+    return subprocess.run(command, cwd=directory, env=env, capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_a_whole_run_that_misses_a_rule_fails_though_every_test_passed(tmp_path: Path) -> None:
+    """Two tests record all the rules but one between them: the session names that one alone and fails."""
+    rules = sorted(CATALOGUE)
+    half = len(rules) // 2
+    run = _run_a_small_suite(tmp_path, [rules[:half], rules[half:-1]])
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "2 passed" in run.stdout, run.stdout
+    assert f"1 rule(s) of the catalogue never fired under a test's assertion in the whole run: {rules[-1]}." in (
+        run.stdout
+    ), run.stdout
+
+
+def test_each_worker_hands_its_rules_to_the_controller() -> None:
+    """pytest-xdist: a worker puts what it recorded in its ``workeroutput``; the controller adds each worker's."""
+    config = SimpleNamespace(workeroutput={})
+    rule_coverage.pytest_sessionfinish(SimpleNamespace(config=config))  # type: ignore[arg-type]
+    assert config.workeroutput[rule_coverage.WORKER_KEY] == sorted(FIRED)
+    before = set(FIRED)
+    try:
+        rule_coverage.pytest_testnodedown(SimpleNamespace(workeroutput={rule_coverage.WORKER_KEY: ["Z97"]}), None)
+        rule_coverage.pytest_testnodedown(SimpleNamespace(), RuntimeError("the worker crashed"))
+        assert before | {"Z97"} == FIRED
+    finally:
+        FIRED.discard("Z97")
+
+
+def test_a_partial_run_or_one_stopped_early_is_not_checked() -> None:
+    session = _Session()
+    assert rule_coverage.settle(session, None, set(), ["Z98"]) is None  # -k, --lf, a few files
+    session = _Session(pytest.ExitCode.TESTS_FAILED, stopped=True)  # -x after a failure
+    assert rule_coverage.settle(session, "whole", set(), ["Z98"]) is None
+    session = _Session(pytest.ExitCode.INTERRUPTED)
+    assert rule_coverage.settle(session, "unit", set(), ["Z98"]) is None
+    assert session.exitstatus == pytest.ExitCode.INTERRUPTED
+
+
+def test_the_unit_run_skips_only_the_rules_that_only_the_sandbox_makes_fire() -> None:
+    assert set(CATALOGUE) >= rule_coverage.INTEGRATION_ONLY
+    assert rule_coverage.expected("whole") == sorted(CATALOGUE)
+    assert rule_coverage.expected("unit") == sorted(set(CATALOGUE) - rule_coverage.INTEGRATION_ONLY)
+    assert rule_coverage.expected(None) == []
+
+
+@pytest.mark.parametrize(
+    ("args", "markexpr", "keyword", "expected"),
+    [
+        ([], "not long", "", "whole"),
+        ([], "", "", "whole"),
+        (["tests"], "not long", "", "whole"),
+        ([], "unit", "", "unit"),
+        (["tests/unit"], "", "", "unit"),
+        (["tests/unit/"], "unit", "", "unit"),
+        (["tests/unit/test_doctor_rules.py"], "", "", None),
+        ([], "unit", "doctor", None),
+        ([], "integration", "", None),
+    ],
+)
+def test_the_check_runs_on_a_whole_run_and_on_every_unit_test(
+    args: list[str], markexpr: str, keyword: str, expected: rule_coverage.Scope
+) -> None:
+    options = {"markexpr": markexpr, "keyword": keyword}
+
+    class Config:
+        def __init__(self) -> None:
+            self.args = args or ["tests"]  # pytest fills in testpaths when no path is given
+            self.args_source = pytest.Config.ArgsSource.ARGS if args else pytest.Config.ArgsSource.TESTPATHS
+
+        def getoption(self, name: str, default: object = None) -> object:
+            return options.get(name, default)
+
+        def getini(self, name: str) -> list[str]:
+            return ["tests"]
+
+    assert rule_coverage.scope(Config()) == expected  # type: ignore[arg-type]
 
 
 # --------------------------------------------------------------------------------------------------------------------

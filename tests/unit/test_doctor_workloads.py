@@ -11,6 +11,7 @@ from raykube.doctor.inside import failed_submitter_pods
 from raykube.doctor.model import Report
 from raykube.doctor.render import render_json, render_text, to_json
 from raykube.doctor.run import Options, diagnose
+from tests.doctor_support import assert_fires, assert_quiet, findings_by_rule, one_finding
 from tests.unit.test_doctor_rules import NS, World, _pending, roots, seed_spec
 
 EARLIER = "2026-01-01T11:40:00Z"  # 20 minutes before the snapshot (NOW in test_doctor_rules)
@@ -57,9 +58,10 @@ def test_a_rayjob_waiting_for_a_cluster_whose_workers_cannot_be_scheduled_names_
     world.objects["rayjobs"][0]["spec"]["activeDeadlineSeconds"] = 1230
     report = run(world, ("RayJob", spec_deadline))
     assert [(t.kind, t.name) for t in report.targets] == [("RayJob", "train"), ("RayCluster", "seed")]
-    [waiting] = [f for f in report.findings if f.rule == "J03"]
+    waiting = one_finding(report, "J03")
     assert waiting.severity == "error"  # 20 minutes, and the deadline 30 s away
     assert "activeDeadlineSeconds 1230: 30s left" in waiting.title
+    assert_fires(roots(report), "B02")
     assert [r.rule for r in roots(report)] == ["B02"]
     text = render_text(report)
     job_section = text.split("RayJob ml/train:", 1)[1].split("RayCluster ml/seed:", 1)[0]
@@ -79,10 +81,10 @@ def test_a_rayjob_on_a_ready_cluster_with_a_failing_submitter() -> None:
                            {"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded",
                             "message": "Job has reached the specified backoff limit"}]}})  # fmt: skip
     report = run(world, ("RayJob", "train"))
-    [submitter] = [f for f in report.findings if f.rule == "J04"]
+    submitter = one_finding(report, "J04")
     assert submitter.title == "The submitter Job train has 3 failed Pod(s) and gave up"
     assert "kubectl -n ml logs job/train" in submitter.remediation[0]
-    assert not [f for f in report.findings if f.rule == "J03"]  # its cluster is ready
+    assert_quiet(report, "J03")  # its cluster is ready
 
 
 def test_rayjob_dead_ends_and_failures_say_what_kuberay_does_and_what_to_do() -> None:
@@ -94,7 +96,7 @@ def test_rayjob_dead_ends_and_failures_say_what_kuberay_does_and_what_to_do() ->
     world.add("rayjobs", rayjob("elsewhere", cluster="nope"))
     world.objects["rayjobs"][-1]["spec"]["clusterSelector"] = {c.RAY_CLUSTER_LABEL: "nope"}
     report = run(world, ("RayJob", "bad"), ("RayJob", "late"), ("RayJob", "elsewhere"))
-    by_rule = {f.rule: f for f in report.findings}
+    by_rule = findings_by_rule(report, "J01", "J02", "J03", "J05", "J06")
     assert "entrypoint must be set" in by_rule["J01"].title
     assert "delete the RayJob and create it again" in by_rule["J01"].remediation[0]
     assert by_rule["J05"].title == "The RayJob failed: DeadlineExceeded"
@@ -130,7 +132,7 @@ def test_a_rayservice_whose_pending_cluster_cannot_start_and_a_failed_serve_appl
     report = run(world, ("RayService", "serve"))
     assert [(t.kind, t.name) for t in report.targets] == [
         ("RayService", "serve"), ("RayCluster", "serve-abcde"), ("RayCluster", "serve-fghij")]  # fmt: skip
-    by_rule = {f.rule: f for f in report.findings}
+    by_rule = findings_by_rule(report, "S05", "S03")
     stuck = by_rule["S05"]
     assert stuck.severity == "error"
     assert stuck.title.startswith("Pending RayCluster serve-fghij is no state yet after 20m: its upgrade is stuck")
@@ -172,7 +174,7 @@ def test_rayservice_terminal_timeout_validation_and_zero_endpoints() -> None:
     world.add("rayservices", rayservice("quiet", active="live-abcde", numServeEndpoints=0,
                                         conditions=[ready_condition("False", "ZeroServeEndpoints")]))  # fmt: skip
     report = run(world, ("RayService", "late"), ("RayService", "bad"), ("RayService", "quiet"))
-    by_rule = {f.rule: f for f in report.findings}
+    by_rule = findings_by_rule(report, "S01", "S02", "S04")
     assert "delete the RayService and create it again" in by_rule["S02"].remediation[0]
     assert any(e.path == "metadata.annotations[ray.io/initializing-timeout]" for e in by_rule["S02"].evidence)
     assert "no more than 40 characters" in by_rule["S01"].title
@@ -234,23 +236,23 @@ def test_a_raycronjob_target_checks_the_cron_and_its_newest_rayjobs() -> None:
 def test_raycronjob_gate_off_invalid_suspended_and_a_missed_tick() -> None:
     world = _cron_world(gate=False)
     world.add("raycronjobs", raycronjob())
-    [gate] = [f for f in run(world, ("RayCronJob", "nightly")).findings if f.rule == "K02"]
+    gate = one_finding(run(world, ("RayCronJob", "nightly")), "K02")
     assert "feature gate RayCronJob is off" in gate.title and gate.severity == "error"
 
     world = _cron_world()
     world.add("raycronjobs", raycronjob(schedule="61 * * * *"))
-    [invalid] = [f for f in run(world, ("RayCronJob", "nightly")).findings if f.rule == "K01"]
+    invalid = one_finding(run(world, ("RayCronJob", "nightly")), "K01")
     assert "schedule" in invalid.title.lower() or "schedule" in str(invalid.evidence[0].path)
 
     world = _cron_world()
     world.add("raycronjobs", raycronjob())
     world.objects["raycronjobs"][0]["spec"]["suspend"] = True
-    assert {f.rule for f in run(world, ("RayCronJob", "nightly")).findings} >= {"K03"}
+    assert_fires(run(world, ("RayCronJob", "nightly")), "K03")
 
     # Every 5 minutes since 11:40 and never scheduled: the 11:45 tick is 15 minutes overdue.
     world = _cron_world()
     world.add("raycronjobs", raycronjob())
-    [missed] = [f for f in run(world, ("RayCronJob", "nightly")).findings if f.rule == "K04"]
+    missed = one_finding(run(world, ("RayCronJob", "nightly")), "K04")
     assert "2026-01-01T11:45:00Z" in missed.title and "15m" in missed.title
 
 
@@ -270,6 +272,6 @@ def test_the_failed_submitter_pods_last_lines_are_quoted_when_the_doctor_looked_
     snap.inside = {f"{NS}/train-x7k2p": {"role": "submitter", "logs": [
         {"source": "kubectl logs train-x7k2p", "line": "Traceback (most recent call last):"},
         {"source": "kubectl logs train-x7k2p", "line": last}]}}  # fmt: skip
-    [submitter] = [f for f in diagnose(snap, Options()).findings if f.rule == "J04"]
+    submitter = one_finding(diagnose(snap, Options()), "J04")
     assert submitter.title.endswith(last)
     assert [e.value for e in submitter.evidence if e.source == "log"][-1] == last

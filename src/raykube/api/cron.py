@@ -14,7 +14,9 @@ Two details of robfig/cron that decide which days fire are kept: a day-of-month 
 less its fraction of a second. Wall-clock times that do not exist in the zone (a DST gap) are skipped; an ambiguous
 one (a DST fold) is two moments, and fires at whichever comes first after the moment given, as robfig's does. In
 zones whose DST shift is not a whole hour (Australia/Lord_Howe) robfig skips some hours near the shift; this does
-not.
+not. tests/vectors/cron.json holds robfig/cron v3.0.1's own answers (tools/govectors, ``make vectors``) for 25
+curated cases and 8,000 random schedules and moments in nine zones (Lord_Howe left out, for that reason); this agrees
+on all 8,025.
 """
 
 from __future__ import annotations

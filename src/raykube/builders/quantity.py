@@ -20,6 +20,11 @@ in ``status.desiredCPU`` and friends, so that raykube's status shows the same st
 
 Values are :class:`fractions.Fraction`, so sums are exact whatever their size.
 
+k8s.io/apimachinery v0.35.0 itself answered for 4,046 texts (46 curated, 4,000 random) and 2,000 sums in
+tests/vectors/quantity*.json (tools/govectors, ``make vectors``); :func:`marshaled`, the canonical form and
+:func:`sum_quantities` agree on all but the texts with no digits at all (``.``, ``e3``, ``+.Mi``), which Go reads as
+zero and we refuse (no CRD's Quantity pattern lets one through).
+
 Where we knowingly differ from Go: a DecimalSI value of 10^21 or more has no SI suffix in Go (its canonical form then
 loses the exponent); we write it with ``E`` and a longer mantissa, which is at least the right number, unless asked
 for Go's bytes (``format_quantity(..., exact=True)``, :func:`marshaled`). No KubeRay status can reach such a value

@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import datetime
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -43,7 +45,16 @@ from rich.table import Table
 
 from raykube.cli.output import err, fail, out, progress, success
 from raykube.sandbox import versions
-from raykube.sandbox.conformance import DEFAULT_SUITE, SUITES, Suite, SuiteRun, table_rows, update_document
+from raykube.sandbox.conformance import (
+    DEFAULT_SUITE,
+    SUITES,
+    Source,
+    Suite,
+    SuiteRun,
+    recorded_runs,
+    table_rows,
+    update_document,
+)
 from raykube.sandbox.errors import SandboxError
 from raykube.sandbox.gotest import FAIL, NO_RESULT, PASS, GoTestOutput
 
@@ -392,6 +403,23 @@ def raykube_revision() -> str:
     return f"{__version__} (commit {head}{' with local changes' if dirty else ''})"
 
 
+def source_tree() -> Source:
+    """The commit under test and whether the checkout differs from it: any change to a tracked file, or an untracked
+    file git does not ignore (``.reports/`` and the caches are ignored), but not the results page this run writes."""
+    root = str(repository_root())
+    try:
+        commit = subprocess.run(
+            ["git", "-C", root, "rev-parse", "HEAD"], capture_output=True, text=True, check=True, timeout=30
+        ).stdout.strip()
+        changes = subprocess.run(
+            ["git", "-C", root, "status", "--porcelain", "--", ".", ":!docs/conformance.md"],
+            capture_output=True, text=True, check=True, timeout=30,
+        ).stdout.strip()  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return Source("", clean=False)
+    return Source(commit, clean=not changes)
+
+
 # --------------------------------------------------------------------------------------------------- results
 def print_table(runs: Sequence[SuiteRun]) -> None:
     against = runs[0].operator if runs else "raykube"
@@ -412,6 +440,28 @@ def write_document(path: Path, runs: Sequence[SuiteRun]) -> None:
         document = update_document(document, run)
     path.write_text(document)
     success(f"updated {path}")
+    readme = path.parent.parent / "README.md"
+    if readme.exists() and README_DATE.search(readme.read_text()):
+        readme.write_text(update_readme(readme.read_text(), document))
+        success(f"updated {readme} (the date of the conformance results)")
+
+
+README_DATE = re.compile(r"<!-- conformance:date -->.*?<!-- /conformance:date -->", re.DOTALL)
+
+
+def readme_sentence(document: str) -> str:
+    """What README.md says of the page: the date and commit of the default suite's run against raykube."""
+    default = [r for r in recorded_runs(document) if r.suite == DEFAULT_SUITE and r.operator == "raykube"]
+    if not default:
+        return "not run yet"
+    run = default[0]
+    commit = f" at commit {run.commit[:12]}" if run.commit else ""
+    return f"last run {run.date}{commit}"
+
+
+def update_readme(readme: str, document: str) -> str:
+    sentence = f"<!-- conformance:date -->{readme_sentence(document)}<!-- /conformance:date -->"
+    return README_DATE.sub(lambda _: sentence, readme)
 
 
 def failed(runs: Sequence[SuiteRun]) -> bool:
@@ -424,11 +474,13 @@ async def play(options: Options) -> list[SuiteRun]:
     build_info = E2EBuild.from_cache()
     (options.reports / options.operator).mkdir(parents=True, exist_ok=True)
     tested = versions_used(options.operator)  # the code the operator is about to load
+    source = source_tree()
     sandbox = await start_cluster(options)
     runs: list[SuiteRun] = []
     try:
         for suite in options.suites:
-            runs.append(await run_suite(sandbox, build_info, suite, options, tested))
+            run = await run_suite(sandbox, build_info, suite, options, tested)
+            runs.append(dataclasses.replace(run, source=source))
     finally:
         if options.keep:
             name = sandbox_name(options.operator)

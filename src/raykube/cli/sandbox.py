@@ -70,6 +70,29 @@ def ensure_reference() -> None:
 
 
 @app.command()
+def preflight() -> None:
+    """Check this machine has what `make test` needs (root on Linux, ip, nsenter, unshare, Go); say what is missing."""
+    from raykube.sandbox.build import find_go  # noqa: PLC0415
+    from raykube.sandbox.kubelet.network import preflight as process_node_problems  # noqa: PLC0415
+
+    missing = [] if sys.platform.startswith("linux") else [f"Linux (this is {sys.platform})"]
+    missing += process_node_problems()
+    try:
+        go = find_go()
+    except SandboxError as exc:
+        missing.append(exc.message)
+    need = ".".join(map(str, versions.MIN_GO_VERSION[:2]))
+    if missing:
+        fail(
+            "make test needs root on Linux with ip, nsenter and unshare (process nodes run real Ray in network "
+            f"namespaces) and Go ≥ {need} (it builds the local control plane); missing: " + "; ".join(missing)
+        )
+    success(
+        f"root on Linux, ip, nsenter, unshare, namespaces and go{'.'.join(map(str, go.version))}: as make test needs"
+    )
+
+
+@app.command()
 def build() -> None:
     """Build etcd, the Kubernetes control plane, kubectl, kwok and helm (pinned versions) into ~/.cache/raykube, and
     fetch KubeRay's CRDs and samples for the tests."""

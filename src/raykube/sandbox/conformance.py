@@ -261,6 +261,25 @@ DEFAULT_SUITE = "raycluster"
 
 # --------------------------------------------------------------------------------------------------- report
 @dataclass(frozen=True)
+class Source:
+    """The checkout a run tested: its commit, and whether the tree had changes (the results page aside)."""
+
+    commit: str  # the full hash, "" outside a git checkout
+    clean: bool
+
+    def markdown(self) -> str:
+        if not self.commit:
+            return "Source: not a git checkout, commit unknown."
+        return f"Source: commit `{self.commit}` ({self.commit[:12]}), clean tree: {'yes' if self.clean else 'no'}."
+
+
+SOURCE_LINE = re.compile(
+    r"^Source: commit `(?P<commit>[0-9a-f]{40})` \([0-9a-f]+\), clean tree: (?P<clean>yes|no)\.$", re.MULTILINE
+)
+RUN_LINE = re.compile(r"^Run (?P<date>\d{4}-\d{2}-\d{2}) (?P<time>\d{2}:\d{2}) UTC: (?P<summary>[^(]*)\(", re.M)
+
+
+@dataclass(frozen=True)
 class SuiteRun:
     """One suite's run: what was selected, the environment, and every test's result."""
 
@@ -273,6 +292,7 @@ class SuiteRun:
     seconds: float
     exit_code: int
     started_at: str  # ISO date and time, UTC
+    source: Source | None = None  # the checkout under test (None: not recorded)
 
 
 def table_rows(tests: Sequence[GoTest]) -> list[tuple[str, str, str, str, str, str]]:
@@ -309,6 +329,8 @@ def markdown_section(run: SuiteRun) -> str:
         "",
         f"Run {run.started_at}: {summary} (top-level tests), {run.seconds / 60:.1f} min, exit code {run.exit_code}.",
         "",
+        (run.source or Source("", clean=False)).markdown(),
+        "",
         "Versions: " + ", ".join(f"{k} {v}" for k, v in run.versions.items()) + ".",
         "",
         f"Selection: package `test/{run.suite.package}`"
@@ -341,13 +363,74 @@ def section_key(run: SuiteRun) -> str:
 
 def update_document(document: str, run: SuiteRun) -> str:
     """``document`` with the section of ``run``'s suite and operator replaced (or appended): each keeps its last
-    results, so running one suite (or the reference operator) does not erase another's."""
+    results, so running one suite (or the reference operator) does not erase another's. The summary of all sections
+    (``<!-- conformance:summary -->``), where the page has one, is written again."""
     begin, end = _BEGIN.format(name=section_key(run)), _END.format(name=section_key(run))
     section = f"{begin}\n{markdown_section(run)}{end}"
     pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), flags=re.DOTALL)
     if pattern.search(document):
-        return pattern.sub(lambda _: section, document)
-    reference = re.search(r"^<!-- conformance:begin \S+@", document, flags=re.MULTILINE)
-    if run.operator == "raykube" and reference:  # raykube's results before the reference operator's
-        return document[: reference.start()] + section + "\n\n" + document[reference.start() :]
-    return document.rstrip("\n") + "\n\n" + section + "\n"
+        document = pattern.sub(lambda _: section, document)
+    else:
+        reference = re.search(r"^<!-- conformance:begin \S+@", document, flags=re.MULTILINE)
+        if run.operator == "raykube" and reference:  # raykube's results before the reference operator's
+            document = document[: reference.start()] + section + "\n\n" + document[reference.start() :]
+        else:
+            document = document.rstrip("\n") + "\n\n" + section + "\n"
+    return update_summary(document)
+
+
+_SECTION = re.compile(
+    r"^<!-- conformance:begin (?P<key>\S+) -->\n(?P<body>.*?)^<!-- conformance:end (?P=key) -->",
+    re.MULTILINE | re.DOTALL,
+)
+_SUMMARY = re.compile(r"^<!-- conformance:summary -->\n.*?^<!-- /conformance:summary -->", re.M | re.S)
+
+
+@dataclass(frozen=True)
+class RecordedRun:
+    """One suite section of the page as written: which suite against which operator, when, and on what code."""
+
+    suite: str
+    operator: str
+    date: str  # YYYY-MM-DD, UTC ("" if the section has no run line)
+    time: str
+    summary: str
+    commit: str  # "" if the section records none (written before commits were recorded, or no git checkout)
+    clean: bool
+
+
+def recorded_runs(document: str) -> list[RecordedRun]:
+    runs = []
+    for match in _SECTION.finditer(document):
+        suite, _, operator = match.group("key").partition("@")
+        body = match.group("body")
+        run, source = RUN_LINE.search(body), SOURCE_LINE.search(body)
+        runs.append(
+            RecordedRun(
+                suite=suite,
+                operator=operator or "raykube",
+                date=run.group("date") if run else "",
+                time=run.group("time") if run else "",
+                summary=run.group("summary").strip() if run else "",
+                commit=source.group("commit") if source else "",
+                clean=source is not None and source.group("clean") == "yes",
+            )
+        )
+    return runs
+
+
+def summary_table(document: str) -> str:
+    lines = [
+        "| suite | operator | run (UTC) | commit | clean tree | top-level tests |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in recorded_runs(document):
+        commit = f"`{r.commit[:12]}`" if r.commit else "not recorded"
+        clean = ("yes" if r.clean else "no") if r.commit else "not recorded"
+        lines.append(f"| `{r.suite}` | {r.operator} | {r.date} {r.time} | {commit} | {clean} | {r.summary} |")
+    return "\n".join(lines) + "\n"
+
+
+def update_summary(document: str) -> str:
+    block = f"<!-- conformance:summary -->\n{summary_table(document)}<!-- /conformance:summary -->"
+    return _SUMMARY.sub(lambda _: block, document) if _SUMMARY.search(document) else document

@@ -480,9 +480,22 @@ class _Invalid(ValueError):
 _DURATION_PART_RE: Final = re.compile(r"([0-9]*)(?:\.([0-9]*))?([^0-9.]*)")
 
 
+def _time_quote(text: str) -> str:
+    """The ``time`` package's own quoting in its errors: ``"`` and ``\\`` escaped, each byte of a non-ASCII or control
+    character written as ``\\xNN`` (not ``strconv.Quote``'s ``%q``)."""
+    out = ['"']
+    for char in text:
+        if char < " " or char >= "\x80":
+            out.extend(f"\\x{byte:02x}" for byte in char.encode("utf-8", "replace"))
+        else:
+            out.append("\\" + char if char in '"\\' else char)
+    out.append('"')
+    return "".join(out)
+
+
 def _go_parse_duration(text: str) -> int:
     """Nanoseconds of a Go duration string, as ``time.ParseDuration`` reads it; raises :class:`_Invalid`."""
-    invalid = f"time: invalid duration {_go_quote(text)}"
+    invalid = f"time: invalid duration {_time_quote(text)}"
     rest = text[1:] if text[:1] in ("-", "+") else text
     sign = -1 if text[:1] == "-" else 1
     if rest == "0":
@@ -495,23 +508,32 @@ def _go_parse_duration(text: str) -> int:
         if part is None or not (part.group(1) or part.group(2)):
             raise _Invalid(invalid)
         whole, fraction, unit = part.group(1), part.group(2) or "", part.group(3)
+        if int(whole or "0") > _INT64_MAX + 1:  # Go's leadingInt overflows before the unit is looked at
+            raise _Invalid(invalid)
         if not unit:
-            raise _Invalid(f"time: missing unit in duration {_go_quote(text)}")
+            raise _Invalid(f"time: missing unit in duration {_time_quote(text)}")
         scale = _DURATION_UNITS.get(unit)
         if scale is None:
-            raise _Invalid(f"time: unknown unit {_go_quote(unit)} in duration {_go_quote(text)}")
+            raise _Invalid(f"time: unknown unit {_time_quote(unit)} in duration {_time_quote(text)}")
         total += int(whole or "0") * scale + (int(fraction) * scale // 10 ** len(fraction) if fraction else 0)
-        if total > _INT64_MAX:
+        if total > _INT64_MAX + 1:  # -2^63 is a duration, +2^63 is not (checked below)
             raise _Invalid(invalid)
         rest = rest[part.end() :]
+    if sign > 0 and total > _INT64_MAX:
+        raise _Invalid(invalid)
     return sign * total
 
 
 _ATOI_RE: Final = re.compile(r"[+-]?[0-9]+")
+_ATOI_DIGITS_RE: Final = re.compile(r"[0-9]*")
 
 
 def _go_atoi(text: str) -> int:
-    """Go's ``strconv.Atoi``; raises :class:`_Invalid` with its error text."""
+    """Go's ``strconv.Atoi``; raises :class:`_Invalid` with its error text. Like Go, digits that overflow uint64
+    before the first non-digit make it "value out of range", not "invalid syntax"."""
+    digits = _ATOI_DIGITS_RE.match(text[1:] if text[:1] in "+-" else text)
+    if digits is not None and digits.group(0) and int(digits.group(0)) > _UINT64_MAX:
+        raise _Invalid(f"strconv.Atoi: parsing {_go_quote(text)}: value out of range")
     if not _ATOI_RE.fullmatch(text):
         raise _Invalid(f"strconv.Atoi: parsing {_go_quote(text)}: invalid syntax")
     number = int(text)
