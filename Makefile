@@ -114,8 +114,8 @@ conformance: sandbox-build
 vectors: .venv/.synced
 	@command -v go >/dev/null || { echo "make vectors needs the Go toolchain (go) on PATH: https://go.dev/doc/install" >&2; exit 1; }
 	cd tools/govectors && go run -buildvcs=false . -out ../../tests/vectors
-	$(UVRUN) pytest -q -p no:cacheprovider tests/unit/test_api_cron.py tests/unit/test_builders_golang.py \
-		tests/unit/test_builders_gojson.py tests/unit/test_builders_rayservice.py \
+	$(UVRUN) pytest -q -p no:cacheprovider tests/unit/test_api_cron.py tests/unit/test_golang_formats.py \
+		tests/unit/test_golang_gojson.py tests/unit/test_builders_rayservice.py \
 		-k "vector or curated or matches_go or quantity or initializing_timeout or duration_strings"
 	$(UVRUN) python tools/govectors/report.py
 

@@ -359,12 +359,53 @@ def doctor(r: Results) -> list[Figure]:
     ]
 
 
+def readme_summary(r: Results) -> list[Figure]:
+    """README's short table: a few figures of scale-1000, scale-10000, rayservice and doctor, from the same lines."""
+    t = r.line("scale.jsonl", "2026-12-05T22:13:16Z")
+    u = r.line("scale.jsonl", "2026-12-05T22:48:49Z")
+    w = r.line("scale.jsonl", "2026-12-06T01:00:07Z")
+    s = r.line("rayservice.jsonl", "2026-12-03T20:55:14Z")
+    d = r.line("doctor-all.jsonl", "2026-12-04T03:53:01Z")
+    every = re.search(r"every ([\d.]+) s", s.get("settings.client"))
+    if every is None:
+        raise FigureError(f"{s.name}: settings.client names no request interval")
+
+    def both(path: str, spec: str) -> list[Figure]:
+        return [t.fig(path, spec), u.fig(path, spec)]
+
+    return [
+        t.fig("machine.cpus", "d"),
+        t.fig("settings.clusters", ",d"),
+        const("1", "one head per RayCluster"),
+        t.fig("settings.workers_per_cluster", "d"),
+        *both("median.raykube.ready_seconds", ".1f"),
+        *both("median.kuberay-c10.ready_seconds", ".1f"),
+        const("10", "the reconcile concurrency of the KubeRay contender kuberay-c10"),
+        *both("median.raykube.cpu_seconds.to_ready", ".1f"),
+        *both("median.kuberay-c10.cpu_seconds.to_ready", ".1f"),
+        *both("median.raykube.peak_rss_mb.overall", ".0f"),
+        *both("median.kuberay-c10.peak_rss_mb.overall", ".0f"),
+        w.fig("settings.clusters", ",d"),
+        w.fig("runs.0.raykube.ready_seconds", ",.1f"),
+        Figure(every.group(1), f"{s.name} settings.client"),
+        s.fig("settings.runs", "d"),
+        s.fig("summary.raykube.new_cluster.failed", "d"),
+        s.fig("summary.raykube.new_cluster.requests", "d"),
+        s.fig("summary.kuberay.new_cluster.failed", "d"),
+        s.fig("summary.kuberay.new_cluster.requests", "d"),
+        d.fig("settings.clusters", "d"),
+        d.fig("settings.runs", "d"),
+        d.fig("doctor_seconds.median", ".3f"),
+    ]
+
+
 BLOCKS: dict[str, Callable[[Results], list[Figure]]] = {
     "process-cluster": process_cluster,
     "scale-1000": scale_1000,
     "scale-10000": scale_10000,
     "rayservice": rayservice,
     "doctor": doctor,
+    "readme-summary": readme_summary,
 }
 
 

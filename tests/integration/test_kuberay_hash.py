@@ -9,7 +9,7 @@ samples (RayClusters, and the cluster specs of RayJob, RayCronJob and RayService
 stressing the Go encoding: quantities in odd forms, empty versus absent versus null lists and maps, HTML characters
 and unicode, int-or-string ports, unknown fields, suspend, autoscalerOptions, gcsFaultToleranceOptions, headService.
 
-Also checks that the committed Go struct table (src/raykube/builders/gostructs.py) is what its generator writes.
+Also checks that the committed Go struct table (src/raykube/golang/gostructs.py) is what its generator writes.
 
 Needs Go (skipped with the reason when it is missing). About ten seconds once the helper is built (the first build
 takes about a minute with a cold Go build cache). RAYKUBE_HASH_EXAMPLES sets the number of generated specs (500).
@@ -31,9 +31,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from raykube.api.raycluster import RayClusterSpec
-from raykube.builders import gostructs
-from raykube.builders.golang import json_marshal
 from raykube.builders.pods import cluster_spec_hash
+from raykube.golang import gostructs
+from raykube.golang.gojson import json_marshal
 from raykube.sandbox.build import find_go
 from raykube.sandbox.errors import ToolchainError
 from tests import kuberay_hash
@@ -401,5 +401,5 @@ def test_go_struct_table_is_generated_from_kuberay() -> None:
     ).stdout
     committed = Path(gostructs.__file__).read_text()
     assert generated == committed, (
-        "regenerate: cd tools/kuberay && go run ./gostructs > ../../src/raykube/builders/gostructs.py"
+        "regenerate: cd tools/kuberay && go run ./gostructs > ../../src/raykube/golang/gostructs.py"
     )

@@ -5,7 +5,7 @@ process nodes while a client in the cluster calls its serve Service every 0.1 s.
 and raykube's started on the same objects, as a user swapping operators would. Once raykube has reconciled the
 RayService several times: the same RayCluster (uid), no pending cluster, the same Pods (uids, no restart), the same
 Services (uid, ClusterIP, selector), the RayService still Ready, and the client never failed. This holds because
-raykube computes KubeRay's cluster hash byte for byte (``builders/gojson.py``); with a different hash every
+raykube computes KubeRay's cluster hash byte for byte (``golang/gojson.py``); with a different hash every
 RayService would be upgraded to a new cluster at the swap.
 
 Marked long (``make conformance``): it needs KubeRay's operator binary (built here if missing, about 2 minutes).

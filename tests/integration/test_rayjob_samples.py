@@ -31,7 +31,7 @@ import yaml
 from lightkube import AsyncClient
 from lightkube.resources.core_v1 import Pod
 
-from raykube.builders.quantity import parse_quantity
+from raykube.golang.quantity import parse_quantity
 from raykube.runtime.manager import Manager
 from raykube.waiting import NotYet, wait_for
 from tests.integration.process import ProcessSandbox

@@ -16,6 +16,7 @@ from raykube.api.config import (
     read_flags,
 )
 from raykube.builders import batch
+from raykube.builders.options import BuildOptions
 
 
 def test_defaults_are_kuberays_except_the_reconcile_concurrency() -> None:
@@ -212,3 +213,25 @@ def test_reading_a_config_file_that_does_not_load_notes_why(tmp_path: Path) -> N
     reading = read_flags([f"--config={missing}"])
     assert reading.config == OperatorConfig(config_file=missing)
     assert reading.problems == (f"--config {missing}: No such file or directory",)
+
+
+_GRACE = c.DEFAULT_RAYJOB_TRANSITION_GRACE_SECONDS
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [
+        (None, _GRACE),
+        ("", _GRACE),
+        ("30", 30),
+        ("+7", 7),
+        ("-5", -5),
+        (" 30", _GRACE),
+        ("3.5", _GRACE),
+        ("9" * 20, _GRACE),
+    ],
+)
+def test_the_rayjob_grace_period_env_is_read_with_atoi(value: str | None, seconds: int) -> None:
+    """KubeRay: ``strconv.Atoi(os.Getenv(...))``, the default on any error (an int64 overflow too)."""
+    env = {} if value is None else {c.RAYJOB_TRANSITION_GRACE_PERIOD_ENV: value}
+    assert BuildOptions.from_env(env).rayjob_transition_grace_seconds == seconds

@@ -211,7 +211,13 @@ def test_volcano_priority_topology_and_annotations() -> None:
         assert "volcano.sh/network-topology-mode" not in pod["metadata"]["labels"]
 
     doc["metadata"]["labels"]["volcano.sh/network-topology-highest-tier-allowed"] = "two"
-    with pytest.raises(batch.BatchSchedulingError, match="network-topology-highest-tier-allowed label to int"):
+    with pytest.raises(
+        batch.BatchSchedulingError, match="network-topology-highest-tier-allowed label to int"
+    ) as raised:
+        batch.Volcano().objects(_cluster(doc))
+    assert 'strconv.Atoi: parsing "two": invalid syntax for podgroup' in str(raised.value)  # KubeRay's %w of Atoi's
+    doc["metadata"]["labels"]["volcano.sh/network-topology-highest-tier-allowed"] = "9" * 20
+    with pytest.raises(batch.BatchSchedulingError, match=r"parsing \"9+\": value out of range for podgroup"):
         batch.Volcano().objects(_cluster(doc))
 
 

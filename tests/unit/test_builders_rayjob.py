@@ -21,8 +21,9 @@ from hypothesis import strategies as st
 
 from raykube.api import constants as c
 from raykube.api.resources import RayCluster, RayJob
-from raykube.builders import batch, golang, rayjob, services
+from raykube.builders import batch, rayjob, services
 from raykube.builders.options import BuildOptions
+from raykube.golang import gojson, strconv
 from tests.support import KUBERAY_V161
 
 SAMPLES = KUBERAY_V161 / "samples"
@@ -212,7 +213,7 @@ def test_build_job_submit_command_with_k8s_job_mode_and_yaml() -> None:
         "!", "ray", "job", "status", "--address", "http://127.0.0.1:8265", "testJobId", ">/dev/null", "2>&1",
         ";", "then",
         "ray", "job", "submit", "--address", "http://127.0.0.1:8265", "--no-wait",
-        "--runtime-env-json", golang.quote(runtime_env),
+        "--runtime-env-json", strconv.quote(runtime_env),
         "--metadata-json", r'"{\"testKey\":\"testValue\"}"',
         "--submission-id", "testJobId",
         "--",
@@ -888,7 +889,7 @@ def test_submit_request_omits_empty_fields(
         if present
     ]
     assert list(request) == expected_keys
-    assert json.loads(body)["entrypoint"] == json.loads(golang.json_string(entrypoint))
+    assert json.loads(body)["entrypoint"] == json.loads(gojson.json_string(entrypoint))
 
 
 # --------------------------------------------------------------------------------------------------------------------

@@ -19,9 +19,9 @@ import yaml
 from raykube.api import constants as c
 from raykube.api.resources import RayCluster, RayService
 from raykube.builders import rayservice as rs
-from raykube.builders.golang import duration_string
 from raykube.builders.options import BuildOptions
 from raykube.builders.services import SERVE_PORT_MISSING_MESSAGE
+from raykube.golang.duration import duration_string
 from tests.support import KUBERAY_V161
 from tests.vectors import compare
 

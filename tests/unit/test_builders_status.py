@@ -21,7 +21,8 @@ from raykube.api.raycluster import MAX_INT32, RayClusterStatus, WorkerGroupSpec
 from raykube.api.resources import RayCluster
 from raykube.builders import groups, services, status
 from raykube.builders.options import BuildOptions
-from raykube.builders.quantity import (
+from raykube.builders.status import ReconcileFailure, StatusError
+from raykube.golang.quantity import (
     BINARY_SI,
     DECIMAL_EXPONENT,
     DECIMAL_SI,
@@ -32,7 +33,6 @@ from raykube.builders.quantity import (
     parse_quantity,
     sum_quantities,
 )
-from raykube.builders.status import ReconcileFailure, StatusError
 from tests.support import KUBERAY_V161
 from tests.vectors import compare
 

@@ -172,6 +172,8 @@ def test_downward_api_fields() -> None:
     assert field_value(POD, "status.hostIP", pod_ip="", host_ip="127.0.0.1") == "127.0.0.1"
     assert field_value(POD, "metadata.labels", pod_ip="", host_ip="") == 'app="a\\"b"\nray.io/cluster="demo"'
     assert format_map({}) == ""
+    # fmt's %q, as fieldpath.FormatMap writes it: controls and non-printable characters escaped, printable kept
+    assert format_map({"a": "x\ry\x00\u00ad\u00e9"}) == 'a="x\\ry\\x00\\u00ad\u00e9"'
     with pytest.raises(ContainerConfigError, match="unsupported fieldPath"):
         field_value(POD, "spec.nope", pod_ip="", host_ip="")
 

@@ -3,7 +3,7 @@
 Each JSON file is written by ``tools/govectors`` (``make vectors``): a header (the generator, the Go calls, the module
 versions, notes) and its cases, one per line, each a list of the columns named in ``fields``. :func:`compare` checks
 one case and returns what differs (None when raykube agrees); :func:`run` checks every case of a family. The unit tests
-(tests/unit/test_api_cron.py, test_builders_golang.py, ...) and ``tools/govectors/report.py`` both use them.
+(tests/unit/test_api_cron.py, test_golang_formats.py, ...) and ``tools/govectors/report.py`` both use them.
 """
 
 from __future__ import annotations
@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from raykube.api import cron
-from raykube.api.validation.common import _go_atoi, _go_parse_duration, _Invalid
-from raykube.builders import golang
-from raykube.builders.quantity import QuantityError, format_quantity, marshaled, parse_quantity, sum_quantities
+from raykube.golang import gojson, goyaml, strconv
+from raykube.golang.duration import duration_string, parse_duration
+from raykube.golang.errors import GoError
+from raykube.golang.quantity import QuantityError, format_quantity, marshaled, parse_quantity, sum_quantities
 
 DIR = Path(__file__).parent
 REGENERATE = "regenerate with `make vectors` (tools/govectors); never edit a vector file by hand"
@@ -79,19 +80,19 @@ def _cron(case: dict[str, Any]) -> str | None:
 
 def _quote(case: dict[str, Any]) -> str | None:
     text = "".join(map(chr, case["code_points"]))
-    got = (golang.quote(text), golang.json_string(text))
+    got = (strconv.quote(text), gojson.json_string(text))
     expected = (case["quote"], case["json"])
     return None if got == expected else f"quote, json_string {got!r}, Go {expected!r}"
 
 
 def _float32(case: dict[str, Any]) -> str | None:
-    value, error = _raised(lambda: golang.float32_from_json(case["text"]), golang.GoError)
+    value, error = _raised(lambda: gojson.float32_from_json(case["text"]), GoError)
     if case["error"] is not None or error is not None:
         return None if error == case["error"] else f"error {error!r}, Go {case['error']!r}"
     got = (
-        golang.json_number(value, 32),
-        golang.format_float(value, "f", 6, 32),
-        golang.format_float(value, "g", -1, 32),
+        gojson.json_number(value, 32),
+        strconv.format_float(value, "f", 6, 32),
+        strconv.format_float(value, "g", -1, 32),
     )
     expected = (case["json"], case["percent_f"], case["g32"])
     return None if got == expected else f"json, %f, g32 {got}, Go {expected}"
@@ -99,7 +100,7 @@ def _float32(case: dict[str, Any]) -> str | None:
 
 def _float64(case: dict[str, Any]) -> str | None:
     value = float(case["text"])
-    got = (golang.json_number(value), golang.format_float(value, "g", -1, 32))
+    got = (gojson.json_number(value), strconv.format_float(value, "g", -1, 32))
     expected = (case["json"], case["g32"])
     return None if got == expected else f"json, g32 {got}, Go {expected}"
 
@@ -112,9 +113,9 @@ def float_of(bits: int, hex_bits: str) -> float:
 def _format_float(case: dict[str, Any]) -> str | None:
     value, bits = float_of(case["bits"], case["hex"]), case["bits"]
     if case["fmt"] == "json":
-        got = golang.json_number(value, bits)
+        got = gojson.json_number(value, bits)
     else:
-        got = golang.format_float(value, case["fmt"], case["prec"], bits)
+        got = strconv.format_float(value, case["fmt"], case["prec"], bits)
     return None if got == case["out"] else f"{got!r}, Go {case['out']!r}"
 
 
@@ -122,7 +123,7 @@ _YAML_LINE = re.compile(r"yaml: line [0-9]+:")
 
 
 def _yaml(case: dict[str, Any]) -> str | None:
-    got, error = _raised(lambda: golang.yaml_to_json(case["yaml"]), golang.GoError)
+    got, error = _raised(lambda: goyaml.yaml_to_json(case["yaml"]), GoError)
     expected_error = case["error"]
     if expected_error is not None and error is not None and expected_error.startswith("yaml: "):
         # A go-yaml syntax error: the grammar is PyYAML's, so only the "yaml: line N:" prefix is Go's.
@@ -137,11 +138,11 @@ def _yaml(case: dict[str, Any]) -> str | None:
 def _duration(case: dict[str, Any]) -> str | None:
     func, given = case["func"], case["input"]
     if func == "String":
-        got, error = golang.duration_string(given), None
+        got, error = duration_string(given), None
     elif func == "ParseDuration":
-        got, error = _raised(lambda: _go_parse_duration(given), _Invalid)
+        got, error = _raised(lambda: parse_duration(given), GoError)
     else:
-        got, error = _raised(lambda: _go_atoi(given), _Invalid)
+        got, error = _raised(lambda: strconv.atoi(given), GoError)
     if (got, error) == (case["output"], case["error"]):
         return None
     return f"{func}: {got!r} / error {error!r}, Go {case['output']!r} / error {case['error']!r}"
@@ -193,7 +194,7 @@ def _isprint_mismatches(vectors: Vectors) -> Iterator[str]:
     for case in vectors.cases:
         printable[case["first"] : case["last"] + 1] = b"\x01" * (case["last"] - case["first"] + 1)
     for code in range(0x110000):
-        if golang.is_print(chr(code)) != bool(printable[code]):
+        if strconv.is_print(chr(code)) != bool(printable[code]):
             yield f"U+{code:04X}: is_print {not printable[code]}, Go {bool(printable[code])}"
 
 

@@ -33,7 +33,7 @@ var atoiCurated = []string{
 func init() {
 	register(family{
 		name:   "duration",
-		checks: "raykube.builders.golang.duration_string (String), raykube.api.validation.common._go_parse_duration (ParseDuration) and _go_atoi (Atoi): the value, or the error text; the RayService initializing timeout is read with the last two",
+		checks: "raykube.golang.duration.duration_string (String) and parse_duration (ParseDuration), raykube.golang.strconv.atoi (Atoi): the value, or the error text; the RayService initializing timeout is read with the last two",
 		calls:  "time.Duration(n).String(), time.ParseDuration(text), strconv.Atoi(text)",
 		fields: []string{"func", "input", "output", "error"},
 		notes: []string{fmt.Sprintf("Curated inputs (%d String, %d ParseDuration, %d Atoi), then random ones (SplitMix64, seed 6): %d String, %d ParseDuration, %d Atoi.",

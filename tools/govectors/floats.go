@@ -27,7 +27,7 @@ var float64Curated = []string{
 func init() {
 	register(family{
 		name:   "golang_float32",
-		checks: "raykube.builders.golang.float32_from_json(text), then json_number(v, 32), format_float(v, 'f', 6, 32) and format_float(v, 'g', -1, 32); or the GoError text",
+		checks: "raykube.golang.gojson.float32_from_json(text), then gojson.json_number(v, 32), strconv.format_float(v, 'f', 6, 32) and format_float(v, 'g', -1, 32); or the GoError text",
 		calls:  "json.Unmarshal(text, &f) into a float32 f, then json.Marshal(f), fmt.Sprintf(\"%f\", f), strconv.FormatFloat(float64(f), 'g', -1, 32)",
 		fields: []string{"text", "json", "percent_f", "g32", "error"},
 		notes: []string{fmt.Sprintf("%d curated JSON numbers, then %d random ones (SplitMix64, seed 3): 1 to 25 significant digits, exponents -50 to 40.",
@@ -36,14 +36,14 @@ func init() {
 	})
 	register(family{
 		name:   "golang_float64",
-		checks: "raykube.builders.golang.json_number(float(text)) and format_float(float(text), 'g', -1, 32)",
+		checks: "raykube.golang.gojson.json_number(float(text)) and strconv.format_float(float(text), 'g', -1, 32)",
 		calls:  "json.Marshal(f) and strconv.FormatFloat(f, 'g', -1, 32) of f = strconv.ParseFloat(text, 64)",
 		fields: []string{"text", "json", "g32"},
 		cases:  float64Cases, curated: len(float64Curated),
 	})
 	register(family{
 		name:   "golang_format_float",
-		checks: "raykube.builders.golang.format_float(v, fmt, prec, bits), and json_number(v, bits) where fmt is \"json\"; v is the IEEE 754 value with these bits",
+		checks: "raykube.golang.strconv.format_float(v, fmt, prec, bits), and gojson.json_number(v, bits) where fmt is \"json\"; v is the IEEE 754 value with these bits",
 		calls:  "strconv.FormatFloat(v, fmt, prec, bits); json.Marshal(v) (of a float32 where bits is 32)",
 		fields: []string{"bits", "hex", "fmt", "prec", "out"},
 		notes: []string{fmt.Sprintf("%d random float64 values and %d random float32 values (SplitMix64, seed 4; half uniform bit patterns, half short decimals), each with e, f and g at prec -1 (shortest), f at prec 6 (fmt's %%f) and at a prec 0 to 17 drawn from its bits, and json (raykube's format_float has a fixed precision for f only); plus signed zeros and the extremes.",

@@ -22,7 +22,7 @@ var quantityCurated = []string{
 func init() {
 	register(family{
 		name:   "quantity",
-		checks: "raykube.builders.quantity.marshaled(text) (MarshalJSON) and format_quantity(parse_quantity(text.strip()), exact=True) (the canonical String), or that both refuse the text",
+		checks: "raykube.golang.quantity.marshaled(text) (MarshalJSON) and format_quantity(parse_quantity(text.strip()), exact=True) (the canonical String), or that both refuse the text",
 		calls:  "Quantity.UnmarshalJSON of the text as a JSON string (ParseQuantity of the trimmed text), then MarshalJSON, and String() of a copy negated twice (Neg clears the text ParseQuantity kept)",
 		fields: []string{"text", "marshaled", "canonical", "error"},
 		notes: []string{fmt.Sprintf("%d curated texts, then %d random ones (SplitMix64, seed 7): sign, 1 to 20 digits, an optional fraction, and a binary, decimal or exponent suffix (exponents -40 to 40), some malformed.",
@@ -32,7 +32,7 @@ func init() {
 	})
 	register(family{
 		name:   "quantity_add",
-		checks: "raykube.builders.quantity.format_quantity(sum_quantities([parse_quantity(a), parse_quantity(b)]), exact=True)",
+		checks: "raykube.golang.quantity.format_quantity(sum_quantities([parse_quantity(a), parse_quantity(b)]), exact=True)",
 		calls:  "q := resource.MustParse(a); q.Add(resource.MustParse(b)); q.String()",
 		fields: []string{"a", "b", "sum"},
 		notes:  []string{fmt.Sprintf("%d random pairs of valid quantities (SplitMix64, seed 8).", quantityAddRandom)},

@@ -34,7 +34,7 @@ var quoteCurated = []struct {
 func init() {
 	register(family{
 		name:   "golang_quote",
-		checks: "raykube.builders.golang.quote and json_string of the string made of these code points",
+		checks: "raykube.golang.strconv.quote and gojson.json_string of the string made of these code points",
 		calls:  "strconv.Quote(s) and json.Marshal(s), s = string(runes) (a surrogate code point becomes U+FFFD there, as Go's JSON decoder makes it)",
 		fields: []string{"label", "code_points", "quote", "json"},
 		notes: []string{fmt.Sprintf("%d curated strings, then %d random ones (SplitMix64, seed 2) mixing ASCII, controls, Latin-1, the BMP, surrogates, astral planes and code points new in Unicode 15.0.",
@@ -43,7 +43,7 @@ func init() {
 	})
 	register(family{
 		name:   "golang_isprint",
-		checks: "raykube.builders.golang.is_print(chr(c)) for every code point c from 0 to 0x10FFFF",
+		checks: "raykube.golang.strconv.is_print(chr(c)) for every code point c from 0 to 0x10FFFF",
 		calls:  "strconv.IsPrint(rune(c))",
 		fields: []string{"first", "last"},
 		notes: []string{

@@ -24,7 +24,7 @@ var yamlCurated = []string{
 func init() {
 	register(family{
 		name:   "yaml_to_json",
-		checks: "raykube.builders.golang.yaml_to_json(yaml), or the GoError it raises (for go-yaml syntax errors only the \"yaml: line N:\" prefix is compared: the YAML grammar is PyYAML's)",
+		checks: "raykube.golang.goyaml.yaml_to_json(yaml), or the GoError it raises (for go-yaml syntax errors only the \"yaml: line N:\" prefix is compared: the YAML grammar is PyYAML's)",
 		calls:  "yaml.YAMLToJSON([]byte(yaml)) of sigs.k8s.io/yaml",
 		fields: []string{"yaml", "json", "error"},
 		notes: []string{fmt.Sprintf("%d curated documents, then %d random ones (SplitMix64, seed 5): a plain, quoted or tagged scalar as a value, a key, or in a flow list, from a grammar of YAML 1.1 numbers, booleans, nulls, timestamps and words.",

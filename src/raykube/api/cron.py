@@ -30,7 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from raykube.api.validation.common import _go_atoi, _go_list, _go_parse_duration, _Invalid
+from raykube.golang.duration import parse_duration
+from raykube.golang.errors import GoError
+from raykube.golang.fmt import sprint_strings
+from raykube.golang.strconv import atoi
 
 __all__ = ["CronError", "Schedule", "local_zone", "parse"]
 
@@ -158,8 +161,8 @@ def _number(text: str, names: Mapping[str, int]) -> int:
     if text.lower() in names:
         return names[text.lower()]
     try:
-        number = _go_atoi(text)
-    except _Invalid as error:
+        number = atoi(text)
+    except GoError as error:
         raise CronError(f"failed to parse int from {text}: {error}") from None
     if number < 0:
         raise CronError(f"negative number ({number}) not allowed: {text}")
@@ -210,8 +213,8 @@ def _field(text: str, low: int, high: int, names: Mapping[str, int]) -> tuple[fr
 
 def _every(text: str) -> int:
     try:
-        nanos = _go_parse_duration(text[len(_EVERY) :])
-    except _Invalid as error:
+        nanos = parse_duration(text[len(_EVERY) :])
+    except GoError as error:
         raise CronError(f"failed to parse duration {text}: {error}") from None
     return max(nanos, _NANOS_PER_SECOND) // _NANOS_PER_SECOND
 
@@ -219,7 +222,7 @@ def _every(text: str) -> int:
 def _fields(text: str, zone: dt.tzinfo | None) -> Schedule:
     fields = [field for field in _GO_SPACE_RE.split(text) if field]
     if len(fields) != len(_FIELDS):
-        raise CronError(f"expected exactly {len(_FIELDS)} fields, found {len(fields)}: {_go_list(fields)}")
+        raise CronError(f"expected exactly {len(_FIELDS)} fields, found {len(fields)}: {sprint_strings(fields)}")
     (minutes, _), (hours, _), (days, days_star), (months, _), (weekdays, weekdays_star) = (
         _field(field, low, high, names) for field, (low, high, names) in zip(fields, _FIELDS, strict=True)
     )

@@ -49,15 +49,17 @@ KubeRay's ``kai-scheduler`` and ``scheduler-plugins`` are not implemented; the o
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Mapping
 from typing import Any, ClassVar, Protocol
 
 from raykube.api import constants as c
 from raykube.api.raycluster import RayClusterSpec
 from raykube.api.resources import RayCluster, RayJob
-from raykube.builders import golang, groups, names, submitter
-from raykube.builders.quantity import Quantity, QuantityError, format_quantity, parse_quantity
+from raykube.builders import groups, names, submitter
+from raykube.golang import gojson
+from raykube.golang.errors import GoError
+from raykube.golang.quantity import Quantity, QuantityError, format_quantity, parse_quantity
+from raykube.golang.strconv import atoi
 from raykube.kube.resources import Resource
 
 __all__ = [
@@ -158,19 +160,7 @@ def _resource_map(resources: Mapping[str, Quantity]) -> dict[str, str]:
 def go_json(value: Any) -> str:
     """Go ``json.Marshal`` of already-ordered data (a struct's field order, maps sorted by the caller): no spaces,
     non-ASCII as is, ``<``, ``>``, ``&``, U+2028 and U+2029 escaped."""
-    return golang.json_marshal(value, sort_keys=False)
-
-
-_GO_ATOI = re.compile(r"\A[+-]?[0-9]+\Z")
-_INT_BITS = 64  # Go's int on the 64-bit platforms KubeRay ships for
-
-
-def _go_atoi(text: str) -> int | None:
-    """Go ``strconv.Atoi``: an optionally signed decimal integer that fits a 64-bit int, else None."""
-    if not _GO_ATOI.match(text):
-        return None
-    value = int(text)
-    return value if -(2 ** (_INT_BITS - 1)) <= value < 2 ** (_INT_BITS - 1) else None
+    return gojson.json_marshal(value, sort_keys=False)
 
 
 def _resources_equal(live: Any, desired: Mapping[str, str]) -> bool:
@@ -298,13 +288,13 @@ class Volcano:
             topology: dict[str, Any] = {"mode": mode} if mode else {}
             if c.VOLCANO_NETWORK_TOPOLOGY_HIGHEST_TIER_LABEL in labels:
                 text = labels[c.VOLCANO_NETWORK_TOPOLOGY_HIGHEST_TIER_LABEL]
-                tier = _go_atoi(text)
-                if tier is None:
+                try:
+                    topology["highestTierAllowed"] = atoi(text)
+                except GoError as error:
                     raise BatchSchedulingError(
                         f"failed to convert {c.VOLCANO_NETWORK_TOPOLOGY_HIGHEST_TIER_LABEL} label to int: "
-                        f'strconv.Atoi: parsing "{text}": invalid syntax for podgroup {name} in namespace {namespace}'
-                    )
-                topology["highestTierAllowed"] = tier
+                        f"{error} for podgroup {name} in namespace {namespace}"
+                    ) from None
             spec["networkTopology"] = topology
         if labels.get(c.VOLCANO_QUEUE_NAME_LABEL):
             spec["queue"] = labels[c.VOLCANO_QUEUE_NAME_LABEL]

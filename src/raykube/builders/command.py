@@ -20,8 +20,8 @@ from fractions import Fraction
 from typing import Any
 
 from raykube.api import constants as c
-from raykube.builders import golang
-from raykube.builders.quantity import QuantityError, parse_quantity
+from raykube.golang import gojson
+from raykube.golang.quantity import QuantityError, parse_quantity
 
 __all__ = [
     "container_command",
@@ -65,7 +65,7 @@ def quantity_value(value: Fraction) -> int:
 
 def go_json(resources: Mapping[str, float]) -> str:
     """``json.Marshal`` of a Go ``map[string]float64``: keys sorted, no spaces, Go's number format."""
-    return golang.json_marshal({key: float(value) for key, value in resources.items()})
+    return gojson.json_marshal({key: float(value) for key, value in resources.items()})
 
 
 def _resources_param(resources: Mapping[str, float]) -> str:

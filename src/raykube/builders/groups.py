@@ -26,7 +26,7 @@ from typing import Any
 
 from raykube.api import constants as c
 from raykube.api.raycluster import MAX_INT32, RayClusterSpec, WorkerGroupSpec
-from raykube.builders.quantity import Quantity, multiply, parse_quantity
+from raykube.golang.quantity import Quantity, multiply, parse_quantity
 
 _MIG = re.compile(c.NVIDIA_MIG_RESOURCE_PATTERN)
 _INT32_SPAN = 2**32

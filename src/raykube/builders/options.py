@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from raykube.api import constants as c
+from raykube.golang.errors import GoError
+from raykube.golang.strconv import atoi
 
 
 @dataclass(frozen=True)
@@ -65,19 +67,16 @@ class BuildOptions:
             gcs_ft_redis_cleanup=flag(c.ENABLE_GCS_FT_REDIS_CLEANUP_ENV, default=True),
             delete_rayjob_after_finish=flag(c.DELETE_RAYJOB_CR_AFTER_JOB_FINISHES_ENV, default=False),
             enable_zero_downtime=env.get(c.ENABLE_ZERO_DOWNTIME_ENV),
-            rayjob_transition_grace_seconds=_go_atoi(
+            rayjob_transition_grace_seconds=_atoi_or(
                 env.get(c.RAYJOB_TRANSITION_GRACE_PERIOD_ENV), c.DEFAULT_RAYJOB_TRANSITION_GRACE_SECONDS
             ),
             **overrides,
         )
 
 
-def _go_atoi(value: str | None, default: int) -> int:
-    """Go's ``strconv.Atoi`` of an env var, falling back to ``default`` on any error (as KubeRay reads it)."""
-    text = (value or "").strip() if value is not None else ""
-    if value is None or text != value or not text:
+def _atoi_or(value: str | None, default: int) -> int:
+    """Go's ``strconv.Atoi`` of an env var (unset reads as ``""``), ``default`` on any error, as KubeRay reads it."""
+    try:
+        return atoi(value or "")
+    except GoError:
         return default
-    sign, digits = (text[0], text[1:]) if text[0] in "+-" else ("", text)
-    if not digits.isascii() or not digits.isdigit():
-        return default
-    return int(sign + digits)

@@ -69,7 +69,7 @@ from raykube.api.raycluster import (
     WorkerGroupSpec,
 )
 from raykube.api.resources import RayCluster
-from raykube.builders import batch, gojson, gostructs, names
+from raykube.builders import batch, names
 from raykube.builders.command import (
     container_command,
     generate_ray_start_command,
@@ -79,7 +79,8 @@ from raykube.builders.command import (
 )
 from raykube.builders.options import BuildOptions
 from raykube.builders.probes import inject_probes
-from raykube.builders.quantity import QuantityError, canonical
+from raykube.golang import gojson, gostructs
+from raykube.golang.quantity import QuantityError, canonical
 
 __all__ = [
     "add_ray_token_volume",
@@ -142,7 +143,7 @@ def cluster_spec_hash(spec: RayClusterSpec, *, defaulted: bool = True) -> str:
     controllers change (the head's and every group's template ``tolerations`` and ``schedulingGates``; each group's
     ``replicas``, ``minReplicas``, ``maxReplicas`` and ``scaleStrategy.workersToDelete``; ``upgradeStrategy``),
     takes the SHA-1 of Go's ``json.Marshal`` of its structs, and writes it in base32 "hex" (``0-9A-V``, 32
-    characters). The Go encoding is :func:`raykube.builders.gojson.marshal` (struct field order, ``omitempty``,
+    characters). The Go encoding is :func:`raykube.golang.gojson.marshal` (struct field order, ``omitempty``,
     unknown fields dropped, quantities canonical, ...), proven against KubeRay's own function by
     tests/integration/test_kuberay_hash.py.
 

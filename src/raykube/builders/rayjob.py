@@ -48,9 +48,12 @@ from raykube.api import constants as c
 from raykube.api.raycluster import AuthOptions, RayClusterSpec
 from raykube.api.rayjob import RayJobSpec
 from raykube.api.resources import RayCluster, RayJob
-from raykube.builders import batch, golang, names, pods, services, submitter
+from raykube.builders import batch, names, pods, services, submitter
 from raykube.builders.command import container_command
 from raykube.builders.options import BuildOptions
+from raykube.golang import gojson, goyaml, strconv
+from raykube.golang.errors import GoError
+from raykube.golang.strings import trim_space
 
 __all__ = [
     "METADATA_VERSION_MESSAGE",
@@ -191,7 +194,7 @@ def metadata_json(metadata: Mapping[str, str], ray_version: str) -> str:
         raise RayJobBuildError(f"failed to parse Ray version: {ray_version}: {error}") from None
     if not recent:
         raise RayJobBuildError(METADATA_VERSION_MESSAGE)
-    return golang.json_marshal(dict(metadata))
+    return gojson.json_marshal(dict(metadata))
 
 
 def runtime_env_json(rayjob: RayJob) -> str:
@@ -200,8 +203,8 @@ def runtime_env_json(rayjob: RayJob) -> str:
     if not text:
         return ""
     try:
-        return golang.yaml_to_json(text)
-    except golang.GoError as error:
+        return goyaml.yaml_to_json(text)
+    except GoError as error:
         raise RayJobBuildError(str(error)) from None
 
 
@@ -210,8 +213,8 @@ def _float32(value: float | None, field: str) -> float:
     if value is None:
         return 0.0
     try:
-        return golang.float32_from_json(value)
-    except golang.GoError as error:
+        return gojson.float32_from_json(value)
+    except GoError as error:
         raise RayJobBuildError(f"spec.{field}: {error}") from None
 
 
@@ -262,7 +265,7 @@ def submit_command_tokens(
             c.RAY_DASHBOARD_GCS_HEALTH_PATH,
             c.DEFAULT_READINESS_FAILURE_THRESHOLD,
         )
-        waiting = golang.quote(f"Waiting for Ray Dashboard GCS to become healthy at {address} ...")
+        waiting = strconv.quote(f"Waiting for Ray Dashboard GCS to become healthy at {address} ...")
         tokens += ["until", health, ">/dev/null", "2>&1", ";", "do", "echo", waiting, ";", "sleep", "2", ";", "done"]
         tokens.append(";")
     else:
@@ -272,7 +275,7 @@ def submit_command_tokens(
         tokens.append("--no-wait")
 
     tokens += _submit_options(rayjob, job)
-    tokens += ["--", golang.trim_space(spec.entrypoint or ""), ";"]
+    tokens += ["--", trim_space(spec.entrypoint or ""), ";"]
     if mode == c.SUBMISSION_MODE_K8S_JOB:
         tokens += ["fi", ";", "ray", "job", "logs", "--address", address, "--follow", job]
     return tokens
@@ -284,20 +287,20 @@ def _submit_options(rayjob: RayJob, job: str) -> list[str]:
     tokens: list[str] = []
     runtime_env = runtime_env_json(rayjob)
     if runtime_env:
-        tokens += ["--runtime-env-json", golang.quote(runtime_env)]
+        tokens += ["--runtime-env-json", strconv.quote(runtime_env)]
     if spec.metadata and spec.ray_cluster_spec is not None:
         metadata = metadata_json(spec.metadata, spec.ray_cluster_spec.ray_version or "")
-        tokens += ["--metadata-json", golang.quote(metadata)]
+        tokens += ["--metadata-json", strconv.quote(metadata)]
     if job:
         tokens += ["--submission-id", job]
     cpus = _float32(spec.entrypoint_num_cpus, "entrypointNumCpus")
     if cpus > 0:
-        tokens += ["--entrypoint-num-cpus", golang.format_float(cpus, "f", 6, 32)]
+        tokens += ["--entrypoint-num-cpus", strconv.format_float(cpus, "f", 6, 32)]
     gpus = _float32(spec.entrypoint_num_gpus, "entrypointNumGpus")
     if gpus > 0:
-        tokens += ["--entrypoint-num-gpus", golang.format_float(gpus, "f", 6, 32)]
+        tokens += ["--entrypoint-num-gpus", strconv.format_float(gpus, "f", 6, 32)]
     if spec.entrypoint_resources:
-        tokens += ["--entrypoint-resources", golang.quote(spec.entrypoint_resources)]
+        tokens += ["--entrypoint-resources", strconv.quote(spec.entrypoint_resources)]
     return tokens
 
 
@@ -583,14 +586,14 @@ def _entrypoint_resources(text: str) -> dict[str, float]:
         if not isinstance(value, _JsonNumber):
             raise RayJobBuildError(f"json: cannot unmarshal {_json_kind(value)} into Go value of type float32")
         try:
-            resources[key] = golang.float32_from_json(str(value))
-        except golang.GoError as error:
+            resources[key] = gojson.float32_from_json(str(value))
+        except GoError as error:
             raise RayJobBuildError(str(error)) from None
     return resources
 
 
 def _sorted_maps(value: Any) -> Any:
-    """Data decoded into Go's ``map[string]any``, laid out for :func:`golang.json_marshal` with ``sort_keys=False``."""
+    """Data decoded into Go's ``map[string]any``, laid out for :func:`gojson.json_marshal` with ``sort_keys=False``."""
     if isinstance(value, dict):
         return {key: _sorted_maps(value[key]) for key in sorted(value)}
     if isinstance(value, list):
@@ -602,8 +605,8 @@ def _runtime_env(text: str) -> dict[str, Any]:
     """``UnmarshalRuntimeEnvYAML``: ``sigs.k8s.io/yaml.Unmarshal`` into a ``map[string]any`` (every number a
     float64, as Go's JSON decoder makes them)."""
     try:
-        value = json.loads(golang.yaml_to_json(text), parse_int=float)
-    except golang.GoError as error:
+        value = json.loads(goyaml.yaml_to_json(text), parse_int=float)
+    except GoError as error:
         message = f"failed to unmarshal RuntimeEnvYAML: {text}: error converting YAML to JSON: {error}"
         raise RayJobBuildError(message) from None
     if value is None:
@@ -631,7 +634,7 @@ def submit_request_body(rayjob: RayJob, job_id: str | None = None) -> bytes:
         body["metadata"] = _sorted_maps(dict(spec.metadata))
     resources = _entrypoint_resources(spec.entrypoint_resources) if spec.entrypoint_resources else {}
     if resources:
-        body["entrypoint_resources"] = {key: golang.Float32(resources[key]) for key in sorted(resources)}
+        body["entrypoint_resources"] = {key: gojson.Float32(resources[key]) for key in sorted(resources)}
     body["entrypoint"] = spec.entrypoint or ""
     submission_id = _job_id(rayjob, job_id)
     if submission_id:
@@ -642,10 +645,10 @@ def submit_request_body(rayjob: RayJob, job_id: str | None = None) -> bytes:
     ):
         number = _float32(value, field)
         if number != 0:
-            body[key] = golang.Float32(number)
+            body[key] = gojson.Float32(number)
     try:
-        return golang.json_marshal(body, sort_keys=False).encode()
-    except golang.GoError as error:
+        return gojson.json_marshal(body, sort_keys=False).encode()
+    except GoError as error:
         raise RayJobBuildError(str(error)) from None
 
 

@@ -68,7 +68,6 @@ Where KubeRay's output depends on Go map order (the serve Service's ports), we s
 from __future__ import annotations
 
 import copy
-import json
 import random
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
@@ -78,10 +77,13 @@ from raykube.api import constants as c
 from raykube.api.raycluster import RayClusterSpec
 from raykube.api.rayservice import RayServiceSpec, RayServiceUpgradeStrategy
 from raykube.api.resources import RayCluster, RayService
-from raykube.api.validation.common import _go_atoi, _go_parse_duration, _Invalid
-from raykube.builders import golang, names, services
+from raykube.builders import names, services
 from raykube.builders.options import BuildOptions
 from raykube.builders.pods import cluster_spec_hash
+from raykube.golang import gojson, goyaml
+from raykube.golang.duration import duration_string, parse_duration
+from raykube.golang.errors import GoError
+from raykube.golang.strconv import atoi
 from raykube.kube import times
 
 __all__ = [
@@ -261,8 +263,8 @@ def cluster_spec_hash_equal(rayservice: RayService, cluster: RayCluster, *, part
     if not partial:
         return cluster_hash == goal_cluster_hash(rayservice)
     try:
-        count = _go_atoi(str(annotations.get(c.RAY_NUM_WORKER_GROUPS_ANNOTATION, "")))
-    except _Invalid:
+        count = atoi(str(annotations.get(c.RAY_NUM_WORKER_GROUPS_ANNOTATION, "")))
+    except GoError:
         return True
     if count < 0:  # Go slices [:negative] and panics; no cluster KubeRay made has one
         raise RayServiceBuildError(f"slice bounds out of range [:{count}]")
@@ -503,40 +505,26 @@ def switched_service(existing: Mapping[str, Any], desired: Mapping[str, Any]) ->
 # --------------------------------------------------------------------------------------------------------------------
 
 
-def _go_numbers(value: Any) -> Any:
-    """``json.Number`` → int64, else float64 (``jsonutil.ConvertMapNumbers``): integers beyond int64 become floats."""
-    if isinstance(value, dict):
-        return {key: _go_numbers(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_go_numbers(item) for item in value]
-    if isinstance(value, int) and not isinstance(value, bool) and not _INT64_MIN <= value <= _INT64_MAX:
-        return float(value)
-    return value
-
-
-_GO_JSON_KINDS: Final = {str: "string", bool: "bool", list: "array", int: "number", float: "number"}
-
-
 def serve_config_body(serve_config_v2: str | None, *, target_capacity: int | None = None) -> bytes:
     """``updateServeDeployment``'s body: ``serveConfigV2`` (YAML) as Go's JSON with sorted keys, byte for byte
     (``{}`` for an empty config); ``target_capacity`` is added when given (the incremental upgrade). A config that
     is not a YAML mapping raises :class:`RayServiceBuildError` with the error KubeRay returns (no event then)."""
     text = serve_config_v2 or ""
     try:
-        value = golang.yaml_to_value(text)
-        golang.json_marshal(value)  # YAMLToJSON fails on what JSON cannot hold (NaN, infinities)
-    except golang.GoError as error:
+        value = goyaml.yaml_to_value(text)
+        gojson.json_marshal(value)  # YAMLToJSON fails on what JSON cannot hold (NaN, infinities)
+    except GoError as error:
         raise RayServiceBuildError(f"error converting YAML to JSON: {error}") from None
     if value is not None and not isinstance(value, dict):
-        kind = _GO_JSON_KINDS.get(type(value), "value")
+        kind = gojson.json_kind(value)
         raise RayServiceBuildError(
             "error unmarshaling JSON: while decoding JSON: json: cannot unmarshal "
             f"{kind} into Go value of type map[string]interface {{}}"
         )
-    config: dict[str, Any] = _go_numbers(value) if value else {}
+    config: dict[str, Any] = gojson.preserve_ints(value) if value else {}
     if target_capacity is not None:
         config["target_capacity"] = target_capacity
-    return golang.json_marshal(config).encode()
+    return gojson.json_marshal(config).encode()
 
 
 def need_submit_serve_applications(
@@ -558,50 +546,6 @@ def need_submit_serve_applications(
     return False, "Current V2 Serve config matches cached Serve config."
 
 
-class _Pairs(list[tuple[str, Any]]):
-    """A JSON object with its keys in order and duplicates kept, as Go's decoder walks it."""
-
-
-def _go_struct(value: Any, fields: Sequence[str], path: str) -> dict[str, Any] | None:
-    """A JSON object decoded into a Go struct with these fields: keys matched exactly or case-insensitively
-    (``encoding/json``), later keys winning, unknown keys ignored. None for ``null``."""
-    if value is None:
-        return None
-    if not isinstance(value, _Pairs):
-        raise _DecodeError(_go_kind(value), path)
-    decoded: dict[str, Any] = {}
-    for key, item in value:
-        field = key if key in fields else next((f for f in fields if f.lower() == key.lower()), None)
-        if field is not None:
-            decoded[field] = item
-    return decoded
-
-
-def _go_map(value: Any, path: str) -> list[tuple[str, Any]]:
-    if value is None:
-        return []
-    if not isinstance(value, _Pairs):
-        raise _DecodeError(_go_kind(value), path)
-    return list(value)
-
-
-def _go_string(value: Any, path: str) -> str:
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise _DecodeError(_go_kind(value), path)
-    return value
-
-
-def _go_kind(value: Any) -> str:
-    return "object" if isinstance(value, _Pairs) else _GO_JSON_KINDS.get(type(value), "value")
-
-
-class _DecodeError(Exception):
-    def __init__(self, kind: str, path: str) -> None:
-        super().__init__(f"cannot unmarshal {kind} into {path}")
-
-
 def serve_application_statuses(body: str | bytes) -> tuple[bool, dict[str, dict[str, Any]]]:
     """``getAndCheckServeStatus`` over the dashboard's ``GET /api/serve/applications/?api_type=declarative`` body:
     ``(isReady, applicationStatuses)``, the latter as it goes into ``status.*ServiceStatus.applicationStatuses``
@@ -611,27 +555,30 @@ def serve_application_statuses(body: str | bytes) -> tuple[bool, dict[str, dict[
     :class:`RayServiceBuildError` with KubeRay's whole message (:data:`GET_SERVE_STATUS_ERROR`)."""
     text = body.decode("utf-8", errors="replace") if isinstance(body, bytes) else body
     try:
-        parsed = json.loads(text, object_pairs_hook=_Pairs, parse_constant=_reject)
-        details = _go_struct(parsed, ("applications",), "utiltypes.ServeDetails") or {}
-        applications = _go_map(details.get("applications"), "ServeDetails.applications")
+        parsed = gojson.decode(text)
+        details = gojson.decode_struct(parsed, ("applications",), "utiltypes.ServeDetails") or {}
+        applications = gojson.decode_map(details.get("applications"), "ServeDetails.applications")
         statuses: dict[str, dict[str, Any]] = {}
         ready = True
         decoded_apps: dict[str, dict[str, Any]] = {}
         for app_name, raw_app in applications:  # a repeated key: the last one wins, as in a Go map
-            app = _go_struct(raw_app, ("deployments", "name", "status", "message"), "ServeApplicationDetails") or {}
+            app = (
+                gojson.decode_struct(raw_app, ("deployments", "name", "status", "message"), "ServeApplicationDetails")
+                or {}
+            )
             deployments: dict[str, dict[str, str]] = {}
-            for dep_name, raw_dep in _go_map(app.get("deployments"), "ServeApplicationDetails.deployments"):
-                dep = _go_struct(raw_dep, ("name", "status", "message"), "ServeDeploymentDetails") or {}
+            for dep_name, raw_dep in gojson.decode_map(app.get("deployments"), "ServeApplicationDetails.deployments"):
+                dep = gojson.decode_struct(raw_dep, ("name", "status", "message"), "ServeDeploymentDetails") or {}
                 deployments[dep_name] = {
-                    "status": _go_string(dep.get("status"), "ServeDeploymentStatus.status"),
-                    "message": _go_string(dep.get("message"), "ServeDeploymentStatus.message"),
+                    "status": gojson.decode_string(dep.get("status"), "ServeDeploymentStatus.status"),
+                    "message": gojson.decode_string(dep.get("message"), "ServeDeploymentStatus.message"),
                 }
             decoded_apps[app_name] = {
-                "status": _go_string(app.get("status"), "ServeApplicationStatus.status"),
-                "message": _go_string(app.get("message"), "ServeApplicationStatus.message"),
+                "status": gojson.decode_string(app.get("status"), "ServeApplicationStatus.status"),
+                "message": gojson.decode_string(app.get("message"), "ServeApplicationStatus.message"),
                 "deployments": deployments,
             }
-    except (ValueError, _DecodeError):
+    except ValueError:  # a syntax error, or a GoError: a type Go's decoder refuses
         err = f"failed to get serve details: GetServeDetails failed. Failed to unmarshal bytes: {text}"
         raise RayServiceBuildError(GET_SERVE_STATUS_ERROR.format(err=err)) from None
     for app_name, app in decoded_apps.items():
@@ -644,10 +591,6 @@ def serve_application_statuses(body: str | bytes) -> tuple[bool, dict[str, dict[
         entry.update(_omit_empty({"status": app["status"], "message": app["message"]}))
         statuses[app_name or c.DEFAULT_SERVE_APP_NAME] = entry
     return ready and bool(statuses), statuses
-
-
-def _reject(text: str) -> Any:
-    raise ValueError(f"invalid character {text[0]!r} looking for beginning of value")
 
 
 def _omit_empty(values: Mapping[str, str]) -> dict[str, str]:
@@ -692,12 +635,12 @@ def initializing_timeout(annotations: Mapping[str, str] | None) -> int | None:
     if not text:
         return None
     try:
-        return _go_parse_duration(text)
-    except _Invalid:
+        return parse_duration(text)
+    except GoError:
         pass
     try:
-        seconds = _go_atoi(text)
-    except _Invalid:
+        seconds = atoi(text)
+    except GoError:
         return None
     nanos = seconds * 1_000_000_000
     return ((nanos + 2**63) % 2**64) - 2**63  # time.Duration(seconds) * time.Second wraps like int64
@@ -822,7 +765,7 @@ def _mark_failed_on_initializing_timeout(
     for side in ("activeServiceStatus", "pendingServiceStatus"):
         if isinstance(status.get(side), dict):
             status[side].pop("rayClusterName", None)
-    timeout_text, elapsed_text = golang.duration_string(timeout), golang.duration_string(elapsed)
+    timeout_text, elapsed_text = duration_string(timeout), duration_string(elapsed)
     set_condition(
         status,
         c.CONDITION_RAYSERVICE_READY,

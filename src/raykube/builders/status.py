@@ -67,7 +67,7 @@ from raykube.builders.groups import (
     total_min_workers,
 )
 from raykube.builders.options import BuildOptions
-from raykube.builders.quantity import ZERO, Quantity, format_quantity
+from raykube.golang.quantity import ZERO, Quantity, format_quantity
 from raykube.kube import objects
 from raykube.kube.times import format_time
 

@@ -617,7 +617,7 @@ PROCESS_NODES = NodePool(count=3, cpu="2", memory="3584Mi")
 
 def too_small(nodes: NodePool) -> bool:
     """Whether a running sandbox's process nodes are fewer or smaller than the demo's (an older demo's sandbox)."""
-    from raykube.builders.quantity import parse_quantity  # noqa: PLC0415
+    from raykube.golang.quantity import parse_quantity  # noqa: PLC0415
 
     return (
         nodes.count < PROCESS_NODES.count

@@ -7,8 +7,6 @@
   ``IsDNS1035Label``, ``IsDNS1123Label``, ``IsDNS1123Subdomain``, ``IsQualifiedName``, ``IsValidLabelValue``).
 * Ray versions as ``k8s.io/apimachinery/pkg/util/version`` ``ParseGeneric`` reads them (:func:`parse_ray_version`,
   :func:`ray_version_at_least`, also used by the builders and the doctor).
-* Go's ``time.ParseDuration`` and ``strconv.Atoi`` with their error texts (the RayService initializing-timeout
-  annotation and RayCronJob ``@every`` schedules).
 * The metadata name check of KubeRay v1.6.1 ``ray-operator/controllers/ray/utils/validation.go``
   (``ValidateRayClusterMetadata``, ``ValidateRayJobMetadata``, ``ValidateRayServiceMetadata``: length, then
   DNS-1035 syntax), and the ``managedBy`` CEL rule of the RayCluster, RayJob and RayService CRDs.
@@ -24,6 +22,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from raykube.api import constants as c
+from raykube.golang.fmt import sprint_strings
+from raykube.golang.strconv import quote
 
 __all__ = ["FieldError", "parse_ray_version", "ray_version_at_least"]
 
@@ -113,31 +113,9 @@ def _type_name(value: object) -> str:
     return next((name for kind, name in _JSON_TYPES if isinstance(value, kind)), type(value).__name__)
 
 
-def _go_quote(text: str) -> str:
-    """Go's ``%q`` of a string, as apimachinery and KubeRay messages print it."""
-    out = ['"']
-    escapes = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
-    for char in text:
-        code = ord(char)
-        if char in ('"', "\\"):
-            out.append("\\" + char)
-        elif char in escapes:
-            out.append(escapes[char])
-        elif code < 0x20 or code == 0x7F:
-            out.append(f"\\x{code:02x}")
-        elif 0xD800 <= code <= 0xDFFF:
-            out.append("\\ufffd")
-        elif code >= 0x80 and not char.isprintable():
-            out.append(f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}")
-        else:
-            out.append(char)
-    out.append('"')
-    return "".join(out)
-
-
 def _unsupported(value: object, allowed: Sequence[str]) -> str:
-    shown = _go_quote(value) if isinstance(value, str) else str(value)
-    return f"Unsupported value: {shown}: supported values: " + ", ".join(_go_quote(a) for a in allowed)
+    shown = quote(value) if isinstance(value, str) else str(value)
+    return f"Unsupported value: {shown}: supported values: " + ", ".join(quote(a) for a in allowed)
 
 
 def _byte_len(text: str) -> int:
@@ -292,7 +270,7 @@ def _root(errs: _Errors, obj: object, kind: str) -> _View | None:
     root = _View(errs, obj, "")
     found = root.raw("kind")
     if found is not None and found != kind:
-        errs.schema("kind", f"expected {_go_quote(kind)}, got {_go_quote(str(found))}")
+        errs.schema("kind", f"expected {quote(kind)}, got {quote(str(found))}")
     return root
 
 
@@ -402,11 +380,6 @@ def _label_value_errors(value: str) -> list[str]:
     return errors
 
 
-def _go_list(items: Sequence[str]) -> str:
-    """Go's ``%v`` of a ``[]string``."""
-    return "[" + " ".join(items) + "]"
-
-
 # --------------------------------------------------------------------------------------------------------------------
 # Ray versions (apimachinery util/version ParseGeneric)
 # --------------------------------------------------------------------------------------------------------------------
@@ -419,19 +392,19 @@ def _parse_generic_version(text: str) -> tuple[tuple[int, ...] | None, str]:
     """Dotted numbers of ``text`` and ``""``, or ``None`` and apimachinery's error text."""
     match = _GENERIC_VERSION_RE.fullmatch(text)
     if match is None:
-        return None, f"could not parse {_go_quote(text)} as version"
+        return None, f"could not parse {quote(text)} as version"
     components = match.group(1).split(".")
     if len(components) < 2:
-        return None, f"illegal version string {_go_quote(text)}"
+        return None, f"illegal version string {quote(text)}"
     numbers: list[int] = []
     for i, component in enumerate(components):
         if i == 0 and component.startswith("0") and component != "0":
-            return None, f"illegal zero-prefixed version component {_go_quote(component)} in {_go_quote(text)}"
+            return None, f"illegal zero-prefixed version component {quote(component)} in {quote(text)}"
         number = int(component)
         if number > _UINT64_MAX:
             return None, (
-                f"illegal non-numeric version component {_go_quote(component)} in {_go_quote(text)}: "
-                f"strconv.ParseUint: parsing {_go_quote(component)}: value out of range"
+                f"illegal non-numeric version component {quote(component)} in {quote(text)}: "
+                f"strconv.ParseUint: parsing {quote(component)}: value out of range"
             )
         numbers.append(number)
     return tuple(numbers), ""
@@ -454,92 +427,6 @@ def ray_version_at_least(version: object, minimum: str) -> bool:
     parsed = parse_ray_version(version)
     wanted = parse_ray_version(minimum)
     return parsed is not None and wanted is not None and not _version_less(parsed, wanted)
-
-
-# --------------------------------------------------------------------------------------------------------------------
-# Go syntax the validators accept: durations and Atoi
-# --------------------------------------------------------------------------------------------------------------------
-
-_DURATION_UNITS: Final = {
-    "ns": 1,
-    "us": 1_000,
-    "\u00b5s": 1_000,
-    "\u03bcs": 1_000,
-    "ms": 1_000_000,
-    "s": 1_000_000_000,
-    "m": 60_000_000_000,
-    "h": 3_600_000_000_000,
-}
-_INT64_MAX: Final = 2**63 - 1
-
-
-class _Invalid(ValueError):
-    """Raised inside the Go-syntax parsers below with the text Go would give; never leaves this package."""
-
-
-_DURATION_PART_RE: Final = re.compile(r"([0-9]*)(?:\.([0-9]*))?([^0-9.]*)")
-
-
-def _time_quote(text: str) -> str:
-    """The ``time`` package's own quoting in its errors: ``"`` and ``\\`` escaped, each byte of a non-ASCII or control
-    character written as ``\\xNN`` (not ``strconv.Quote``'s ``%q``)."""
-    out = ['"']
-    for char in text:
-        if char < " " or char >= "\x80":
-            out.extend(f"\\x{byte:02x}" for byte in char.encode("utf-8", "replace"))
-        else:
-            out.append("\\" + char if char in '"\\' else char)
-    out.append('"')
-    return "".join(out)
-
-
-def _go_parse_duration(text: str) -> int:
-    """Nanoseconds of a Go duration string, as ``time.ParseDuration`` reads it; raises :class:`_Invalid`."""
-    invalid = f"time: invalid duration {_time_quote(text)}"
-    rest = text[1:] if text[:1] in ("-", "+") else text
-    sign = -1 if text[:1] == "-" else 1
-    if rest == "0":
-        return 0
-    if not rest:
-        raise _Invalid(invalid)
-    total = 0
-    while rest:
-        part = _DURATION_PART_RE.match(rest)
-        if part is None or not (part.group(1) or part.group(2)):
-            raise _Invalid(invalid)
-        whole, fraction, unit = part.group(1), part.group(2) or "", part.group(3)
-        if int(whole or "0") > _INT64_MAX + 1:  # Go's leadingInt overflows before the unit is looked at
-            raise _Invalid(invalid)
-        if not unit:
-            raise _Invalid(f"time: missing unit in duration {_time_quote(text)}")
-        scale = _DURATION_UNITS.get(unit)
-        if scale is None:
-            raise _Invalid(f"time: unknown unit {_time_quote(unit)} in duration {_time_quote(text)}")
-        total += int(whole or "0") * scale + (int(fraction) * scale // 10 ** len(fraction) if fraction else 0)
-        if total > _INT64_MAX + 1:  # -2^63 is a duration, +2^63 is not (checked below)
-            raise _Invalid(invalid)
-        rest = rest[part.end() :]
-    if sign > 0 and total > _INT64_MAX:
-        raise _Invalid(invalid)
-    return sign * total
-
-
-_ATOI_RE: Final = re.compile(r"[+-]?[0-9]+")
-_ATOI_DIGITS_RE: Final = re.compile(r"[0-9]*")
-
-
-def _go_atoi(text: str) -> int:
-    """Go's ``strconv.Atoi``; raises :class:`_Invalid` with its error text. Like Go, digits that overflow uint64
-    before the first non-digit make it "value out of range", not "invalid syntax"."""
-    digits = _ATOI_DIGITS_RE.match(text[1:] if text[:1] in "+-" else text)
-    if digits is not None and digits.group(0) and int(digits.group(0)) > _UINT64_MAX:
-        raise _Invalid(f"strconv.Atoi: parsing {_go_quote(text)}: value out of range")
-    if not _ATOI_RE.fullmatch(text):
-        raise _Invalid(f"strconv.Atoi: parsing {_go_quote(text)}: invalid syntax")
-    number = int(text)
-    if not -(2**63) <= number <= _INT64_MAX:
-        raise _Invalid(f"strconv.Atoi: parsing {_go_quote(text)}: value out of range")
-    return number
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -566,7 +453,7 @@ def _check_name(errs: _Errors, metadata: _View, *, kind: str, limit: int, prefix
         return
     reasons = _dns1035_label_errors(name)
     if reasons:
-        errs.kuberay(path, f"{prefix}{kind} name should be a valid DNS1035 label: {_go_list(reasons)}")
+        errs.kuberay(path, f"{prefix}{kind} name should be a valid DNS1035 label: {sprint_strings(reasons)}")
 
 
 def _check_managed_by(errs: _Errors, spec: _View) -> None:

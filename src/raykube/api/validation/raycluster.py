@@ -81,8 +81,6 @@ from raykube.api.validation.common import (
     _dns1123_label_errors,
     _Errors,
     _gates,
-    _go_list,
-    _go_quote,
     _index,
     _key,
     _label_value_errors,
@@ -95,6 +93,8 @@ from raykube.api.validation.common import (
     _version_less,
     _View,
 )
+from raykube.golang.fmt import sprint_strings
+from raykube.golang.strconv import quote
 
 __all__ = [
     "validate_raycluster",
@@ -455,7 +455,7 @@ def _check_rocksdb(errs: _Errors, ft: _View, storage: _View, head: _Template) ->
         if mount.mount_path == c.GCS_STORAGE_MOUNT_PATH or mount.name == c.GCS_STORAGE_VOLUME_NAME:
             errs.kuberay(
                 mount.path,
-                f"cannot set a volume mount named {_go_quote(c.GCS_STORAGE_VOLUME_NAME)} or mounted at "
+                f"cannot set a volume mount named {quote(c.GCS_STORAGE_VOLUME_NAME)} or mounted at "
                 f"{c.GCS_STORAGE_MOUNT_PATH} in the head container when the embedded GCS FT backend is used - "
                 "it is managed by KubeRay",
             )
@@ -463,7 +463,7 @@ def _check_rocksdb(errs: _Errors, ft: _View, storage: _View, head: _Template) ->
         if volume_name == c.GCS_STORAGE_VOLUME_NAME:
             errs.kuberay(
                 volume_path,
-                f"cannot set a volume named {_go_quote(c.GCS_STORAGE_VOLUME_NAME)} in the head Pod when the "
+                f"cannot set a volume named {quote(c.GCS_STORAGE_VOLUME_NAME)} in the head Pod when the "
                 "embedded GCS FT backend is used - it is managed by KubeRay",
             )
 
@@ -553,7 +553,7 @@ def _check_network_policy(errs: _Errors, spec: _View, workers: Sequence[_Group],
         name = item.text("groupName")
         if not item.has("groupName"):
             errs.schema(item.at("groupName"), _REQUIRED)
-        per_group.append((name, f"networkPolicy.workerGroups[{_go_quote(name)}]", item))
+        per_group.append((name, f"networkPolicy.workerGroups[{quote(name)}]", item))
     if not policy.present:
         return
     if not gates.get(c.GATE_RAYCLUSTER_NETWORK_POLICY, False):
@@ -561,7 +561,7 @@ def _check_network_policy(errs: _Errors, spec: _View, workers: Sequence[_Group],
             policy.path,
             f"spec.networkPolicy requires the {c.GATE_RAYCLUSTER_NETWORK_POLICY} feature gate to be enabled",
         )
-    quoted_mode = _go_quote(mode)
+    quoted_mode = quote(mode)
     for label, rules in [*rule_sets, *((label, view) for _, label, view in per_group)]:
         ingress = rules.array("ingressRules")
         egress = rules.array("egressRules")
@@ -581,8 +581,8 @@ def _check_network_policy(errs: _Errors, spec: _View, workers: Sequence[_Group],
         if reasons:
             errs.kuberay(
                 _child(worker.path, "groupName"),
-                f"worker group name {_go_quote(worker.label)} must be a valid DNS1123 label when networkPolicy is "
-                f"enabled (it is embedded in the NetworkPolicy name): {_go_list(reasons)}",
+                f"worker group name {quote(worker.label)} must be a valid DNS1123 label when networkPolicy is "
+                f"enabled (it is embedded in the NetworkPolicy name): {sprint_strings(reasons)}",
             )
         group_names.add(worker.label)
     for name, label, item in per_group:
@@ -609,7 +609,7 @@ def _check_tls(
         return
     managed = "- the operator manages TLS configuration automatically"
     places: list[tuple[str, _Container | None]] = [("head Pod", head.template.ray_container)]
-    places += [(f"worker group {_go_quote(w.label)}", w.template.ray_container) for w in workers]
+    places += [(f"worker group {quote(w.label)}", w.template.ray_container) for w in workers]
     for where, container in places:
         if container is None:
             continue
@@ -636,13 +636,13 @@ def _check_tls_mounts(errs: _Errors, mounts: Sequence[_Mount], where: str, manag
         if mount.name == c.RAY_TLS_VOLUME_NAME:
             errs.kuberay(
                 mount.path,
-                f"cannot use volume mount named {_go_quote(c.RAY_TLS_VOLUME_NAME)} in {where} when tlsOptions is set "
+                f"cannot use volume mount named {quote(c.RAY_TLS_VOLUME_NAME)} in {where} when tlsOptions is set "
                 f"{managed}",
             )
         elif mount.mount_path == c.RAY_TLS_CERT_MOUNT_PATH:
             errs.kuberay(
                 mount.path,
-                f"cannot use volume mount at path {_go_quote(c.RAY_TLS_CERT_MOUNT_PATH)} in {where} when tlsOptions "
+                f"cannot use volume mount at path {quote(c.RAY_TLS_CERT_MOUNT_PATH)} in {where} when tlsOptions "
                 f"is set {managed}",
             )
 

@@ -33,9 +33,6 @@ from raykube.api.validation.common import (
     _child,
     _Errors,
     _gates,
-    _go_atoi,
-    _go_parse_duration,
-    _Invalid,
     _key,
     _read_metadata,
     _root,
@@ -43,6 +40,9 @@ from raykube.api.validation.common import (
     _View,
 )
 from raykube.api.validation.raycluster import _check_cluster_spec, _ClusterSummary
+from raykube.golang.duration import parse_duration
+from raykube.golang.errors import GoError
+from raykube.golang.strconv import atoi
 
 __all__ = ["validate_rayservice", "validate_rayservice_metadata", "validate_rayservice_spec"]
 
@@ -69,14 +69,14 @@ def validate_rayservice_metadata(metadata: object, *, path: str = "metadata") ->
 def _initializing_timeout_error(value: str) -> str:
     key = c.RAY_SERVICE_INITIALIZING_TIMEOUT_ANNOTATION
     try:
-        duration = _go_parse_duration(value)
-    except _Invalid:
+        duration = parse_duration(value)
+    except GoError:
         pass
     else:
         return f"annotation {key} must be a positive duration, got: {value}" if duration <= 0 else ""
     try:
-        seconds = _go_atoi(value)
-    except _Invalid:
+        seconds = atoi(value)
+    except GoError:
         pass
     else:
         return f"annotation {key} must be a positive integer (seconds), got: {value}" if seconds <= 0 else ""

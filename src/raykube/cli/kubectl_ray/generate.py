@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from raykube.api import constants as c
-from raykube.builders.quantity import QuantityError, canonical, parse_quantity
+from raykube.golang.quantity import QuantityError, canonical, parse_quantity
 
 API_VERSION = f"{c.API_GROUP}/v1"
 

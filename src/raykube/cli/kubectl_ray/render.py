@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from raykube.api import constants as c
-from raykube.builders.quantity import ZERO, Quantity, QuantityError, multiply, parse_quantity, sum_quantities
+from raykube.golang.quantity import ZERO, Quantity, QuantityError, multiply, parse_quantity, sum_quantities
 from raykube.kube.times import parse_time
 
 INT32_MAX = 2**31 - 1  # what `get workergroup` shows for a group without maxReplicas

@@ -1,6 +1,6 @@
 """Pod facts: phase, readiness (KubeRay's ``utils.IsRunningAndReady``, via :mod:`raykube.builders.status`), the
 Ray labels that tie a Pod to its RayCluster group, container states, and what the scheduler reserves for a Pod
-(requests, with :mod:`raykube.builders.quantity`)."""
+(requests, with :mod:`raykube.golang.quantity`)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from raykube.api import constants as c
-from raykube.builders.quantity import Quantity, QuantityError, parse_quantity
 from raykube.builders.status import is_running_and_ready
 from raykube.doctor import snapshot as s
+from raykube.golang.quantity import Quantity, QuantityError, parse_quantity
 
 # Kubernetes core/v1 Pod conditions and phases the rules read.
 POD_SCHEDULED: Final = "PodScheduled"

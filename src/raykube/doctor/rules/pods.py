@@ -18,7 +18,6 @@ from typing import Any
 from raykube.api import constants as c
 from raykube.builders import names
 from raykube.builders.groups import is_gpu_resource_name
-from raykube.builders.quantity import Quantity, format_quantity
 from raykube.doctor import facts
 from raykube.doctor import snapshot as s
 from raykube.doctor import tokens as t
@@ -35,6 +34,7 @@ from raykube.doctor.rules.base import (
     rule,
 )
 from raykube.doctor.snapshot import Obj, Snapshot
+from raykube.golang.quantity import Quantity, format_quantity
 
 CREATE_REJECTED = rule(
     "B01",

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from raykube.golang.strconv import quote
+
 # Getter of a ConfigMap's or Secret's body: None when it does not exist.
 Getter = Callable[[str, str], Awaitable[Mapping[str, Any] | None]]
 
@@ -123,15 +125,10 @@ def service_env(services: list[Mapping[str, Any]], namespace: str, enable_servic
     return env
 
 
-def _go_quote(value: str) -> str:
-    """strconv.Quote for the strings labels and annotations hold."""
-    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
-    return f'"{escaped}"'
-
-
 def format_map(values: Mapping[str, str]) -> str:
-    """fieldpath.FormatMap: ``key="value"`` lines, keys sorted (how the downward API renders labels)."""
-    return "\n".join(f"{key}={_go_quote(values[key])}" for key in sorted(values))
+    """fieldpath.FormatMap: ``key="value"`` lines (``%q``, :func:`~raykube.golang.strconv.quote`), keys sorted (how
+    the downward API renders labels)."""
+    return "\n".join(f"{key}={quote(values[key])}" for key in sorted(values))
 
 
 _SUBSCRIPT = re.compile(r"^(metadata\.(?:labels|annotations))\['(.*)'\]$")

@@ -1,4 +1,4 @@
-"""Go's encoding/json round trip of a RayClusterSpec (raykube.builders.gojson) and the spec hash built on it.
+"""Go's encoding/json round trip of a RayClusterSpec (raykube.golang.gojson) and the spec hash built on it.
 
 Every expected value here was produced by KubeRay v1.6.1 itself (tools/kuberay/hash, with -json for the encodings);
 tests/integration/test_kuberay_hash.py compares with it live, over KubeRay's samples and generated specs.
@@ -15,9 +15,9 @@ import pytest
 import yaml
 
 from raykube.api.raycluster import RayClusterSpec
-from raykube.builders import gojson, gostructs
 from raykube.builders.pods import cluster_spec_hash
-from raykube.builders.quantity import QuantityError, marshaled
+from raykube.golang import gojson, gostructs
+from raykube.golang.quantity import QuantityError, marshaled
 from tests.support import KUBERAY_V161
 from tests.vectors import compare
 

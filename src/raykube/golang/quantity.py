@@ -16,7 +16,7 @@ in ``status.desiredCPU`` and friends, so that raykube's status shows the same st
   that is a multiple of three (``1500m``, ``840G``, ``1e3``).
 * **Marshaling** (:func:`marshaled`) is what ``Quantity.MarshalJSON`` writes for a parsed text: the canonical form,
   or the text itself where ``ParseQuantity`` cached it (``"1.500"``, ``"1E3"``, ``"2Gi"``), which is what KubeRay's
-  hashes of a spec see (:mod:`raykube.builders.gojson`).
+  hashes of a spec see (:mod:`raykube.golang.gojson`).
 
 Values are :class:`fractions.Fraction`, so sums are exact whatever their size.
 
@@ -41,6 +41,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal
+
+from raykube.golang.errors import GoError
 
 Format = Literal["DecimalSI", "BinarySI", "DecimalExponent"]
 
@@ -73,7 +75,7 @@ _QUANTITY = re.compile(r"\A(?P<number>[+-]?(?:\d+\.?\d*|\.\d+))(?P<suffix>.*)\Z"
 _EXPONENT = re.compile(r"\A[eE](?P<exponent>[+-]?\d+)\Z")
 
 
-class QuantityError(ValueError):
+class QuantityError(GoError):
     """The text is not a Kubernetes quantity (``ParseQuantity`` would fail on it)."""
 
 

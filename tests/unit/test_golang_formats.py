@@ -1,4 +1,4 @@
-"""Go's text formats (raykube.builders.golang) against outputs of Go itself.
+"""Go's text formats (raykube.golang: strconv, gojson, goyaml) against outputs of Go itself.
 
 The expected values come from tests/vectors/*.json, written by Go 1.26 (tools/govectors, ``make vectors``) calling
 ``strconv.Quote``, ``strconv.IsPrint``, ``strconv.FormatFloat``, ``encoding/json`` and ``sigs.k8s.io/yaml.YAMLToJSON``
@@ -21,7 +21,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from raykube.builders import golang
+from raykube.golang import gojson, strconv
+from raykube.golang.errors import GoError
 from tests.vectors import compare
 
 
@@ -50,10 +51,10 @@ def test_quote_matches_go(case: dict[str, Any]) -> None:
 
 
 def test_unicode_15_code_points_are_printable_for_go() -> None:
-    """The code points :data:`golang._UNICODE_15_PRINTABLE` adds to Python 3.11's ``str.isprintable``: Go prints them
+    """The code points :data:`strconv._UNICODE_15_PRINTABLE` adds to Python 3.11's ``str.isprintable``: Go prints them
     (and, by the every-code-point comparison above, nothing else is missing)."""
     printable = [(case["first"], case["last"]) for case in compare.load("golang_isprint").cases]
-    for first, last in golang._UNICODE_15_PRINTABLE:
+    for first, last in strconv._UNICODE_15_PRINTABLE:
         assert any(start <= first and last <= end for start, end in printable), hex(first)
 
 
@@ -89,12 +90,12 @@ def go_unquote(literal: str) -> str:
 @given(st.text())
 def test_quote_round_trips_through_go_unquote(text: str) -> None:
     expected = "".join("\ufffd" if 0xD800 <= ord(char) <= 0xDFFF else char for char in text)
-    assert go_unquote(golang.quote(text)) == expected
+    assert go_unquote(strconv.quote(text)) == expected
 
 
 @given(st.text(alphabet=st.characters(max_codepoint=0x7F)))
 def test_quote_escapes_every_ascii_control(text: str) -> None:
-    quoted = golang.quote(text)
+    quoted = strconv.quote(text)
     assert quoted.isascii()
     assert all(char.isprintable() for char in quoted)
     for char in text:
@@ -106,9 +107,9 @@ def test_quote_escapes_every_ascii_control(text: str) -> None:
 
 @given(st.text(alphabet=st.characters(min_codepoint=0x80, exclude_categories=("Cs",))))
 def test_quote_keeps_printable_unicode_and_escapes_the_rest(text: str) -> None:
-    quoted = golang.quote(text)
+    quoted = strconv.quote(text)
     for char in text:
-        if golang.is_print(char):
+        if strconv.is_print(char):
             assert char in quoted
         else:
             code = ord(char)
@@ -139,8 +140,8 @@ def test_format_float_extremes_match_go(case: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
 def test_json_refuses_what_go_refuses(value: float) -> None:
-    with pytest.raises(golang.GoError, match=r"^json: unsupported value: (NaN|\+Inf|-Inf)$"):
-        golang.json_marshal({"a": value})
+    with pytest.raises(GoError, match=r"^json: unsupported value: (NaN|\+Inf|-Inf)$"):
+        gojson.json_marshal({"a": value})
 
 
 _FINITE = st.floats(allow_nan=False, allow_infinity=False)
@@ -149,7 +150,7 @@ _FINITE_32 = st.floats(allow_nan=False, allow_infinity=False, width=32)
 
 @given(_FINITE)
 def test_float64_json_reads_back(value: float) -> None:
-    assert float(golang.json_number(value)) == value
+    assert float(gojson.json_number(value)) == value
 
 
 def _bits32(value: float) -> bytes:
@@ -158,14 +159,14 @@ def _bits32(value: float) -> bytes:
 
 def _float32_of(text: str) -> bytes | None:
     try:
-        return _bits32(golang.float32_from_json(text))
-    except golang.GoError:
+        return _bits32(gojson.float32_from_json(text))
+    except GoError:
         return None
 
 
 @given(_FINITE_32)
 def test_float32_shortest_reads_back_and_is_shortest(value: float) -> None:
-    text = golang.format_float(value, "e", -1, 32)
+    text = strconv.format_float(value, "e", -1, 32)
     assert _float32_of(text) == _bits32(value)
     mantissa, _, exponent = text.lstrip("-").partition("e")
     digits = mantissa.replace(".", "")
@@ -180,11 +181,11 @@ def test_float32_shortest_reads_back_and_is_shortest(value: float) -> None:
 @given(_FINITE)
 def test_float32_from_json_is_the_nearest_float32(value: float) -> None:
     try:
-        result = golang.float32_from_json(value)
-    except golang.GoError:
+        result = gojson.float32_from_json(value)
+    except GoError:
         assert abs(value) > 3.4e38
         return
-    assert golang.round_float32(result) == result
+    assert strconv.round_float32(result) == result
     exact = abs(Fraction(repr(value)))
     bits = struct.unpack(">I", _bits32(abs(result)))[0]
     neighbours = [struct.unpack(">f", (bits + step).to_bytes(4, "big"))[0] for step in (-1, 1) if bits + step >= 0]
@@ -200,12 +201,12 @@ def test_float32_from_json_is_the_nearest_float32(value: float) -> None:
 def test_json_marshal_escapes_like_go() -> None:
     value = {
         "b": ["<a&b>", "\u2028\u2029", "\x01\x7f", None, True, 1, 0.5],
-        "a": golang.Float32(golang.round_float32(1.1)),
+        "a": gojson.Float32(strconv.round_float32(1.1)),
     }
-    assert golang.json_marshal(value) == (
+    assert gojson.json_marshal(value) == (
         '{"a":1.1,"b":["\\u003ca\\u0026b\\u003e","\\u2028\\u2029","\\u0001\x7f",null,true,1,0.5]}'
     )
-    assert golang.json_marshal({"z": 1, "a": 2}, sort_keys=False) == '{"z":1,"a":2}'
+    assert gojson.json_marshal({"z": 1, "a": 2}, sort_keys=False) == '{"z":1,"a":2}'
 
 
 @pytest.mark.parametrize("case", _curated("yaml_to_json"))
@@ -224,6 +225,6 @@ _TEXT = st.text(alphabet=st.characters(exclude_categories=("Cs",)))
     )
 )
 def test_json_marshal_reads_back(value: object) -> None:
-    text = golang.json_marshal(value)
+    text = gojson.json_marshal(value)
     assert json.loads(text) == value
     assert not any(char in text for char in "<>&\u2028\u2029")
