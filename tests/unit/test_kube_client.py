@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 from raykube.api.resources import RAYCLUSTERS
 from raykube.controllers.raycluster import slow_start
-from raykube.kube.client import MAX_RETRIES, Kube, _decode_head_plain, _lines, _slim_event
+from raykube.kube.client import MAX_RETRIES, Kube
+from raykube.kube.decode import _decode_head_plain, _lines, _slim_event
 from raykube.kube.errors import ApiError
 from raykube.kube.resources import CONFIGMAPS, NODES, PODS, SERVICE_ACCOUNTS, SERVICES
 

@@ -3,6 +3,11 @@
 A flat module of documented constants and nothing else. Each one names where its contract comes from, so that a
 change upstream can be traced to the line that has to follow it. The KubeRay paths are under ``ray-operator/`` in
 ``github.com/ray-project/kuberay``.
+
+It is one unit on purpose, however long: it is the one place to look up every name raykube shares with KubeRay or
+Ray, and to check a new one against those already there, and each constant carries its own source, so splitting it
+would only spread that lookup over several files. Sections headed ``# --- title (source) ---`` group the constants
+by what they belong to; the source in a heading cites the constants under it that have no comment of their own.
 """
 
 from __future__ import annotations
@@ -463,6 +468,7 @@ REASON_HEAD_POD_RUNNING_AND_READY: Final = "HeadPodRunningAndReady"
 REASON_HEAD_POD_NOT_FOUND: Final = "HeadPodNotFound"
 REASON_ALL_PODS_READY_FIRST_TIME: Final = "AllPodRunningAndReadyFirstTime"
 REASON_PODS_PROVISIONING: Final = "RayClusterPodsProvisioning"
+# KubeRay utils/constant.go ErrFailed* (errRayClusterReplicaFailure): the reasons of the ReplicaFailure condition.
 REASON_FAILED_CREATE_HEAD_POD: Final = "FailedCreateHeadPod"
 REASON_FAILED_DELETE_HEAD_POD: Final = "FailedDeleteHeadPod"
 REASON_FAILED_CREATE_WORKER_POD: Final = "FailedCreateWorkerPod"
@@ -471,12 +477,14 @@ REASON_FAILED_DELETE_ALL_PODS: Final = "FailedDeleteAllPods"
 
 # --- Operator environment switches (KubeRay utils/constant.go; read with os.Getenv) -----------------------------
 
+# KubeRay common/pod.go EnableInitContainerInjectionEnvKey.
 ENABLE_INIT_CONTAINER_INJECTION_ENV: Final = "ENABLE_INIT_CONTAINER_INJECTION"
 ENABLE_PROBES_INJECTION_ENV: Final = "ENABLE_PROBES_INJECTION"
 ENABLE_RANDOM_POD_DELETE_ENV: Final = "ENABLE_RANDOM_POD_DELETE"
 ENABLE_RAY_HEAD_CLUSTER_IP_SERVICE_ENV: Final = "ENABLE_RAY_HEAD_CLUSTER_IP_SERVICE"
 ENABLE_LOGIN_SHELL_ENV: Final = "ENABLE_LOGIN_SHELL"
 ENABLE_DETERMINISTIC_HEAD_POD_NAME_ENV: Final = "ENABLE_DETERMINISTIC_HEAD_POD_NAME"
+# KubeRay utils/util.go ClusterDomainEnvKey.
 CLUSTER_DOMAIN_ENV: Final = "CLUSTER_DOMAIN"
 
 # --- Pod builders (KubeRay v1.6.1 controllers/ray/common/pod.go, utils/constant.go) ------------------------------

@@ -8,8 +8,11 @@ event recorder to get right:
 resources.py  Resource: a type and how to address it; the built-in resources raykube touches
 errors.py     ApiError (a Status from the API server), OutsideRbac
 rbac.py       Rule: an RBAC PolicyRule, and whether a set of rules allows a request
-client.py     Kube: dict-native async client (lightkube's config + httpx2, msgspec JSON, QPS/burst token bucket,
-              every request observed)
+client.py     Kube: dict-native async client (every verb through one path: RBAC check, QPS/burst, retry, observer)
+config.py     connect(): kubeconfig or in-cluster credentials (lightkube's config) into an httpx2 client
+decode.py     msgspec JSON decoding and encoding; the slim structs that skip managedFields
+ratelimit.py  TokenBucket (client-go's QPS/burst), Retry-After
+podexec.py    exec into a Pod: the WebSocket channels and the result
 transport.py  AiohttpTransport: httpx2's API sent on aiohttp's connection pool and HTTP parser (the client's CPU);
               Direct: JSON requests and watches on the same session without httpx2's objects (the hot path)
 informer.py   Informer (list + watch, bookmarks, 410 relist, idle rewatch, label indexes) and ObjectCache

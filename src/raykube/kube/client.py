@@ -7,13 +7,19 @@ relist, which loses deletions), and every request must go through one client-sid
 verb and resource. lightkube still does what it is good at: reading kubeconfig / in-cluster config and building the
 authenticated ``httpx2`` client this module sends requests with (on aiohttp's connections: transport.py). JSON is
 decoded with msgspec, several times faster than the standard library on Pod lists.
+
+What the client uses lives beside it: :mod:`.config` (kubeconfig and in-cluster loading, the connection),
+:mod:`.decode` (msgspec decoding, slim watch events, a watch's lines), :mod:`.ratelimit` (the token bucket and
+``Retry-After``) and :mod:`.podexec` (the exec streaming protocol); their public names are importable from here too.
+What is left, :class:`Kube`, is one unit on purpose: every verb (get, list, watch, create, patch, apply, replace,
+delete, exec, logs) goes through the same RBAC check, rate limiter, retry and observer of one client, and splitting
+the verbs apart would only scatter that one path.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -24,13 +30,30 @@ from typing import Any, Protocol, TypeVar
 import httpx2
 import msgspec
 from httpx2.websockets import WebSocketDisconnect, WebSocketUpgradeError
-from lightkube import KubeConfig
-from lightkube.config.client_adapter import ConnectionParams
 
+from raykube.kube.config import connect
+from raykube.kube.decode import _decode, _decode_head_plain, _encode, _lines, _slim_event
 from raykube.kube.errors import ApiError, OutsideRbac
+from raykube.kube.podexec import _ERROR, _STDERR, _STDOUT, EXEC_DRAIN_SECONDS, EXEC_PROTOCOLS, ExecResult, exec_status
+from raykube.kube.ratelimit import MAX_RETRIES, TokenBucket, retry_after
 from raykube.kube.rbac import Rule, allows
 from raykube.kube.resources import Resource
-from raykube.kube.transport import AiohttpTransport, Direct, Reply
+from raykube.kube.transport import Direct, Reply
+
+__all__ = [
+    "EXEC_DRAIN_SECONDS",
+    "EXEC_PROTOCOLS",
+    "MAX_RETRIES",
+    "PATCH_TYPES",
+    "ExecResult",
+    "Kube",
+    "ListResult",
+    "RequestObserver",
+    "TokenBucket",
+    "WatchEvent",
+    "exec_status",
+    "retry_after",
+]
 
 PATCH_TYPES = {
     "merge": "application/merge-patch+json",
@@ -38,153 +61,16 @@ PATCH_TYPES = {
     "strategic": "application/strategic-merge-patch+json",
     "apply": "application/apply-patch+yaml",
 }
-_decode = msgspec.json.Decoder().decode
-_encode = msgspec.json.Encoder().encode
-_UNSET = msgspec.UNSET
-
-
-class _Meta(msgspec.Struct):
-    """ObjectMeta's fields but managedFields, which no reader of a watch or a create's answer needs and which is
-    about 40% of a Pod's JSON: decoded into this, it is skipped without being built."""
-
-    name: Any = _UNSET  # camelCase: the JSON field names
-    generateName: Any = _UNSET
-    namespace: Any = _UNSET
-    selfLink: Any = _UNSET
-    uid: Any = _UNSET
-    resourceVersion: Any = _UNSET
-    generation: Any = _UNSET
-    creationTimestamp: Any = _UNSET
-    deletionTimestamp: Any = _UNSET
-    deletionGracePeriodSeconds: Any = _UNSET
-    labels: Any = _UNSET
-    annotations: Any = _UNSET
-    ownerReferences: Any = _UNSET
-    finalizers: Any = _UNSET
-
-
-class _Head(msgspec.Struct):
-    """An object's type and metadata, the rest skipped: what a create's answer is read for."""
-
-    apiVersion: Any = _UNSET
-    kind: Any = _UNSET
-    metadata: _Meta = msgspec.field(default_factory=_Meta)
-
-
-class _Whole(_Head):
-    """An object of a ``spec_status`` resource, but its managedFields."""
-
-    spec: Any = _UNSET
-    status: Any = _UNSET
-
-
-class _Event(msgspec.Struct):
-    type: str
-    object: _Whole
-
-
-_META_FIELDS = _Meta.__struct_fields__
-_decode_head = msgspec.json.Decoder(_Head).decode
-_decode_event = msgspec.json.Decoder(_Event).decode
-
-
-def _plain(obj: _Head) -> dict[str, Any]:
-    """The object as the JSON dict a generic decode gives, without metadata.managedFields."""
-    plain: dict[str, Any] = {}
-    for key in obj.__struct_fields__:
-        value = getattr(obj, key)
-        if key == "metadata":
-            plain[key] = {f: v for f in _META_FIELDS if (v := getattr(value, f)) is not _UNSET}
-        elif value is not _UNSET:
-            plain[key] = value
-    return plain
-
-
-def _decode_head_plain(content: bytes) -> dict[str, Any]:
-    return _plain(_decode_head(content))
-
-
-def _slim_event(line: bytes, res: Resource) -> dict[str, Any]:
-    """A watch event whose object has no metadata.managedFields; for a ``spec_status`` resource decoded field by
-    field (0.6x the time of a generic decode on a Pod), else decoded whole and the field dropped. An ERROR's object
-    (a Status) is always decoded whole."""
-    if res.spec_status:
-        event = _decode_event(line)
-        if event.type != "ERROR":
-            return {"type": event.type, "object": _plain(event.object)}
-    decoded: dict[str, Any] = _decode(line)
-    ((decoded.get("object") or {}).get("metadata") or {}).pop("managedFields", None)
-    return decoded
 
 
 log = logging.getLogger(__name__)
 _Answer = TypeVar("_Answer", httpx2.Response, Reply)
 
 
-# client-go's rest client: how often a request answered 429/5xx with Retry-After is sent again.
-MAX_RETRIES = 10
-
-
-def retry_after(response: httpx2.Response | Reply) -> float | None:
-    """Seconds to wait before sending the request again, when the answer is 429 or 5xx with a ``Retry-After`` of
-    whole seconds (client-go's ``checkWait``); None otherwise. A date or garbage is not a wait."""
-    if response.status_code != 429 and response.status_code < 500:
-        return None
-    value = response.headers.get("Retry-After", "").strip()
-    if not value.isdigit():
-        return None
-    return float(int(value))
-
-
 class RequestObserver(Protocol):
     """Told about every request (for metrics); ``code`` is 0 when no response came back."""
 
     def observe(self, verb: str, resource: str, code: int, seconds: float) -> None: ...
-
-
-class TokenBucket:
-    """Client-side rate limit as client-go's: ``qps`` tokens a second, at most ``burst`` saved up."""
-
-    def __init__(self, qps: float, burst: int) -> None:
-        self.check(qps, burst)
-        self.qps = qps
-        self.burst = burst
-        self._tokens = float(burst)
-        self._stamp = time.monotonic()
-        self._lock = asyncio.Lock()
-
-    @staticmethod
-    def check(qps: float, burst: int) -> None:
-        """Refuse a limit no bucket can keep."""
-        if qps <= 0 or burst < 1:
-            raise ValueError(f"qps must be > 0 and burst >= 1 (got qps={qps}, burst={burst})")
-
-    async def acquire(self) -> None:
-        async with self._lock:
-            now = time.monotonic()
-            self._tokens = self._saved_at(now)
-            self._stamp = now
-            if self._tokens >= 1:
-                self._tokens -= 1
-                return
-            wait = (1 - self._tokens) / self.qps
-            self._tokens = 0.0
-            self._stamp = now + wait
-            await asyncio.sleep(wait)
-
-    def saved(self) -> float:
-        """Tokens saved up now (negative while callers wait for the next ones)."""
-        return self._saved_at(time.monotonic())
-
-    def _saved_at(self, now: float) -> float:
-        return min(self.burst, self._tokens + (now - self._stamp) * self.qps)
-
-    async def spare(self, reserve: float) -> None:
-        """Wait until at least ``reserve`` tokens are saved up, taking none: for work that should only use what the
-        bucket's own callers leave over (the operator's Events yield to its writes this way)."""
-        reserve = min(reserve, self.burst)
-        while (saved := self.saved()) < reserve:  # noqa: ASYNC110 - each wait is the refill time the bucket needs
-            await asyncio.sleep((reserve - saved) / self.qps)
 
 
 @dataclass(frozen=True)
@@ -202,73 +88,9 @@ def _upgrade_error(response: httpx2.Response) -> ApiError:
 
 
 @dataclass(frozen=True)
-class ExecResult:
-    """What a command run in a container (``pods/exec``) wrote and how it ended."""
-
-    stdout: str
-    stderr: str
-    exit_code: int
-    raw_stdout: bytes = b""  # stdout as sent (a tar stream, say), before decoding
-
-
-# The exec streaming protocol (KEP-4006, WebSockets): each binary message starts with its channel.
-EXEC_PROTOCOLS = ["v5.channel.k8s.io", "v4.channel.k8s.io"]
-_STDOUT, _STDERR, _ERROR = 1, 2, 3
-EXEC_DRAIN_SECONDS = 2.0  # after the exec's Status, how long to wait for the server to close the stream
-
-
-def exec_status(message: bytes) -> int:
-    """The exit code in the error channel's Status: 0 on Success, the ``ExitCode`` cause of a ``NonZeroExitCode``;
-    any other failure (no such container, the container runtime refused) raises :class:`ApiError`."""
-    status = _decode(message) if message.strip() else {}
-    if not isinstance(status, dict) or status.get("status") != "Failure":
-        return 0
-    if status.get("reason") == "NonZeroExitCode":
-        for cause in (status.get("details") or {}).get("causes") or []:
-            if cause.get("reason") == "ExitCode":
-                try:
-                    return int(cause.get("message", ""))
-                except ValueError:
-                    break
-        return -1
-    # kwok (and Go's os/exec behind some runtimes) report a command's failure as an error "...: exit status N".
-    if found := re.search(r"exit status (\d+)$", str(status.get("message", ""))):
-        return int(found.group(1))
-    raise ApiError(
-        int(status.get("code") or 500), str(status.get("reason", "")), str(status.get("message", "")), status
-    )
-
-
-@dataclass(frozen=True)
 class WatchEvent:
     type: str  # ADDED, MODIFIED, DELETED, BOOKMARK
     object: dict[str, Any]
-
-
-async def _lines(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-    """The non-empty newline-separated lines of a byte stream (a watch sends one JSON event per line).
-
-    Bytes straight to the JSON decoder: no text decoding and no universal-newline scanning, which is most of what a
-    text line iterator costs on a busy Pod watch.
-    """
-    pending: list[bytes] = []
-    async for chunk in chunks:
-        if b"\n" not in chunk:
-            pending.append(chunk)
-            continue
-        if pending:
-            pending.append(chunk)
-            chunk = b"".join(pending)  # noqa: PLW2901 - the joined buffer replaces the chunk
-            pending = []
-        *lines, rest = chunk.split(b"\n")
-        for line in lines:
-            if line.strip():
-                yield line
-        if rest:
-            pending.append(rest)
-    tail = b"".join(pending)
-    if tail.strip():
-        yield tail
 
 
 def _outgoing(
@@ -354,29 +176,17 @@ class Kube:
         """From a kubeconfig file, else ``$KUBECONFIG`` / ``~/.kube/config``, else the in-cluster ServiceAccount;
         ``context`` (default: the current one) also gives :attr:`namespace`. ``per_resource``: a token bucket of
         ``qps``/``burst`` per resource type (controller-runtime's), else one for the whole client (a clientset's)."""
-        config = KubeConfig.from_file(kubeconfig) if kubeconfig else KubeConfig.from_env()
-        single = config.get(context)
-        if single is None:
-            raise ValueError(f"kubeconfig has no context {context!r}")
-        # trust_env=False: the API server is reached directly, never through an HTTP proxy from the environment.
-        # HTTP/1.1, not client-go's HTTP/2: aiohttp speaks only HTTP/1.1, and httpcore2's HTTP/2, tried before, lost a
-        # shared watch's events and never reset a stream closed early (encode/httpcore#943; docs "Scale").
-        params = ConnectionParams(timeout=httpx2.Timeout(timeout), trust_env=False).httpx_params(single)
-        # httpx2's API on aiohttp's connections (kube/transport.py: 0.58x the client's CPU per request), with
-        # enough connections for a full burst: every watch holds one of its own.
-        transport = params["transport"] = AiohttpTransport(verify=params.pop("verify"), max_connections=burst + 32)
-        http = httpx2.AsyncClient(**params)
-        http.headers["User-Agent"] = user_agent
+        connection = connect(kubeconfig, context=context, burst=burst, user_agent=user_agent, timeout=timeout)
         return cls(
-            http,
+            connection.http,
             qps=qps,
             burst=burst,
             observer=observer,
             rules=rules,
             field_manager=field_manager or user_agent,
-            namespace=single.namespace or "default",
+            namespace=connection.namespace,
             per_resource=per_resource,
-            direct=Direct(transport, http, timeout) if Direct.supports(http.auth) else None,
+            direct=connection.direct,
         )
 
     def limiter(self, res: Resource) -> TokenBucket:

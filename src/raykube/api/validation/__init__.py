@@ -7,10 +7,12 @@ reported, and nothing raises. Message texts are KubeRay's (users grep for them);
 own the text says so and names the field. ``features`` overrides the KubeRay feature-gate defaults in
 :data:`raykube.api.constants.FEATURE_GATE_DEFAULTS`.
 
-One module per kind, each with its rules listed in its docstring: :mod:`.raycluster`, :mod:`.rayjob`,
-:mod:`.rayservice`, :mod:`.raycronjob`; :mod:`.common` holds :class:`FieldError`, the typed reads, the name, version
-and Go syntax they share; :mod:`.update` the CEL transition rules (:func:`validate_update`). :data:`VALIDATORS` maps
-each kind to its whole-object validator and :func:`validate` picks one by the object's ``kind``.
+One module per kind, each with its rules listed in its docstring: :mod:`.raycluster` (its groups, GCS fault
+tolerance and options checks in :mod:`.raycluster_groups`, :mod:`.raycluster_gcs`, :mod:`.raycluster_options`),
+:mod:`.rayjob`, :mod:`.rayservice`, :mod:`.raycronjob`; :mod:`.common` holds :class:`FieldError`, the typed reads and
+the name and version checks they share; :mod:`.update` the CEL transition rules (:func:`validate_update`).
+:data:`VALIDATORS` maps each kind to its whole-object validator and :func:`validate` picks one by the object's
+``kind``.
 
 Sources. "validation.go" is KubeRay v1.6.1 ``ray-operator/controllers/ray/utils/validation.go`` (what the
 controllers check before reconciling; its failures are the ``Invalid*`` events and the RayJob ``ValidationFailed``

@@ -40,7 +40,8 @@ from raykube.kube.resources import CONFIGMAPS, ENDPOINT_SLICES, LEASES, NODES, P
 from raykube.sandbox.kubelet import cleanup, images, network, nstools, podstatus
 from raykube.sandbox.kubelet.dns import DnsServer
 from raykube.sandbox.kubelet.env import NodeCapacity, service_env
-from raykube.sandbox.kubelet.pod import FIELD_MANAGER, Node, PodWorker, _spawn_helper, _wait_file
+from raykube.sandbox.kubelet.pod import FIELD_MANAGER, Node, PodWorker
+from raykube.sandbox.kubelet.podsandbox import spawn_helper, wait_file
 from raykube.sandbox.kubelet.services import ClusterIpProxy, ServiceTable
 
 log = logging.getLogger("raykube.sandbox.kubelet")
@@ -356,8 +357,8 @@ class Runtime:
         spec, ready = directory / "pause-spec.json", directory / "pause.json"
         ready.unlink(missing_ok=True)
         spec.write_text(json.dumps({"hostname": "raykube-services", "tmpfs": [], "readyFile": str(ready)}))
-        self.services_pause = await _spawn_helper(self.nstools_path, "pause", spec, directory / "pause.log")
-        await _wait_file(ready, self.services_pause, 30, "the services sandbox")
+        self.services_pause = await spawn_helper(self.nstools_path, "pause", spec, directory / "pause.log")
+        await wait_file(ready, self.services_pause, 30, "the services sandbox")
         pid = int(json.loads(ready.read_text())["pid"])
         await network.attach(
             self.net, pid, network.veth_name(f"services-{self.net.bridge}"), self.net.services_ip, services_sandbox=True
