@@ -21,7 +21,7 @@ from raykube.api.dashboard import DashboardError
 from raykube.api.resources import RAYCLUSTERS, RAYSERVICES, RayCluster, RayService
 from raykube.builders import services
 from raykube.builders.options import BuildOptions
-from raykube.builders.rayservice import goal_cluster_hash
+from raykube.builders.rayservice.clusters import goal_cluster_hash
 from raykube.controllers.base import Deps, Result
 from raykube.controllers.raycluster import registration as raycluster_registration
 from raykube.controllers.rayjob import registration as rayjob_registration

@@ -32,8 +32,8 @@ __all__ = [  # Rule and allows are re-exported: the rules here are made of them
     "role",
 ]
 
-# What the RayCluster, RayJob, RayCronJob and RayService controllers call (raykube.controllers.raycluster, .rayjob,
-# .rayjob_cleanup, .raycronjob, .rayservice; raykube.runtime.manager, raykube.kube.events, raykube.runtime.dashboard).
+# What the RayCluster, RayJob, RayCronJob and RayService controllers call (raykube.controllers.raycluster, the
+# .rayjob package, .raycronjob, .rayservice; raykube.runtime.manager, raykube.kube.events, raykube.runtime.dashboard).
 OPERATOR_RULES: tuple[Rule, ...] = (
     # patch: a RayService head Pod's ray.io/serve label. pods/resize is never called by the operator itself:
     # Kubernetes lets it create the autoscaler's Role (which grants it, and patch) only if it holds them (RBAC

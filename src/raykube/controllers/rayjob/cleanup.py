@@ -22,17 +22,15 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from raykube.api import constants as c
 from raykube.api.resources import RAYCLUSTERS, RAYJOBS
-from raykube.controllers.base import Deps, Result, reported, sent
+from raykube.controllers.base import Result, reported, sent
+from raykube.controllers.rayjob.context import JobContext, WithDeps
 from raykube.kube import objects, times
 from raykube.kube.errors import ApiError
 from raykube.kube.resources import JOBS
-
-if TYPE_CHECKING:
-    from raykube.controllers.rayjob import JobContext
 
 DELETE_SELF = "DeleteSelf"
 DELETE_CLUSTER = "DeleteCluster"
@@ -46,14 +44,7 @@ def _not_found(exc: ApiError) -> bool:
     return exc.not_found
 
 
-class Cleanup:
-    def __init__(self, deps: Deps) -> None:
-        self.api = deps.api
-        self.cache = deps.cache
-        self.recorder = deps.recorder
-        self.options = deps.options
-        self.clock = deps.clock
-
+class Cleanup(WithDeps):
     # ------------------------------------------------------------------------------------------------ attempts
     async def delete_cluster(self, ctx: JobContext) -> bool:
         """The job's cluster is gone (True), or its deletion was asked for or is under way (False)."""
