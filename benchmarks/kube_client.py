@@ -1,7 +1,7 @@
 """Benchmark: the Kube client's own CPU per request, on its three ways of sending, side by side.
 
 Why it exists: on 2 cores the scale benchmark is CPU-bound, and the operator's client is its largest own cost (see
-docs/architecture.md "Scale"). This measures the part the transport decides, with nothing else in the process: on a
+docs/scale-history.md). This measures the part the transport decides, with nothing else in the process: on a
 fresh sandbox, ``--requests`` ConfigMap creates and as many merge patches, ``--in-flight`` at a time, while a watch on
 the namespace reads every event they cause; CPU is this process's (``getrusage``) from the first create to the last
 event. The three ways: ``httpx2`` (httpx2's default transport, the client before aiohttp), ``aiohttp`` (httpx2's API

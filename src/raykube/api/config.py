@@ -39,7 +39,7 @@ LOG_ENCODERS = ("json", "console")
 # A deliberate difference from KubeRay, whose --reconcile-concurrency defaults to 1 (controller-runtime's
 # MaxConcurrentReconciles). The work queue never hands one RayCluster to two workers, so more workers only overlap
 # the API round trips of different clusters; at 1, creating 1,000 RayClusters is bound by those round trips
-# (benchmarks/scale.py, docs/architecture.md "Scale").
+# (benchmarks/scale.py, docs/scale-history.md).
 DEFAULT_RECONCILE_CONCURRENCY = 10
 
 _T = TypeVar("_T")

@@ -31,7 +31,8 @@ only (the other fields are set once, at creation). Pods get the annotations ``sc
 PodGroup) and ``volcano.sh/task-spec`` (their group), the cluster's ``volcano.sh/queue-name`` and
 ``ray.io/priority-class-name`` labels, and ``schedulerName: volcano``. A RayCluster created by a RayJob
 (``ray.io/originated-from-crd: RayJob``) gets no PodGroup of its own: its Pods point at ``ray-<rayjob>-pg``, which
-KubeRay's RayJob controller makes (not built yet: a PodGroup for a RayJob parent, with the submitter's resources).
+the RayJob controller makes (:meth:`Volcano.rayjob_objects`: a PodGroup for the RayJob parent, with the
+submitter's resources).
 
 **yunikorn** — no objects. Pods get ``schedulerName: yunikorn`` and the labels ``applicationId`` and ``queue`` from
 the cluster's ``yunikorn.apache.org/app-id`` and ``yunikorn.apache.org/queue``. With the cluster label
