@@ -1,9 +1,10 @@
 """raykube.builders.rayservice against KubeRay v1.6.1 (rayservice_controller.go, common/service.go,
 utils/consistency.go). Vectors: KubeRay's own unit tests (rayservice_controller_unit_test.go, common/service_test.go)
 where they pin values; hashes from KubeRay's GenerateHashWithoutReplicasAndWorkersToDelete (the tests' kuberay-hash
-helper); serve-config bodies from a Go program calling k8s.io/apimachinery util/yaml.Unmarshal + util/json.Marshal
-at the versions KubeRay v1.6.1 pins (not yet in tools/govectors); durations from tests/vectors/duration.json,
-written by Go's time.ParseDuration, strconv.Atoi and time.Duration.String (tools/govectors, `make vectors`)."""
+helper); serve-config bodies from tests/vectors/serve_config.json, written by KubeRay's updateServeDeployment path
+(k8s.io/apimachinery util/yaml.Unmarshal into a map[string]any, then json.Marshal) at the versions KubeRay v1.6.1
+pins, for this module's configs and a few hundred random ones; durations from tests/vectors/duration.json, written by
+Go's time.ParseDuration, strconv.Atoi and time.Duration.String (both tools/govectors, `make vectors`)."""
 
 from __future__ import annotations
 
@@ -555,61 +556,80 @@ _SAMPLE_SERVE_CONFIG = """applications:
 """
 
 
+_SERVE_CONFIGS = compare.load("serve_config")
+
+
+def _go_serve_config(config: str, target_capacity: int | None = None) -> dict[str, Any]:
+    """KubeRay's updateServeDeployment for this serveConfigV2, from Go's answers (tests/vectors/serve_config.json):
+    apimachinery util/yaml.Unmarshal into a map[string]any, then json.Marshal; ``body`` or ``error``."""
+    return _SERVE_CONFIGS.find(yaml=config, target_capacity=target_capacity)
+
+
 @pytest.mark.parametrize(
-    ("config", "expected"),
-    [  # the expected bytes are Go's (apimachinery util/yaml.Unmarshal into map[string]any, util/json.Marshal)
-        pytest.param(
-            _SAMPLE_SERVE_CONFIG,
-            '{"applications":[{"deployments":[{"name":"MangoStand","num_replicas":2,"ray_actor_options":'
-            '{"num_cpus":0.1},"user_config":{"price":3}}],"import_path":"fruit.deployment_graph","name":"fruit_app",'
-            '"route_prefix":"/fruit"}]}',
-            id="sample",
-        ),
-        pytest.param("", "{}", id="[Q] empty config: PUT {}"),
-        pytest.param("# only a comment\n", "{}", id="comment"),
-        pytest.param("null", "{}", id="null"),
+    "config",
+    [
+        pytest.param(_SAMPLE_SERVE_CONFIG, id="sample"),
+        pytest.param("", id="[Q] empty config: PUT {}"),
+        pytest.param("# only a comment\n", id="comment"),
+        pytest.param("null", id="null"),
         pytest.param(
             "a: 1.0\nb: 1e3\nc: 18446744073709551615\nd: 9223372036854775807\ne: -9223372036854775809\nf: 0.1\n"
             "g: 1e21\nh: 1e-7\ni: 0x1F\nj: 0o17\nk: yes\nl: off\nm: ~\nn: 2001-12-14\n",
-            '{"a":1,"b":1000,"c":18446744073709552000,"d":9223372036854775807,"e":-9223372036854776000,"f":0.1,'
-            '"false":"2001-12-14","g":1e+21,"h":1e-7,"i":31,"j":15,"k":true,"l":false,"m":null}',
             id="go-yaml v2 scalars, int64 or float64",
         ),
-        pytest.param("x: '<&>'\n", '{"x":"\\u003c\\u0026\\u003e"}', id="HTML escaped"),
-        pytest.param("a: b\n---\nc: d\n", '{"a":"b"}', id="first document only"),
+        pytest.param("x: '<&>'\n", id="HTML escaped"),
+        pytest.param("a: b\n---\nc: d\n", id="first document only"),
+        pytest.param("a: -0.0\nb: -0\nc: [-0.0, -0e3, -.0]\n", id="-0.0 is read back as the int64 0"),
+        pytest.param("1: a\ntrue: b\n0: c\nfalse: d\n-0.0: e\n", id="keys 1, true, 0, false and -0.0 stay apart"),
+        pytest.param(
+            "base: &b {cpu: 1, mem: 2}\nd:\n  mem: 3\n  <<: *b\n  gpu: 4\n", id="a merge sets keys over those before it"
+        ),
     ],
 )
-def test_serve_config_body(config: str, expected: str) -> None:
-    assert rs.serve_config_body(config) == expected.encode()
+def test_serve_config_body(config: str) -> None:
+    expected = _go_serve_config(config)
+    assert expected["error"] is None, expected["error"]
+    assert rs.serve_config_body(config) == expected["body"].encode()
 
 
 @pytest.mark.parametrize(
-    ("config", "message"),
+    "config",
     [
-        pytest.param(
-            "- a\n- b\n",
-            "error unmarshaling JSON: while decoding JSON: json: cannot unmarshal array into Go value of type "
-            "map[string]interface {}",
-            id="list",
-        ),
-        pytest.param(
-            "hello",
-            "error unmarshaling JSON: while decoding JSON: json: cannot unmarshal string into Go value of type "
-            "map[string]interface {}",
-            id="string",
-        ),
-        pytest.param("x: .nan\n", "error converting YAML to JSON: json: unsupported value: NaN", id="NaN"),
-        pytest.param("x: .inf\n", "error converting YAML to JSON: json: unsupported value: +Inf", id="Inf"),
+        pytest.param("- a\n- b\n", id="list"),
+        pytest.param("hello", id="string"),
+        pytest.param("x: .nan\n", id="NaN"),
+        pytest.param("x: .inf\n", id="Inf"),
+        pytest.param("d:\n  <<: 1\n", id="merge of a scalar"),
     ],
 )
-def test_serve_config_body_errors(config: str, message: str) -> None:
+def test_serve_config_body_errors(config: str) -> None:
+    expected = _go_serve_config(config)["error"]
+    assert expected is not None
     with pytest.raises(rs.RayServiceBuildError) as error:
         rs.serve_config_body(config)
-    assert str(error.value) == message
+    assert str(error.value) == expected
 
 
-def test_serve_config_body_target_capacity() -> None:
-    assert rs.serve_config_body("b: 1\n", target_capacity=50) == b'{"b":1,"target_capacity":50}'
+@pytest.mark.parametrize(
+    ("config", "target_capacity"), [("b: 1\n", 50), ("target_capacity: 3.5\nb: 1\n", 0), ("", 100)]
+)
+def test_serve_config_body_target_capacity(config: str, target_capacity: int) -> None:
+    expected = _go_serve_config(config, target_capacity)["body"]
+    assert rs.serve_config_body(config, target_capacity=target_capacity) == expected.encode()
+
+
+@pytest.mark.parametrize("case", [pytest.param(case, id=case["label"]) for case in _SERVE_CONFIGS.labelled()])
+def test_serve_config_matches_go(case: dict[str, Any]) -> None:
+    """Every curated serve config of tests/vectors/serve_config.json (a known divergence: both refuse)."""
+    assert compare.compare("serve_config", case) is None or any(
+        divergence.applies(case) for divergence in compare.DIVERGENCES if divergence.family == "serve_config"
+    )
+
+
+def test_every_serve_config_vector_agrees_with_go() -> None:
+    """The curated and the random serve configs: raykube's body (or error) is Go's on every one."""
+    result = compare.assert_agrees("serve_config")
+    assert result.total > 600
 
 
 def test_serve_config_body_for_every_rayservice_sample() -> None:

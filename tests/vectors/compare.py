@@ -1,4 +1,5 @@
-"""raykube's re-implementations of Go's libraries against the answers Go wrote into ``tests/vectors/*.json``.
+"""raykube's re-implementations of Go's libraries (and the RayService serve-config body built on them) against the
+answers Go wrote into ``tests/vectors/*.json``.
 
 Each JSON file is written by ``tools/govectors`` (``make vectors``): a header (the generator, the Go calls, the module
 versions, notes) and its cases, one per line, each a list of the columns named in ``fields``. :func:`compare` checks
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from raykube.api import cron
+from raykube.builders.rayservice import RayServiceBuildError, serve_config_body
 from raykube.golang import gojson, goyaml, strconv
 from raykube.golang.duration import duration_string, parse_duration
 from raykube.golang.errors import GoError
@@ -135,6 +137,30 @@ def _yaml(case: dict[str, Any]) -> str | None:
     return None if got == case["json"] else f"{got!r}, Go {case['json']!r}"
 
 
+_CONVERTING = "error converting YAML to JSON: "
+
+
+def _serve_config(case: dict[str, Any]) -> str | None:
+    target = case["target_capacity"]
+    got, error = _raised(lambda: serve_config_body(case["yaml"], target_capacity=target).decode(), RayServiceBuildError)
+    expected_error = case["error"]
+    if expected_error is not None and error is not None and expected_error.startswith(_CONVERTING + "yaml: line "):
+        # A go-yaml syntax error: the grammar is PyYAML's, so only the "yaml: line N:" prefix is Go's.
+        line = _YAML_LINE.match(expected_error, len(_CONVERTING))
+        prefix = expected_error[: line.end()] if line else _CONVERTING
+        return None if error.startswith(prefix) else f"error {error!r}, Go {expected_error!r}"
+    if expected_error is not None or error is not None:
+        return None if error == expected_error else f"error {error!r}, Go {expected_error!r}"
+    return None if got == case["body"] else f"{got!r}, Go {case['body']!r}"
+
+
+def _refused_unhashable(case: dict[str, Any]) -> bool:
+    _, error = _raised(lambda: serve_config_body(case["yaml"]), RayServiceBuildError)
+    return (
+        error is not None and error.startswith(_CONVERTING + "yaml: line ") and error.endswith("found unhashable key")
+    )
+
+
 def _duration(case: dict[str, Any]) -> str | None:
     func, given = case["func"], case["input"]
     if func == "String":
@@ -177,6 +203,7 @@ COMPARE: dict[str, Callable[[dict[str, Any]], str | None]] = {
     "golang_float64": _float64,
     "golang_format_float": _format_float,
     "yaml_to_json": _yaml,
+    "serve_config": _serve_config,
     "duration": _duration,
     "quantity": _quantity,
     "quantity_add": _quantity_add,
@@ -220,6 +247,13 @@ DIVERGENCES = (
         "Go's ParseQuantity reads a number with no digits at all ('.', 'e3', '+.Mi') as zero; raykube refuses it. "
         "The Quantity pattern of every CRD refuses such a text, so the API server never serves one.",
         lambda case: _NO_DIGITS.fullmatch(case["text"].strip()) is not None,
+    ),
+    Divergence(
+        "serve_config",
+        "a list or a mapping as a mapping key: both refuse the config (no PUT), but go-yaml's error names the key in "
+        "Go syntax ('yaml: invalid map key: []interface {}{1, 2}'), raykube's is PyYAML's ('yaml: line N: found "
+        "unhashable key')",
+        lambda case: "yaml: invalid map key: " in (case["error"] or "") and _refused_unhashable(case),
     ),
     Divergence(
         "quantity_add",

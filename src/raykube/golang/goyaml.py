@@ -3,20 +3,24 @@
 
 :func:`yaml_to_json` is ``sigs.k8s.io/yaml.YAMLToJSON``: YAML read with go-yaml v2's rules for plain scalars (its
 ``resolve``: ``y``/``n``/``on``/``off`` are booleans, ``0o17``/``0x1F``/``0b1`` integers, ``1e3`` and ``08`` floats,
-timestamps stay strings, no sexagesimal numbers), non-string keys turned into strings as that library does, then
-:func:`~raykube.golang.gojson.json_marshal` with map keys sorted. :func:`yaml_to_value` stops before the JSON.
+timestamps stay strings, no sexagesimal numbers), go-yaml v2's merge keys (``<<`` sets the merged keys where it
+stands, over the keys before it), non-string keys turned into strings as that library does (``1``, ``true`` and
+``1.0`` stay apart as ``"1"``, ``"true"``), values decoded depth first in document order (the first error is
+go-yaml's first), then :func:`~raykube.golang.gojson.json_marshal` with map keys sorted. :func:`yaml_to_value` stops
+before the JSON.
 
-Compared with Go's own answers for 3,040 YAML documents in tests/vectors/yaml_to_json.json (tools/govectors, ``make
-vectors``). Where Python cannot see what Go sees: the YAML grammar is PyYAML's; only the typing of plain scalars and
-keys follows go-yaml v2. Error texts are PyYAML's in go-yaml's ``yaml: line N: ...`` shape, not always go-yaml's
-words.
+Compared with Go's own answers for 3,040 YAML documents in tests/vectors/yaml_to_json.json and, through the RayService
+serve-config body, 651 configs in tests/vectors/serve_config.json (tools/govectors, ``make vectors``). Where Python
+cannot see what Go sees: the YAML grammar is PyYAML's; only the typing of plain scalars and keys follows go-yaml v2.
+Error texts are PyYAML's in go-yaml's ``yaml: line N: ...`` shape, not always go-yaml's words (a list or mapping
+as a key: ``found unhashable key``, where go-yaml writes the key in Go syntax).
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from typing import Any
 
 import yaml
@@ -91,7 +95,7 @@ def go_yaml_resolve(text: str) -> tuple[str, Any]:  # noqa: PLR0911, PLR0912 - g
 
 
 class _GoYamlLoader(yaml.SafeLoader):
-    """PyYAML's grammar with go-yaml v2's typing of plain scalars."""
+    """PyYAML's grammar with go-yaml v2's typing of plain scalars, its merge keys and sigs.k8s.io/yaml's JSON keys."""
 
     def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
         if kind is yaml.ScalarNode:
@@ -99,6 +103,42 @@ class _GoYamlLoader(yaml.SafeLoader):
                 return _MERGE if value == "<<" else go_yaml_resolve(value)[0]
             return _STR
         return super().resolve(kind, value, implicit)  # type: ignore[no-untyped-call]
+
+    def construct_document(self, node: yaml.Node) -> Any:
+        """Depth first, in document order, as go-yaml decodes (so the first error met is go-yaml's first error)."""
+        self.deep_construct = True
+        return super().construct_document(node)
+
+    def flatten_mapping(self, node: yaml.MappingNode) -> None:
+        """go-yaml v2's merge keys: a ``<<`` entry sets the merged keys where it stands, over the keys before it (and
+        under the keys after it); of a list of mappings, the first wins. PyYAML lets every explicit key win."""
+        pairs: list[tuple[yaml.Node, yaml.Node]] = []
+        for key_node, value_node in node.value:
+            if key_node.tag != _MERGE:
+                pairs.append((key_node, value_node))
+                continue
+            merged = value_node.value[::-1] if isinstance(value_node, yaml.SequenceNode) else [value_node]
+            for mapping in merged:
+                if not isinstance(mapping, yaml.MappingNode):
+                    raise GoError("yaml: map merge requires map or sequence of maps as the value")
+                self.flatten_mapping(mapping)
+                pairs.extend(mapping.value)
+        node.value = pairs
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        """A mapping with its keys made JSON keys already (Python's ``1 == True == 1.0`` and ``0 == -0.0`` would merge
+        keys that Go keeps apart); a key sigs.k8s.io/yaml refuses is kept as it is, for :func:`_jsonable` to refuse."""
+        self.flatten_mapping(node)
+        mapping: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if not isinstance(key, Hashable):
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping", node.start_mark, "found unhashable key", key_node.start_mark
+                )
+            text = _key_text(key)
+            mapping[key if text is None else text] = self.construct_object(value_node, deep=deep)
+        return mapping
 
 
 def _construct_resolved(loader: _GoYamlLoader, node: yaml.Node) -> Any:
@@ -145,13 +185,15 @@ _GoYamlLoader.add_multi_constructor("", _construct_other)
 
 def _yaml_error(error: yaml.YAMLError) -> GoError:
     """A YAML syntax error in go-yaml's ``yaml: line N: problem`` shape."""
+    if isinstance(error, yaml.constructor.ConstructorError) and str(error.problem).startswith("cannot decode "):
+        return GoError(f"yaml: {error.problem}")  # go-yaml's failf, without a line
     if isinstance(error, yaml.MarkedYAMLError) and error.problem_mark is not None:
         return GoError(f"yaml: line {error.problem_mark.line + 1}: {error.problem}")
     return GoError("yaml: " + " ".join(str(error).split()))
 
 
-def _json_key(key: Any, value: Any) -> str:
-    """sigs.k8s.io/yaml ``convertToJSONableObject``: a YAML key as the JSON key it becomes."""
+def _key_text(key: Any) -> str | None:
+    """sigs.k8s.io/yaml ``convertToJSONableObject``: a YAML key as the JSON key it becomes; None if it refuses it."""
     if isinstance(key, str):
         return key
     if isinstance(key, bool):
@@ -161,6 +203,14 @@ def _json_key(key: Any, value: Any) -> str:
     if isinstance(key, float):
         text = format_float(key, "g", -1, 32)
         return {"+Inf": ".inf", "-Inf": "-.inf", "NaN": ".nan"}.get(text, text)
+    return None
+
+
+def _json_key(key: Any, value: Any) -> str:
+    """:func:`_key_text`, or sigs.k8s.io/yaml's error for a key it refuses."""
+    text = _key_text(key)
+    if text is not None:
+        return text
     kind = "uint64" if isinstance(key, int) else "%!s(<nil>)" if key is None else type(key).__name__
     raise GoError(f"unsupported map key of type: {kind}, key: {_go_value(key)}, value: {_go_value(value)}")
 

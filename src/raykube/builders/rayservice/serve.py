@@ -3,8 +3,9 @@
 ``getAndCheckServeStatus``).
 
 * :func:`serve_config_body` is the ``PUT /api/serve/applications/`` body: ``serveConfigV2`` read by
-  ``k8s.io/apimachinery/pkg/util/yaml.Unmarshal`` into a ``map[string]any`` (integers as int64, other numbers as
-  float64) and written by ``encoding/json`` (keys sorted), byte for byte.
+  ``k8s.io/apimachinery/pkg/util/yaml.Unmarshal`` into a ``map[string]any`` (YAML to JSON, then a number with an
+  integer text as int64, others as float64) and written by ``encoding/json`` (keys sorted), byte for byte: Go's
+  answers for 651 configs in tests/vectors/serve_config.json (tools/govectors, ``make vectors``).
 * :func:`need_submit_serve_applications` is ``checkIfNeedSubmitServeApplications``, with KubeRay's reasons.
 * :func:`serve_application_statuses` is ``GetMultiApplicationStatus`` + ``getAndCheckServeStatus`` over the body of
   ``GET /api/serve/applications/?api_type=declarative``: ``(isReady, applicationStatuses)``.
@@ -14,6 +15,7 @@ KubeRay's quirk kept **[Q]**: an application named ``""`` is reported as ``defau
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -52,7 +54,7 @@ def serve_config_body(serve_config_v2: str | None, *, target_capacity: int | Non
     text = serve_config_v2 or ""
     try:
         value = goyaml.yaml_to_value(text)
-        gojson.json_marshal(value)  # YAMLToJSON fails on what JSON cannot hold (NaN, infinities)
+        document = gojson.json_marshal(value)  # YAMLToJSON fails on what JSON cannot hold (NaN, infinities)
     except GoError as error:
         raise RayServiceBuildError(f"error converting YAML to JSON: {error}") from None
     if value is not None and not isinstance(value, dict):
@@ -61,7 +63,8 @@ def serve_config_body(serve_config_v2: str | None, *, target_capacity: int | Non
             "error unmarshaling JSON: while decoding JSON: json: cannot unmarshal "
             f"{kind} into Go value of type map[string]interface {{}}"
         )
-    config: dict[str, Any] = gojson.preserve_ints(value) if value else {}
+    # The JSON read back as Go reads it into the map: a number with an integer text is an int64 (so -0.0 is 0).
+    config: dict[str, Any] = gojson.preserve_ints(json.loads(document)) if value else {}
     if target_capacity is not None:
         config["target_capacity"] = target_capacity
     return gojson.json_marshal(config).encode()
