@@ -11,6 +11,7 @@ from raykube.doctor.inside import failed_submitter_pods
 from raykube.doctor.model import Report
 from raykube.doctor.render import render_json, render_text, to_json
 from raykube.doctor.run import Options, diagnose
+from raykube.kube import objects
 from tests.doctor_support import assert_fires, assert_quiet, findings_by_rule, one_finding
 from tests.unit.test_doctor_rules import NS, World, _pending, roots, seed_spec
 
@@ -267,7 +268,7 @@ def test_the_failed_submitter_pods_last_lines_are_quoted_when_the_doctor_looked_
                        "spec": {"containers": [{"name": "ray-job-submitter", "image": "rayproject/ray:2.52.0"}]},
                        "status": {"phase": "Failed"}})  # fmt: skip
     snap = world.snapshot(targets=(), workloads=(("RayJob", NS, "train"),))
-    assert [s.name_of(p) for p in failed_submitter_pods(snap)] == ["train-x7k2p"]  # whose logs --exec reads
+    assert [objects.name(p) for p in failed_submitter_pods(snap)] == ["train-x7k2p"]  # whose logs --exec reads
     last = "ModuleNotFoundError: No module named 'torch'"
     snap.inside = {f"{NS}/train-x7k2p": {"role": "submitter", "logs": [
         {"source": "kubectl logs train-x7k2p", "line": "Traceback (most recent call last):"},

@@ -15,6 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from raykube.cli.output import err, out
+from raykube.kube import objects
 
 SEVERITIES = ("critical", "error", "warning", "info")
 # What TARGET may name, as kubectl spells a type: plural, singular, with or without the group.
@@ -182,7 +183,7 @@ def _from_dump(
             "RayService": s.RAYSERVICES,
             "RayCronJob": s.RAYCRONJOBS,
         }[kind]
-        found = [s.namespace_of(o) for o in snap.all(resource) if s.name_of(o) == name]
+        found = [objects.namespace(o) for o in snap.all(resource) if objects.name(o) == name]
         namespaces = [namespace] if namespace is not None else found or ["default"]
         if kind == "RayCluster":
             snap = dataclasses.replace(snap, targets=tuple((ns, name) for ns in namespaces), workloads=())

@@ -27,6 +27,7 @@ from raykube.doctor import facts
 from raykube.doctor import snapshot as s
 from raykube.doctor.model import SCHEMA_VERSION, NotChecked
 from raykube.doctor.snapshot import Obj, Snapshot
+from raykube.kube import objects
 from raykube.kube.resources import Resource
 
 META_FILE: Final = "doctor-dump.yaml"
@@ -123,7 +124,7 @@ def _type_from_file(path: Path) -> Resource | None:
     return None
 
 
-def _latest_time(objects: Mapping[str, list[Obj]]) -> datetime | None:
+def _latest_time(by_type: Mapping[str, list[Obj]]) -> datetime | None:
     latest: datetime | None = None
 
     def consider(value: object) -> None:
@@ -132,9 +133,9 @@ def _latest_time(objects: Mapping[str, list[Obj]]) -> datetime | None:
         if moment is not None and (latest is None or moment > latest):
             latest = moment
 
-    for items in objects.values():
+    for items in by_type.values():
         for obj in items:
-            consider(s.meta(obj).get("creationTimestamp"))
+            consider(objects.meta(obj).get("creationTimestamp"))
             if obj.get("kind") == "Event":
                 consider(facts.event_time(obj))
             for cond in (obj.get("status") or {}).get("conditions") or []:
@@ -154,7 +155,7 @@ def read(  # noqa: PLR0912 - each document shape of a kubectl dump is one branch
     narrow a live run."""
     if not directory.is_dir():
         raise DumpError(f"{directory} is not a directory")
-    objects: dict[str, list[Obj]] = {}
+    by_type: dict[str, list[Obj]] = {}
     seen_types: set[str] = set()
     meta: Mapping[str, Any] | None = None
     files = sorted(p for p in directory.rglob("*") if p.is_file() and p.suffix in _SUFFIXES)
@@ -178,7 +179,7 @@ def read(  # noqa: PLR0912 - each document shape of a kubectl dump is one branch
                 resource = s.type_of(item)
                 if resource is None:
                     continue
-                objects.setdefault(resource.plural, []).append(dict(item))
+                by_type.setdefault(resource.plural, []).append(dict(item))
                 seen_types.add(resource.plural)
     not_checked: list[NotChecked] = []
     if meta is not None:
@@ -193,7 +194,7 @@ def read(  # noqa: PLR0912 - each document shape of a kubectl dump is one branch
             namespaces = tuple(meta["namespaces"])
     else:
         gathered = seen_types
-        now = _latest_time(objects) or datetime.now(UTC)
+        now = _latest_time(by_type) or datetime.now(UTC)
         for resource in s.ALL_TYPES:
             # RayJobs, RayServices and their Jobs matter only to a RayJob/RayService target, which is reported
             # missing by name if the dump lacks it.
@@ -202,15 +203,15 @@ def read(  # noqa: PLR0912 - each document shape of a kubectl dump is one branch
                 core = resource.plural in s.CORE_TYPES
                 not_checked.append(NotChecked(str(resource), "not in the dump", core=core))
     for key in gathered:
-        objects.setdefault(key, [])
+        by_type.setdefault(key, [])
     if namespaces is not None:
         wanted = set(namespaces)
-        objects = {
-            key: [o for o in items if not s.BY_KEY[key].namespaced or s.namespace_of(o) in wanted or _operator(o)]
-            for key, items in objects.items()
+        by_type = {
+            key: [o for o in items if not s.BY_KEY[key].namespaced or objects.namespace(o) in wanted or _operator(o)]
+            for key, items in by_type.items()
         }
     snap = s.build(
-        objects,
+        by_type,
         gathered=gathered,
         not_checked=not_checked,
         now=now,
@@ -230,7 +231,7 @@ def _operator(obj: Mapping[str, Any]) -> bool:
     if obj.get("kind") == s.DEPLOYMENTS.kind:
         return facts.is_operator_deployment(obj)
     if obj.get("kind") == s.PODS.kind:
-        labels = s.labels_of(obj)
+        labels = objects.labels(obj)
         return (
             labels.get(facts.COMPONENT_LABEL) == c.COMPONENT_NAME
             or labels.get(c.K8S_APP_NAME_LABEL) == c.OPERATOR_APP_NAME_LABEL_VALUES[0]

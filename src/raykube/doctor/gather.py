@@ -30,6 +30,7 @@ from raykube.doctor import facts
 from raykube.doctor import snapshot as s
 from raykube.doctor.model import NotChecked
 from raykube.doctor.snapshot import Obj, Snapshot
+from raykube.kube import objects
 from raykube.kube.client import Kube
 from raykube.kube.errors import ApiError
 from raykube.kube.resources import Resource
@@ -159,7 +160,7 @@ class _Gatherer:
         for deployment in snap.all(s.DEPLOYMENTS):
             if not facts.is_operator_deployment(deployment):
                 continue
-            namespace = s.namespace_of(deployment)
+            namespace = objects.namespace(deployment)
             if listed is None or namespace in listed:
                 continue  # its Pods came with the namespace's Pods
             match = ((deployment.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
@@ -178,7 +179,7 @@ class _Gatherer:
         ops = facts.operators(snap)
         if not ops:
             return
-        cluster_namespaces = sorted({s.namespace_of(o) for o in snap.rayclusters})
+        cluster_namespaces = sorted({objects.namespace(o) for o in snap.rayclusters})
         per_namespace = len(cluster_namespaces) <= MAX_REVIEWED_NAMESPACES
         if not per_namespace:
             self.not_checked.append(

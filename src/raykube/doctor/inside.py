@@ -32,6 +32,7 @@ from raykube.doctor.facts.cluster import ClusterView
 from raykube.doctor.model import NotChecked
 from raykube.doctor.probe_script import SCRIPT
 from raykube.doctor.snapshot import Obj, Snapshot
+from raykube.kube import objects
 from raykube.kube.client import Kube
 from raykube.kube.errors import ApiError
 from raykube.kube.resources import PODS, SELF_SUBJECT_ACCESS_REVIEWS
@@ -96,7 +97,7 @@ def _probe_target(group_pods: Sequence[Obj]) -> tuple[Obj, str] | None:
     for pod in live:
         if _running(pod, c.WAIT_GCS_READY_INIT_CONTAINER, init=True):
             return pod, c.WAIT_GCS_READY_INIT_CONTAINER
-    ranked = sorted(live, key=lambda p: (facts.is_ready(p), s.name_of(p)))
+    ranked = sorted(live, key=lambda p: (facts.is_ready(p), objects.name(p)))
     for pod in ranked:
         name = _ray_container_name(pod)
         if name and _running(pod, name):
@@ -150,8 +151,8 @@ class _Inside:
                 try:
                     run = await self.client.exec(
                         PODS,
-                        s.name_of(pod),
-                        s.namespace_of(pod),
+                        objects.name(pod),
+                        objects.namespace(pod),
                         [python, "-c", SCRIPT, payload],
                         container=container,
                         timeout=self.budget.exec_timeout,
@@ -193,8 +194,8 @@ class _Inside:
                 try:
                     text = await self.client.logs(
                         PODS,
-                        s.name_of(pod),
-                        s.namespace_of(pod),
+                        objects.name(pod),
+                        objects.namespace(pod),
                         container=container,
                         previous=previous,
                         tail_lines=LOG_TAIL,
@@ -209,11 +210,11 @@ class _Inside:
         entry = self.entry(pod, "submitter")
         async with self.gate:
             try:
-                text = await self.client.logs(PODS, s.name_of(pod), s.namespace_of(pod), tail_lines=LOG_TAIL)
+                text = await self.client.logs(PODS, objects.name(pod), objects.namespace(pod), tail_lines=LOG_TAIL)
             except (ApiError, OSError):
                 return
         lines = [line for line in text.splitlines() if line.strip()][-SUBMITTER_LINES:]
-        source = f"kubectl logs {s.name_of(pod)}"
+        source = f"kubectl logs {objects.name(pod)}"
         entry["logs"] += [{"source": source, "line": fi.mask(fi.excerpt(line, 0))} for line in lines]
 
     def cluster_jobs(self, view: ClusterView) -> list[Any]:
@@ -246,7 +247,7 @@ class _Inside:
                 args["logs"] = []  # Ray has not started in this Pod yet
             jobs.append(self.probe(pod, container, "worker", args))
         sick = [p for p in view.pods if not facts.terminating(p) and _sick(p)]
-        sick.sort(key=lambda p: (facts.node_type(p) != c.NODE_TYPE_HEAD, s.name_of(p)))
+        sick.sort(key=lambda p: (facts.node_type(p) != c.NODE_TYPE_HEAD, objects.name(p)))
         for pod in sick[:MAX_LOG_PODS]:
             role = "head" if facts.node_type(pod) == c.NODE_TYPE_HEAD else "worker"
             jobs.append(self.logs(pod, role))
@@ -269,14 +270,14 @@ async def look_inside(
         return
     inside = _Inside(client, budget or Budget())
     refused: dict[str, list[str]] = {}
-    namespaces = sorted({v.namespace for v in views} | {s.namespace_of(p) for p in failed_submitter_pods(snap)})
+    namespaces = sorted({v.namespace for v in views} | {objects.namespace(p) for p in failed_submitter_pods(snap)})
     try:
         answers = await asyncio.gather(*(_allowed(client, ns) for ns in namespaces))
     except ApiError as exc:
         answers = [[f"a SelfSubjectAccessReview ({exc.code} {exc.message[:120]})"] for _ in namespaces]
     refused = {ns: missing for ns, missing in zip(namespaces, answers, strict=True) if missing}
     jobs = [job for view in views if view.namespace not in refused for job in inside.cluster_jobs(view)]
-    jobs += [inside.submitter_logs(pod) for pod in failed_submitter_pods(snap) if s.namespace_of(pod) not in refused]
+    jobs += [inside.submitter_logs(pod) for pod in failed_submitter_pods(snap) if objects.namespace(pod) not in refused]
     await asyncio.gather(*jobs)
     snap.inside = inside.results
     ran = sum(1 for e in inside.results.values() if e.get("probe") is not None)
@@ -303,17 +304,17 @@ def failed_submitter_pods(snap: Snapshot) -> list[Obj]:
     out = []
     for job in snap.rayjobs:
         mode = str((job.get("spec") or {}).get("submissionMode") or c.SUBMISSION_MODE_K8S_JOB)
-        submitter = snap.get(s.JOBS, s.namespace_of(job), s.name_of(job))
+        submitter = snap.get(s.JOBS, objects.namespace(job), objects.name(job))
         if mode != c.SUBMISSION_MODE_K8S_JOB or submitter is None:
             continue
         if not int((submitter.get("status") or {}).get("failed") or 0):
             continue
         pods = [
             p
-            for p in snap.in_namespace(s.PODS, s.namespace_of(job))
-            if any(s.labels_of(p).get(label) == s.name_of(submitter) for label in c.JOB_NAME_LABELS)
+            for p in snap.in_namespace(s.PODS, objects.namespace(job))
+            if any(objects.labels(p).get(label) == objects.name(submitter) for label in c.JOB_NAME_LABELS)
             and facts.phase(p) == c.POD_PHASE_FAILED
         ]
-        pods.sort(key=lambda p: str(s.meta(p).get("creationTimestamp") or ""), reverse=True)
+        pods.sort(key=lambda p: str(objects.meta(p).get("creationTimestamp") or ""), reverse=True)
         out += pods[:1]
     return out

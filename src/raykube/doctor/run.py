@@ -23,6 +23,7 @@ from raykube.doctor.model import Finding, NotChecked, ObjectRef, Report, RuleFai
 from raykube.doctor.rules import CHECKERS
 from raykube.doctor.rules.control import STARTING_GRACE_KEY
 from raykube.doctor.snapshot import Snapshot
+from raykube.kube import objects
 from raykube.kube.client import Kube
 
 # Said when the in-Pod checks were not considered at all (a dump without them, a library caller).
@@ -116,9 +117,9 @@ def starting_clusters(snap: Snapshot, grace: float) -> dict[ObjectRef, float]:
     and was created less than ``grace`` seconds ago (a scale-up, a recreated Pod); with the seconds left."""
     out: dict[ObjectRef, float] = {}
     for view in facts.cluster_views(snap):
-        ages = [facts.seconds_since(s.meta(view.obj).get("creationTimestamp"), snap.now)]
+        ages = [facts.seconds_since(objects.meta(view.obj).get("creationTimestamp"), snap.now)]
         ages += [
-            facts.seconds_since(s.meta(pod).get("creationTimestamp"), snap.now)
+            facts.seconds_since(objects.meta(pod).get("creationTimestamp"), snap.now)
             for pod in view.pods
             if not facts.is_ready(pod) and not facts.terminating(pod)
         ]

@@ -19,6 +19,7 @@ from typing import Any, Final
 from raykube.api import addresses as ray
 from raykube.api import constants as c
 from raykube.doctor.model import NotChecked
+from raykube.kube import objects
 from raykube.kube import resources as r
 from raykube.kube.resources import Resource
 
@@ -136,28 +137,10 @@ def sanitize(resource: Resource, obj: Mapping[str, Any]) -> Obj:
     return out
 
 
-def meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    value: Mapping[str, Any] = obj.get("metadata") or {}
-    return value
-
-
-def name_of(obj: Mapping[str, Any]) -> str:
-    return str(meta(obj).get("name") or "")
-
-
-def namespace_of(obj: Mapping[str, Any]) -> str:
-    return str(meta(obj).get("namespace") or "")
-
-
-def labels_of(obj: Mapping[str, Any]) -> Mapping[str, str]:
-    value: Mapping[str, str] = meta(obj).get("labels") or {}
-    return value
-
-
 def key_of(obj: Mapping[str, Any]) -> str:
     """``<namespace>/<name>`` (or ``<name>`` for a cluster-scoped object)."""
-    namespace = namespace_of(obj)
-    return f"{namespace}/{name_of(obj)}" if namespace else name_of(obj)
+    namespace = objects.namespace(obj)
+    return f"{namespace}/{objects.name(obj)}" if namespace else objects.name(obj)
 
 
 @dataclass
@@ -197,14 +180,14 @@ class Snapshot:
         if key not in cache:
             index: dict[str, list[Obj]] = defaultdict(list)
             for obj in self.objects.get(key, []):
-                index[namespace_of(obj)].append(obj)
+                index[objects.namespace(obj)].append(obj)
             cache[key] = dict(index)
         return cache[key]
 
     def _by_name(self, key: str) -> dict[tuple[str, str], Obj]:
         cache: dict[str, dict[tuple[str, str], Obj]] = self.__dict__.setdefault("_name_index", {})
         if key not in cache:
-            cache[key] = {(namespace_of(o), name_of(o)): o for o in self.objects.get(key, [])}
+            cache[key] = {(objects.namespace(o), objects.name(o)): o for o in self.objects.get(key, [])}
         return cache[key]
 
     # --- indexes the rules share ----------------------------------------------------------------------------------
@@ -216,16 +199,16 @@ class Snapshot:
         if self.targets is not None:
             wanted = set(self.targets)
             for workload in (*self.rayjobs, *self.rayservices):
-                wanted |= {(namespace_of(workload), name) for name in workload_cluster_names(workload, clusters)}
-            clusters = [o for o in clusters if (namespace_of(o), name_of(o)) in wanted]
-        return sorted(clusters, key=lambda o: (namespace_of(o), name_of(o)))
+                wanted |= {(objects.namespace(workload), name) for name in workload_cluster_names(workload, clusters)}
+            clusters = [o for o in clusters if (objects.namespace(o), objects.name(o)) in wanted]
+        return sorted(clusters, key=lambda o: (objects.namespace(o), objects.name(o)))
 
     def _workloads(self, resource: Resource) -> list[Obj]:
         found = self.all(resource)
         if self.workloads is not None:
             wanted = {(ns, name) for kind, ns, name in self.workloads if kind == resource.kind}
-            found = [o for o in found if (namespace_of(o), name_of(o)) in wanted]
-        return sorted(found, key=lambda o: (namespace_of(o), name_of(o)))
+            found = [o for o in found if (objects.namespace(o), objects.name(o)) in wanted]
+        return sorted(found, key=lambda o: (objects.namespace(o), objects.name(o)))
 
     @cached_property
     def rayjobs(self) -> list[Obj]:
@@ -233,17 +216,17 @@ class Snapshot:
         found = self._workloads(RAYJOBS)
         if self.workloads is None:
             return found
-        crons = {(namespace_of(o), name_of(o)) for o in self.raycronjobs}
+        crons = {(objects.namespace(o), objects.name(o)) for o in self.raycronjobs}
         made: dict[tuple[str, str], list[Obj]] = defaultdict(list)
         for job in self.all(RAYJOBS):
-            cron = labels_of(job).get(c.RAY_CRONJOB_NAME_LABEL)
-            if cron and (namespace_of(job), cron) in crons:
-                made[(namespace_of(job), cron)].append(job)
-        seen = {(namespace_of(o), name_of(o)) for o in found}
+            cron = objects.labels(job).get(c.RAY_CRONJOB_NAME_LABEL)
+            if cron and (objects.namespace(job), cron) in crons:
+                made[(objects.namespace(job), cron)].append(job)
+        seen = {(objects.namespace(o), objects.name(o)) for o in found}
         for jobs in made.values():
-            jobs.sort(key=lambda o: str(meta(o).get("creationTimestamp") or ""), reverse=True)
-            found += [j for j in jobs[:CRON_RAYJOBS] if (namespace_of(j), name_of(j)) not in seen]
-        return sorted(found, key=lambda o: (namespace_of(o), name_of(o)))
+            jobs.sort(key=lambda o: str(objects.meta(o).get("creationTimestamp") or ""), reverse=True)
+            found += [j for j in jobs[:CRON_RAYJOBS] if (objects.namespace(j), objects.name(j)) not in seen]
+        return sorted(found, key=lambda o: (objects.namespace(o), objects.name(o)))
 
     @cached_property
     def raycronjobs(self) -> list[Obj]:
@@ -258,11 +241,11 @@ class Snapshot:
         """Pods by (namespace, ``ray.io/cluster`` label)."""
         index: dict[tuple[str, str], list[Obj]] = defaultdict(list)
         for pod in self.all(PODS):
-            cluster = labels_of(pod).get(c.RAY_CLUSTER_LABEL)
+            cluster = objects.labels(pod).get(c.RAY_CLUSTER_LABEL)
             if cluster:
-                index[(namespace_of(pod), cluster)].append(pod)
+                index[(objects.namespace(pod), cluster)].append(pod)
         for pods in index.values():
-            pods.sort(key=name_of)
+            pods.sort(key=objects.name)
         return dict(index)
 
     @cached_property
@@ -287,11 +270,11 @@ class Snapshot:
         """Events whose involved object is ``obj``: by UID, else by kind, namespace and name (events written without
         a UID, or by tools that do not know it)."""
         found: dict[int, Obj] = {}
-        uid = meta(obj).get("uid")
+        uid = objects.meta(obj).get("uid")
         if uid:
             for event in self._events_by_uid.get(str(uid), []):
                 found[id(event)] = event
-        by_name = (str(obj.get("kind") or ""), namespace_of(obj), name_of(obj))
+        by_name = (str(obj.get("kind") or ""), objects.namespace(obj), objects.name(obj))
         for event in self._events_by_name.get(by_name, []):
             involved_uid = (event.get("involvedObject") or event.get("regarding") or {}).get("uid")
             if not uid or not involved_uid or involved_uid == uid:
@@ -300,13 +283,15 @@ class Snapshot:
 
     def endpointslices_for(self, namespace: str, service: str) -> list[Obj]:
         return [
-            s for s in self.in_namespace(ENDPOINTSLICES, namespace) if labels_of(s).get(SERVICE_NAME_LABEL) == service
+            s
+            for s in self.in_namespace(ENDPOINTSLICES, namespace)
+            if objects.labels(s).get(SERVICE_NAME_LABEL) == service
         ]
 
     @cached_property
     def default_storage_class(self) -> Obj | None:
         for sc in self.all(STORAGECLASSES):
-            if (meta(sc).get("annotations") or {}).get(DEFAULT_STORAGE_CLASS_ANNOTATION) == "true":
+            if (objects.meta(sc).get("annotations") or {}).get(DEFAULT_STORAGE_CLASS_ANNOTATION) == "true":
                 return sc
         return None
 
@@ -335,18 +320,18 @@ def workload_cluster_names(workload: Mapping[str, Any], clusters: Iterable[Mappi
         for key in ("activeServiceStatus", "pendingServiceStatus"):
             names.append(str((status.get(key) or {}).get("rayClusterName") or ""))
         for cluster in clusters:
-            labels = labels_of(cluster)
+            labels = objects.labels(cluster)
             if (
-                namespace_of(cluster) == namespace_of(workload)
+                objects.namespace(cluster) == objects.namespace(workload)
                 and labels.get(c.RAY_ORIGINATED_FROM_CRD_LABEL) == c.KIND_RAYSERVICE
-                and labels.get(c.RAY_ORIGINATED_FROM_CR_NAME_LABEL) == name_of(workload)
+                and labels.get(c.RAY_ORIGINATED_FROM_CR_NAME_LABEL) == objects.name(workload)
             ):
-                names.append(name_of(cluster))
+                names.append(objects.name(cluster))
     return list(dict.fromkeys(n for n in names if n))
 
 
 def build(
-    objects: Mapping[str, Iterable[Mapping[str, Any]]],
+    by_type: Mapping[str, Iterable[Mapping[str, Any]]],
     *,
     gathered: Iterable[str],
     not_checked: Iterable[NotChecked],
@@ -358,14 +343,14 @@ def build(
 ) -> Snapshot:
     """A snapshot from raw objects per type key: sanitized, de-duplicated by UID (or namespace/name), sorted."""
     kept: dict[str, list[Obj]] = {}
-    for key, items in objects.items():
+    for key, items in by_type.items():
         resource = BY_KEY[key]
         seen: dict[str, Obj] = {}
         for item in items:
             obj = sanitize(resource, item)
-            identity = str(meta(obj).get("uid") or key_of(obj) or id(obj))
+            identity = str(objects.meta(obj).get("uid") or key_of(obj) or id(obj))
             seen[identity] = obj
-        kept[key] = sorted(seen.values(), key=lambda o: (namespace_of(o), name_of(o)))
+        kept[key] = sorted(seen.values(), key=lambda o: (objects.namespace(o), objects.name(o)))
     return Snapshot(
         objects=kept,
         gathered=frozenset(gathered),

@@ -26,6 +26,7 @@ from raykube.doctor.facts.pods import group_of, is_ready, node_type
 from raykube.doctor.facts.times import seconds_since
 from raykube.doctor.model import ObjectRef, OperatorInfo
 from raykube.doctor.snapshot import Obj, Snapshot
+from raykube.kube import objects
 
 
 @dataclass
@@ -66,11 +67,11 @@ class ClusterView:
 
     @property
     def name(self) -> str:
-        return s.name_of(self.obj)
+        return objects.name(self.obj)
 
     @property
     def namespace(self) -> str:
-        return s.namespace_of(self.obj)
+        return objects.namespace(self.obj)
 
     @property
     def key(self) -> str:
@@ -131,7 +132,7 @@ class ClusterView:
 
     @property
     def age_seconds(self) -> float | None:
-        return seconds_since(s.meta(self.obj).get("creationTimestamp"), self.snap.now)
+        return seconds_since(objects.meta(self.obj).get("creationTimestamp"), self.snap.now)
 
     @property
     def suspended(self) -> bool:
@@ -148,7 +149,7 @@ class ClusterView:
 
     @property
     def generation(self) -> int:
-        return int(s.meta(self.obj).get("generation") or 1)
+        return int(objects.meta(self.obj).get("generation") or 1)
 
     @property
     def observed_generation(self) -> int | None:
@@ -194,7 +195,7 @@ class ClusterView:
             return found
         wanted = self.head_service_selector
         for service in self.snap.in_namespace(s.SERVICES, self.namespace):
-            labels = s.labels_of(service)
+            labels = objects.labels(service)
             if all(labels.get(k) == v for k, v in wanted.items()):
                 return service
         return None
@@ -230,8 +231,8 @@ class ClusterView:
 
 
 def _owned_by(obj: Mapping[str, Any], owner: Mapping[str, Any]) -> bool:
-    uid = s.meta(owner).get("uid")
-    return bool(uid) and any(o.get("uid") == uid for o in s.meta(obj).get("ownerReferences") or [])
+    uid = objects.meta(owner).get("uid")
+    return bool(uid) and any(o.get("uid") == uid for o in objects.meta(obj).get("ownerReferences") or [])
 
 
 def _parse_cluster(obj: Mapping[str, Any]) -> RayCluster | None:
@@ -242,7 +243,7 @@ def _parse_cluster(obj: Mapping[str, Any]) -> RayCluster | None:
 
 
 def cluster_view(snap: Snapshot, obj: Obj, ops: list[OperatorInfo] | None = None) -> ClusterView:
-    namespace, name = s.namespace_of(obj), s.name_of(obj)
+    namespace, name = objects.namespace(obj), objects.name(obj)
     pods = list(snap.ray_pods.get((namespace, name), []))
     model = _parse_cluster(obj)
     groups: list[GroupView] = []

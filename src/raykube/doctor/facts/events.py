@@ -7,10 +7,10 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from raykube.doctor import snapshot as s
 from raykube.doctor.facts.times import format_time, human_age, parse_time
 from raykube.doctor.model import Evidence, ObjectRef
 from raykube.doctor.snapshot import Obj
+from raykube.kube import objects
 
 
 def event_count(event: Mapping[str, Any]) -> int:
@@ -25,7 +25,7 @@ def event_time(event: Mapping[str, Any]) -> str | None:
         event.get("lastTimestamp"),
         event.get("eventTime"),
         event.get("firstTimestamp"),
-        s.meta(event).get("creationTimestamp"),
+        objects.meta(event).get("creationTimestamp"),
     ):
         if value:
             return str(value)

@@ -1,19 +1,20 @@
 """Facts about any object: a reference to it for evidence, its ``status.conditions`` by type (the Kubernetes API
-conventions' condition list), and whether it is being deleted (``metadata.deletionTimestamp``)."""
+conventions' condition list: None when the condition is not there at all), and whether it is being deleted
+(:func:`raykube.kube.objects.terminating`). Names, namespaces and labels are read with :mod:`raykube.kube.objects`."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from raykube.doctor import snapshot as s
 from raykube.doctor.model import ObjectRef
+from raykube.kube import objects
 
 _TRUE = "True"
 
 
 def ref(obj: Mapping[str, Any], kind: str | None = None) -> ObjectRef:
-    return ObjectRef(kind or str(obj.get("kind") or ""), s.name_of(obj), s.namespace_of(obj) or None)
+    return ObjectRef(kind or str(obj.get("kind") or ""), objects.name(obj), objects.namespace(obj) or None)
 
 
 def conditions(obj: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
@@ -25,5 +26,5 @@ def condition_true(obj: Mapping[str, Any], type_: str) -> bool | None:
     return None if cond is None else cond.get("status") == _TRUE
 
 
-def terminating(obj: Mapping[str, Any]) -> bool:
-    return s.meta(obj).get("deletionTimestamp") is not None
+# Whether an object is being deleted: the kube layer's own helper, under the facts' vocabulary.
+terminating = objects.terminating

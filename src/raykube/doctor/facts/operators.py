@@ -17,6 +17,7 @@ from raykube.doctor.facts.objects import terminating
 from raykube.doctor.facts.pods import is_ready, ray_container
 from raykube.doctor.model import OperatorInfo
 from raykube.doctor.snapshot import Obj, Snapshot
+from raykube.kube import objects
 
 # Kubernetes recommended label: the component of an application (KubeRay's operator Pods carry kuberay-operator).
 COMPONENT_LABEL: Final = "app.kubernetes.io/component"
@@ -89,9 +90,9 @@ def is_operator_deployment(deployment: Mapping[str, Any]) -> bool:
     """An operator Deployment: by name, or by the labels of raykube's and KubeRay's charts and kustomize install
     (``app.kubernetes.io/name=kuberay-operator``, or ``app.kubernetes.io/component=kuberay-operator``)."""
     template_meta = ((deployment.get("spec") or {}).get("template") or {}).get("metadata") or {}
-    labels = {**(template_meta.get("labels") or {}), **s.labels_of(deployment)}
+    labels = {**(template_meta.get("labels") or {}), **objects.labels(deployment)}
     return (
-        s.name_of(deployment) == c.OPERATOR_DEPLOYMENT_NAME
+        objects.name(deployment) == c.OPERATOR_DEPLOYMENT_NAME
         or labels.get(c.K8S_APP_NAME_LABEL) == c.OPERATOR_APP_NAME_LABEL_VALUES[0]
         or labels.get(COMPONENT_LABEL) == c.COMPONENT_NAME
     )
@@ -125,13 +126,13 @@ def operators(snap: Snapshot) -> list[OperatorInfo]:
         argv = _argv(container)
         flags = operator_flags(container)
         config = flags.config
-        namespace = s.namespace_of(deployment)
+        namespace = objects.namespace(deployment)
         status = deployment.get("status") or {}
         selector = spec.get("selector") or {}
         pods = [
             p
             for p in snap.in_namespace(s.PODS, namespace)
-            if selector_matches(selector, s.labels_of(p)) and not terminating(p)
+            if selector_matches(selector, objects.labels(p)) and not terminating(p)
         ]
         ready_pods = sum(1 for p in pods if is_ready(p))
         ready_replicas = ready_pods if pods else int(status.get("readyReplicas") or 0)
@@ -140,7 +141,7 @@ def operators(snap: Snapshot) -> list[OperatorInfo]:
         found.append(
             OperatorInfo(
                 namespace=namespace,
-                name=s.name_of(deployment),
+                name=objects.name(deployment),
                 implementation=implementation,
                 image=image,
                 ready=ready_replicas > 0,
@@ -160,4 +161,4 @@ def operators(snap: Snapshot) -> list[OperatorInfo]:
 def operator_pods(snap: Snapshot, operator: OperatorInfo) -> list[Obj]:
     deployment = snap.get(s.DEPLOYMENTS, operator.namespace, operator.name) or {}
     selector = (deployment.get("spec") or {}).get("selector") or {}
-    return [p for p in snap.in_namespace(s.PODS, operator.namespace) if selector_matches(selector, s.labels_of(p))]
+    return [p for p in snap.in_namespace(s.PODS, operator.namespace) if selector_matches(selector, objects.labels(p))]

@@ -10,8 +10,8 @@ from typing import Any, Final
 
 from raykube.api import constants as c
 from raykube.builders.status import is_running_and_ready
-from raykube.doctor import snapshot as s
 from raykube.golang.quantity import Quantity, QuantityError, parse_quantity
+from raykube.kube import objects
 
 # Kubernetes core/v1 Pod conditions and phases the rules read.
 POD_SCHEDULED: Final = "PodScheduled"
@@ -30,11 +30,11 @@ def is_ready(pod: Mapping[str, Any]) -> bool:
 
 
 def node_type(pod: Mapping[str, Any]) -> str:
-    return str(s.labels_of(pod).get(c.RAY_NODE_TYPE_LABEL) or "")
+    return str(objects.labels(pod).get(c.RAY_NODE_TYPE_LABEL) or "")
 
 
 def group_of(pod: Mapping[str, Any]) -> str:
-    return str(s.labels_of(pod).get(c.RAY_NODE_GROUP_LABEL) or "")
+    return str(objects.labels(pod).get(c.RAY_NODE_GROUP_LABEL) or "")
 
 
 def pod_spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:

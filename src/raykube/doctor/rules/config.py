@@ -29,6 +29,7 @@ from raykube.doctor.rules.base import (
     rule,
 )
 from raykube.doctor.snapshot import Obj, Snapshot
+from raykube.kube import objects
 
 CONFIGMAP_MISSING = rule(
     "C06",
@@ -318,7 +319,7 @@ def check_container_config(snap: Snapshot) -> Iterator[Finding]:
             ],
             explanation="The kubelet could not build or start the container from its spec; the message names what "
             "it missed.",
-            remediation=[f"kubectl describe pod {s.name_of(pod)} -n {view.namespace}"],
+            remediation=[f"kubectl describe pod {objects.name(pod)} -n {view.namespace}"],
             symptoms={t.pod_config(s.key_of(p)) for p in pods},
             effects=effects,
         )

@@ -29,6 +29,7 @@ from raykube.doctor.rules.base import (
     rule,
 )
 from raykube.doctor.snapshot import Snapshot
+from raykube.kube import objects
 
 CRD_MISSING = rule("A13", "CRD_MISSING", STAGE_PLATFORM, "The RayCluster CRD is not installed or not established")
 CRD_SKEW = rule(
@@ -532,8 +533,8 @@ def check_deleting(snap: Snapshot) -> Iterator[Finding]:
     for view in facts.cluster_views(snap):
         if not view.deleting:
             continue
-        since = facts.seconds_since(s.meta(view.obj).get("deletionTimestamp"), snap.now) or 0
-        finalizers = list(s.meta(view.obj).get("finalizers") or [])
+        since = facts.seconds_since(objects.meta(view.obj).get("deletionTimestamp"), snap.now) or 0
+        finalizers = list(objects.meta(view.obj).get("finalizers") or [])
         if since < DELETE_GRACE_SECONDS or not finalizers:
             continue
         redis = c.GCS_FT_REDIS_CLEANUP_FINALIZER in finalizers

@@ -34,6 +34,7 @@ from raykube.doctor.rules.base import (
     rule,
 )
 from raykube.doctor.snapshot import Obj, Snapshot
+from raykube.kube import objects
 
 NODE_MISSING = rule(
     "R01",
@@ -152,7 +153,7 @@ def check_worker_paths(snap: Snapshot) -> Iterator[Finding]:
         for pod, result, container in _probed_workers(view):
             group, group_pods = _workers_of(view, pod)
             ray_nodes = {t.ray_node(s.key_of(p)) for p in group_pods}
-            where = f"from {s.name_of(pod)} (container {container})"
+            where = f"from {objects.name(pod)} (container {container})"
             resolved: Mapping[str, Any] = result.get("resolve") or {}
             failed = {host: r["error"] for host, r in resolved.items() if isinstance(r, Mapping) and r.get("error")}
             domain = result.get("domain")
@@ -166,7 +167,7 @@ def check_worker_paths(snap: Snapshot) -> Iterator[Finding]:
                     ),
                     *_gcs_log_lines(snap, pod),
                 ]
-                fixes = [f"kubectl exec {s.name_of(pod)} -n {view.namespace} -c {container} -- getent hosts {host}"]
+                fixes = [f"kubectl exec {objects.name(pod)} -n {view.namespace} -c {container} -- getent hosts {host}"]
                 if domain is None:
                     why = "its resolv.conf has no search entry of the cluster's DNS: the Pod does not use cluster DNS"
                     fixes.insert(0, "Use dnsPolicy ClusterFirst (or ClusterFirstWithHostNet with hostNetwork).")
@@ -212,7 +213,7 @@ def check_worker_paths(snap: Snapshot) -> Iterator[Finding]:
             if any(not addrs or fi.loopback_only(addrs) for addrs in heard.values()):
                 continue  # the head does not listen there (R04/R05 say why), nothing blocks the way
             policies = (
-                [s.name_of(np) for np in snap.in_namespace(s.NETWORKPOLICIES, view.namespace)]
+                [objects.name(np) for np in snap.in_namespace(s.NETWORKPOLICIES, view.namespace)]
                 if snap.has(s.NETWORKPOLICIES)
                 else []
             )
@@ -236,7 +237,7 @@ def check_worker_paths(snap: Snapshot) -> Iterator[Finding]:
                         else "No NetworkPolicy here: look at the CNI's policies, host firewalls or a mesh sidecar "
                         "that intercepts the Pod's traffic."
                     ),
-                    f"kubectl exec {s.name_of(pod)} -n {view.namespace} -c {container} -- "
+                    f"kubectl exec {objects.name(pod)} -n {view.namespace} -c {container} -- "
                     f"python3 -c \"import socket; socket.create_connection(('{blocked[0][0]}', {blocked[0][1]}), 3)\"",
                 ],
                 effects=(
@@ -290,7 +291,7 @@ def check_head_ports(snap: Snapshot) -> Iterator[Finding]:
                 remediation=[
                     "Move the other listener to a free port, or give Ray other ports in rayStartParams "
                     "(port, dashboard-port, ray-client-server-port).",
-                    f"kubectl logs {s.name_of(head)} -n {view.namespace} --all-containers --previous",
+                    f"kubectl logs {objects.name(head)} -n {view.namespace} --all-containers --previous",
                 ],
                 effects=head_tokens,
             )
@@ -346,7 +347,7 @@ def check_gcs_failed(snap: Snapshot) -> Iterator[Finding]:
             "workers' raylets exit after failing to reach it, and every job and actor is lost. The quoted line is "
             "the GCS's own last word; gcs_server.out/.err in the head hold the rest.",
             remediation=[
-                f"kubectl exec {s.name_of(head)} -n {view.namespace} -- tail -n 100 {fi.LOG_DIR}/gcs_server.out",
+                f"kubectl exec {objects.name(head)} -n {view.namespace} -- tail -n 100 {fi.LOG_DIR}/gcs_server.out",
                 "Give the head more memory (GCS state grows with actors, tasks and nodes); enable GCS fault "
                 "tolerance (gcsFaultToleranceOptions with an external Redis) so a restart keeps the cluster.",
             ],
@@ -426,7 +427,7 @@ def check_ray_status(snap: Snapshot) -> Iterator[Finding]:
         ready = [p for p in view.pods if facts.is_ready(p) and not facts.terminating(p)]
         missing: list[Obj]
         if status.nodes:
-            missing = [p for p in ready if s.name_of(p) not in status.nodes]
+            missing = [p for p in ready if objects.name(p) not in status.nodes]
         else:  # a Ray that does not name its nodes: compare the counts
             missing = ready[status.live :] if status.live < len(ready) else []
         head_ref = _pod_ref(head)
@@ -451,7 +452,7 @@ def check_ray_status(snap: Snapshot) -> Iterator[Finding]:
                 cluster=view.ref,
                 obj=_pod_ref(missing[0]),
                 severity="error",
-                title=f"{plural(len(missing), 'Ready Pod')} ({listing(s.name_of(p) for p in missing)}) "
+                title=f"{plural(len(missing), 'Ready Pod')} ({listing(objects.name(p) for p in missing)}) "
                 f"{'is' if len(missing) == 1 else 'are'} not in the Ray cluster: ray status shows "
                 f"{status.live} of {len(ready)} nodes",
                 evidence=evidence,
@@ -459,8 +460,8 @@ def check_ray_status(snap: Snapshot) -> Iterator[Finding]:
                 "GCS, lost its GCS connection, or died after start leaves a Ready Pod that Ray cannot use. Tasks "
                 "and actors that need its resources wait.",
                 remediation=[
-                    f"kubectl logs {s.name_of(missing[0])} -n {view.namespace} | grep -i gcs",
-                    f"kubectl delete pod {s.name_of(missing[0])} -n {view.namespace}  # the operator recreates it",
+                    f"kubectl logs {objects.name(missing[0])} -n {view.namespace} | grep -i gcs",
+                    f"kubectl delete pod {objects.name(missing[0])} -n {view.namespace}  # the operator recreates it",
                 ],
                 symptoms={t.ray_node(s.key_of(p)) for p in missing},
                 effects={t.runs_on(view.key)},
@@ -487,7 +488,7 @@ def check_ray_status(snap: Snapshot) -> Iterator[Finding]:
                 explanation="status.desiredCPU/desiredMemory add up the Pods' requests; Ray counts what each "
                 "raylet registered (num-cpus, memory in rayStartParams override them). Demands that no node type "
                 "can hold wait forever unless the autoscaler can add a node that fits.",
-                remediation=["kubectl exec " + s.name_of(head) + f" -n {view.namespace} -- ray status -v"],
+                remediation=["kubectl exec " + objects.name(head) + f" -n {view.namespace} -- ray status -v"],
                 effects={t.runs_on(view.key)},
             )
 

@@ -31,6 +31,7 @@ from raykube.doctor.rules.base import (
     rule,
 )
 from raykube.doctor.snapshot import Obj, Snapshot
+from raykube.kube import objects
 
 SERVICE_MISSING = rule(
     "F05", "HEAD_SERVICE_MISSING", STAGE_SERVICE, "The head Service does not exist", ["ray docs troubleshooting"]
@@ -87,7 +88,7 @@ def _has_port(service: Mapping[str, Any], number: int, name: str) -> bool:
 
 def endpoint_addresses(snap: Snapshot, view: ClusterView, service: Obj) -> list[tuple[str, bool]]:
     out: list[tuple[str, bool]] = []
-    for sl in snap.endpointslices_for(view.namespace, s.name_of(service)):
+    for sl in snap.endpointslices_for(view.namespace, objects.name(service)):
         for endpoint in sl.get("endpoints") or []:
             ready = (endpoint.get("conditions") or {}).get("ready") is not False
             out.extend((str(a), ready) for a in endpoint.get("addresses") or [])
@@ -113,7 +114,7 @@ def _service_state(snap: Snapshot, view: ClusterView) -> dict[str, Any]:
         state["missing"] = True
     else:
         selector: Mapping[str, str] = (service.get("spec") or {}).get("selector") or {}
-        wanted = s.labels_of(head) if head is not None else view.head_service_selector
+        wanted = objects.labels(head) if head is not None else view.head_service_selector
         if head is not None:
             state["mismatch"] = {k: v for k, v in selector.items() if wanted.get(k) != v}
         else:
@@ -178,14 +179,14 @@ def check_service(snap: Snapshot) -> Iterator[Finding]:
         svc_ref = facts.ref(service, "Service")
         if state["mismatch"]:
             head = view.head
-            labels = s.labels_of(head) if head is not None else view.head_service_selector
+            labels = objects.labels(head) if head is not None else view.head_service_selector
             yield finding(
                 SELECTOR_MISMATCH,
                 cluster=view.ref,
                 obj=svc_ref,
                 severity="error",
                 confidence="confirmed" if head is not None else "likely",
-                title=f'The head Service "{s.name_of(service)}" selects '
+                title=f'The head Service "{objects.name(service)}" selects '
                 + ", ".join(f"{k}={v}" for k, v in sorted(state["mismatch"].items()))
                 + (
                     ", which the head Pod does not carry"
@@ -207,7 +208,7 @@ def check_service(snap: Snapshot) -> Iterator[Finding]:
                 remediation=[
                     f"Restore the selector ({', '.join(f'{k}={v}' for k, v in view.head_service_selector.items())}),"
                     f" or delete the Service so the operator recreates it: kubectl delete svc "
-                    f"{s.name_of(service)} -n {view.namespace}"
+                    f"{objects.name(service)} -n {view.namespace}"
                 ],
                 effects={t.endpoints(view.key), *_gcs_tokens(view)},
             )
@@ -227,7 +228,7 @@ def check_service(snap: Snapshot) -> Iterator[Finding]:
                 cluster=view.ref,
                 obj=svc_ref,
                 severity="error" if t.gcs(view.key) in effects else "warning",
-                title=f'The head Service "{s.name_of(service)}" has no {" or ".join(missing)} port',
+                title=f'The head Service "{objects.name(service)}" has no {" or ".join(missing)} port',
                 evidence=[
                     field_evidence(
                         svc_ref,
@@ -254,7 +255,7 @@ def check_service(snap: Snapshot) -> Iterator[Finding]:
                 cluster=view.ref,
                 obj=svc_ref,
                 severity="error",
-                title=f'The head Service "{s.name_of(service)}" has no endpoint for the head Pod',
+                title=f'The head Service "{objects.name(service)}" has no endpoint for the head Pod',
                 evidence=[
                     field_evidence(
                         svc_ref,
@@ -271,7 +272,7 @@ def check_service(snap: Snapshot) -> Iterator[Finding]:
                 "the head and port-forwards fail.",
                 remediation=[
                     f"kubectl get endpointslices -n {view.namespace} -l kubernetes.io/service-name="
-                    f"{s.name_of(service)}; then fix the head Pod or the selector (see the cause above)."
+                    f"{objects.name(service)}; then fix the head Pod or the selector (see the cause above)."
                 ],
                 symptoms={t.endpoints(view.key)},
                 effects=_gcs_tokens(view),
@@ -332,7 +333,7 @@ def check_reachability(snap: Snapshot) -> Iterator[Finding]:  # noqa: PLR0912 - 
                 'ready") and, once started, raylets report "Failed to connect to GCS". Fix the head and its '
                 "Service first: workers follow.",
                 remediation=[
-                    f"kubectl logs {s.name_of(pods[0])} -n {view.namespace} -c {c.WAIT_GCS_READY_INIT_CONTAINER}"
+                    f"kubectl logs {objects.name(pods[0])} -n {view.namespace} -c {c.WAIT_GCS_READY_INIT_CONTAINER}"
                     if pods
                     else f"kubectl get endpoints {view.head_service_name} -n {view.namespace}"
                 ],
@@ -422,7 +423,7 @@ def _egress_blocks(snap: Snapshot, view: ClusterView) -> Iterator[Finding]:
     head = view.head
     if worker is None or head is None:
         return
-    labels = s.labels_of(worker)
+    labels = objects.labels(worker)
     selecting = [
         p
         for p in snap.in_namespace(s.NETWORKPOLICIES, view.namespace)
@@ -434,7 +435,7 @@ def _egress_blocks(snap: Snapshot, view: ClusterView) -> Iterator[Finding]:
     rules = [r for p in selecting for r in (p.get("spec") or {}).get("egress") or []]
     port = gcs_port(view)
     dns = any(_rule_allows(r, DNS_LABELS, DNS_PORT, peers_key="to", port_name="dns") for r in rules)
-    gcs = any(_rule_allows(r, s.labels_of(head), port, peers_key="to") for r in rules)
+    gcs = any(_rule_allows(r, objects.labels(head), port, peers_key="to") for r in rules)
     blocked = [what for what, ok in (("DNS (port 53)", dns), (f"the head's GCS port {port}", gcs)) if not ok]
     if not blocked:
         return
@@ -444,7 +445,7 @@ def _egress_blocks(snap: Snapshot, view: ClusterView) -> Iterator[Finding]:
         obj=facts.ref(selecting[0], "NetworkPolicy"),
         severity="error",
         confidence="likely",
-        title=f"Egress NetworkPolicy {listing(s.name_of(p) for p in selecting)} keeps the workers from "
+        title=f"Egress NetworkPolicy {listing(objects.name(p) for p in selecting)} keeps the workers from "
         + " and from ".join(blocked),
         evidence=[
             field_evidence(facts.ref(p, "NetworkPolicy"), "spec.egress", (p.get("spec") or {}).get("egress") or [])
@@ -470,7 +471,7 @@ def check_network_policies(snap: Snapshot) -> Iterator[Finding]:
         head = view.head
         if head is None or not view.groups:
             continue
-        head_labels = s.labels_of(head)
+        head_labels = objects.labels(head)
         selecting = []
         for policy in snap.in_namespace(s.NETWORKPOLICIES, view.namespace):
             spec = policy.get("spec") or {}
@@ -481,7 +482,7 @@ def check_network_policies(snap: Snapshot) -> Iterator[Finding]:
             continue
         worker = next((p for g in view.groups for p in g.live_pods), None)
         labels = (
-            s.labels_of(worker)
+            objects.labels(worker)
             if worker is not None
             else {c.RAY_CLUSTER_LABEL: view.name, c.RAY_NODE_TYPE_LABEL: c.NODE_TYPE_WORKER}
         )
@@ -497,7 +498,7 @@ def check_network_policies(snap: Snapshot) -> Iterator[Finding]:
             obj=facts.ref(selecting[0], "NetworkPolicy"),
             severity="error",
             confidence="likely",
-            title=f"NetworkPolicy {listing(s.name_of(p) for p in selecting)} lets no worker reach the head's GCS "
+            title=f"NetworkPolicy {listing(objects.name(p) for p in selecting)} lets no worker reach the head's GCS "
             f"port {port}",
             evidence=[
                 field_evidence(facts.ref(p, "NetworkPolicy"), "spec", p.get("spec"), "object") for p in selecting[:2]

@@ -35,6 +35,7 @@ from raykube.doctor.rules.base import (
 )
 from raykube.doctor.snapshot import Obj, Snapshot
 from raykube.golang.quantity import Quantity, format_quantity
+from raykube.kube import objects
 
 CREATE_REJECTED = rule(
     "B01",
@@ -203,7 +204,7 @@ def _blocking_taints(node: Mapping[str, Any], spec: Mapping[str, Any]) -> list[M
 
 
 def _selector_ok(node: Mapping[str, Any], spec: Mapping[str, Any]) -> bool:
-    labels = s.labels_of(node)
+    labels = objects.labels(node)
     return all(labels.get(k) == v for k, v in (spec.get("nodeSelector") or {}).items())
 
 
@@ -227,7 +228,7 @@ def fit_check(nodes: Sequence[Obj], spec: Mapping[str, Any]) -> FitCheck:
     missing = {
         k: str(v)
         for k, v in (spec.get("nodeSelector") or {}).items()
-        if not any(s.labels_of(n).get(k) == v for n in nodes)
+        if not any(objects.labels(n).get(k) == v for n in nodes)
     }
     candidates = placeable or list(nodes)
     never: list[tuple[str, Quantity, Quantity | None, str]] = []
@@ -236,7 +237,7 @@ def fit_check(nodes: Sequence[Obj], spec: Mapping[str, Any]) -> FitCheck:
         for node in candidates:
             have = _allocatable(node).get(resource)
             if have is not None and (best[0] is None or have.value > best[0].value):
-                best = (have, s.name_of(node))
+                best = (have, objects.name(node))
         if best[0] is None and resource not in ("cpu", "memory", "ephemeral-storage", "pods"):
             never.append((resource, amount, None, ""))
         elif best[0] is not None and amount.value > best[0].value:
@@ -248,7 +249,7 @@ def fit_check(nodes: Sequence[Obj], spec: Mapping[str, Any]) -> FitCheck:
         )
         if not fits_one:
             never.append(("cpu+memory", Quantity(), None, "no single node has all of it"))
-    return FitCheck(requests, never, [s.name_of(n) for n in placeable], missing)
+    return FitCheck(requests, never, [objects.name(n) for n in placeable], missing)
 
 
 def _requests_text(requests: Mapping[str, Quantity]) -> str:
@@ -600,7 +601,7 @@ def check_limit_range_defaults(snap: Snapshot) -> Iterator[Finding]:
             ]
             if not added:
                 continue
-            names = listing(sorted({s.name_of(lr) for *_, (_, lr) in added}))
+            names = listing(sorted({objects.name(lr) for *_, (_, lr) in added}))
             yield finding(
                 LIMITRANGE_DEFAULTED,
                 cluster=view.ref,
@@ -628,7 +629,7 @@ def check_limit_range_defaults(snap: Snapshot) -> Iterator[Finding]:
 
 @checker(NODE_PRESSURE, PREEMPTED)
 def check_pressure_and_preemption(snap: Snapshot) -> Iterator[Finding]:
-    nodes = {s.name_of(n): n for n in snap.all(s.NODES)} if snap.has(s.NODES) else {}
+    nodes = {objects.name(n): n for n in snap.all(s.NODES)} if snap.has(s.NODES) else {}
     for view in facts.cluster_views(snap):
         by_node: dict[str, list[Obj]] = {}
         for pod in view.pods:
@@ -676,7 +677,7 @@ def check_pressure_and_preemption(snap: Snapshot) -> Iterator[Finding]:
                 obj=facts.ref(preempted[0][0], "Pod"),
                 severity="warning",
                 title=f"{plural(len(preempted), 'Ray Pod')} preempted for higher-priority Pods: "
-                f"{listing(s.name_of(p) for p, _ in preempted)}",
+                f"{listing(objects.name(p) for p, _ in preempted)}",
                 evidence=[
                     field_evidence(facts.ref(p, "Pod"), "preempted", message or PREEMPTION_REASON, "pod.status")
                     for p, message in preempted[:3]
@@ -693,7 +694,7 @@ def check_pressure_and_preemption(snap: Snapshot) -> Iterator[Finding]:
 
 @checker(SCHEDULING_GATED, NODE_NOT_READY, POD_FAILED)
 def check_pod_placement(snap: Snapshot) -> Iterator[Finding]:
-    nodes = {s.name_of(n): n for n in snap.all(s.NODES)} if snap.has(s.NODES) else None
+    nodes = {objects.name(n): n for n in snap.all(s.NODES)} if snap.has(s.NODES) else None
     for view in facts.cluster_views(snap):
         gated = [p for p in view.pods if (p.get("spec") or {}).get("schedulingGates") and not facts.terminating(p)]
         if gated:
@@ -757,7 +758,7 @@ def check_pod_placement(snap: Snapshot) -> Iterator[Finding]:
                 cluster=view.ref,
                 obj=facts.ref(failed[0], "Pod"),
                 severity="warning",
-                title=f"{plural(len(failed), 'Ray Pod')} ended {reason}: {listing(s.name_of(p) for p in failed)}",
+                title=f"{plural(len(failed), 'Ray Pod')} ended {reason}: {listing(objects.name(p) for p in failed)}",
                 evidence=[
                     field_evidence(
                         facts.ref(p, "Pod"),

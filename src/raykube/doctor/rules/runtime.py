@@ -24,6 +24,7 @@ from raykube.doctor.rules.base import (
     rule,
 )
 from raykube.doctor.snapshot import Obj, Snapshot
+from raykube.kube import objects
 
 OOM = rule(
     "D01",
@@ -175,7 +176,7 @@ def check_crashes(snap: Snapshot) -> Iterator[Finding]:
                 explanation="`ray start` (or the container's command) exits right after starting: a bad command or "
                 "rayStartParams, a port in use, a GCS that fails to start, or a missing dependency.",
                 remediation=[
-                    f"kubectl logs {s.name_of(pod)} -n {view.namespace} -c {state.name} --previous",
+                    f"kubectl logs {objects.name(pod)} -n {view.namespace} -c {state.name} --previous",
                     "On the head: /tmp/ray/session_latest/logs/gcs_server.out and raylet.out.",
                 ],
                 symptoms={t.ray_start(s.key_of(p)) for p in pods},
@@ -260,8 +261,8 @@ def check_probes(snap: Snapshot) -> Iterator[Finding]:
                 + (f" (Ray {version} is in 2.11-2.37, whose agent hangs: upgrade)" if hang else "")
                 + ". The liveness probe restarts the head after failureThreshold x period.",
                 remediation=[
-                    f"kubectl logs {s.name_of(head)} -n {view.namespace} -c {ray.get('name') or 'ray-head'}",
-                    f"kubectl exec {s.name_of(head)} -n {view.namespace} -- ray status; "
+                    f"kubectl logs {objects.name(head)} -n {view.namespace} -c {ray.get('name') or 'ray-head'}",
+                    f"kubectl exec {objects.name(head)} -n {view.namespace} -- ray status; "
                     "check /tmp/ray/session_latest/logs/gcs_server.out and dashboard_agent.log",
                 ],
                 symptoms={t.pod_ready(s.key_of(head))},
@@ -288,7 +289,7 @@ def check_probes(snap: Snapshot) -> Iterator[Finding]:
                 ]
                 + [facts.event_evidence(e, ref, snap.now) for e in events[:2]],
                 explanation="The worker's raylet does not answer its health check although the head is Ready.",
-                remediation=[f"kubectl logs {s.name_of(stuck[0])} -n {view.namespace}; check raylet.out on it."],
+                remediation=[f"kubectl logs {objects.name(stuck[0])} -n {view.namespace}; check raylet.out on it."],
                 symptoms={t.pod_ready(s.key_of(p)) for p in stuck},
                 effects=_pod_tokens(view, stuck),
             )

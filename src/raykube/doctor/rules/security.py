@@ -15,6 +15,7 @@ from raykube.doctor.facts import REDACTED, SENSITIVE_ENV, ClusterView
 from raykube.doctor.model import Evidence, Finding, ObjectRef
 from raykube.doctor.rules.base import STAGE_ADVISORY, checker, field_evidence, finding, listing, rule
 from raykube.doctor.snapshot import Obj, Snapshot
+from raykube.kube import objects
 
 EXPOSED = rule(
     "SEC01",
@@ -69,7 +70,7 @@ INGRESS_AUTH_ANNOTATIONS: Final = {
 def _internal_lb(service: Mapping[str, Any]) -> str | None:
     """Why a LoadBalancer Service is not on the internet: an internal-LB annotation, or source ranges without
     0.0.0.0/0; None when nothing says so."""
-    annotations = s.meta(service).get("annotations") or {}
+    annotations = objects.meta(service).get("annotations") or {}
     for key, values in INTERNAL_LB_ANNOTATIONS.items():
         if str(annotations.get(key, "")).strip().lower() in values:
             return f"{key}: {annotations[key]}"
@@ -80,7 +81,7 @@ def _internal_lb(service: Mapping[str, Any]) -> str | None:
 
 
 def _ingress_guard(ingress: Mapping[str, Any]) -> str | None:
-    annotations = s.meta(ingress).get("annotations") or {}
+    annotations = objects.meta(ingress).get("annotations") or {}
     for key, values in INGRESS_AUTH_ANNOTATIONS.items():
         value = str(annotations.get(key, "")).strip()
         if value and (values is None or value.lower() in values):
@@ -110,7 +111,7 @@ def auth_enabled(view: ClusterView) -> bool:
 
 def _head_services(snap: Snapshot, view: ClusterView) -> list[Obj]:
     head = view.head
-    labels = s.labels_of(head) if head is not None else view.head_service_selector
+    labels = objects.labels(head) if head is not None else view.head_service_selector
     out = []
     for service in snap.in_namespace(s.SERVICES, view.namespace):
         selector = (service.get("spec") or {}).get("selector") or {}
@@ -186,7 +187,7 @@ def check_exposure(snap: Snapshot) -> Iterator[Finding]:  # noqa: PLR0912 - one 
                         cluster=view.ref,
                         obj=ref,
                         severity="warning",
-                        title=f"Ingress {s.name_of(ingress)} to the head has no TLS",
+                        title=f"Ingress {objects.name(ingress)} to the head has no TLS",
                         evidence=[field_evidence(ref, "spec.tls", "unset")],
                         explanation="The dashboard (and any auth token) travel in clear text.",
                         remediation=["Add spec.tls with a certificate (cert-manager)."],
@@ -352,7 +353,7 @@ def check_isolation(snap: Snapshot) -> Iterator[Finding]:
     for view in facts.cluster_views(snap):
         if view.head is None:
             continue
-        labels = s.labels_of(view.head)
+        labels = objects.labels(view.head)
         policies = snap.in_namespace(s.NETWORKPOLICIES, view.namespace)
         if any(facts.selector_matches((p.get("spec") or {}).get("podSelector") or {}, labels) for p in policies):
             continue

@@ -24,6 +24,7 @@ from raykube.doctor.rules.base import (
     rule,
 )
 from raykube.doctor.snapshot import Obj, Snapshot
+from raykube.kube import objects
 
 HEAD_NOT_READY = rule("X02", "HEAD_NOT_READY", STAGE_HEAD, "The head Pod is missing, Pending or not Ready")
 WORKERS_MISSING = rule(
@@ -128,7 +129,7 @@ def check_head(snap: Snapshot) -> Iterator[Finding]:
             evidence=_head_evidence(head),
             explanation="Until the head is Running and Ready the GCS and the dashboard do not answer, workers cannot "
             "join, and the RayCluster is not ready.",
-            remediation=[f"kubectl describe pod {s.name_of(head)} -n {view.namespace} | grep -A5 Events"],
+            remediation=[f"kubectl describe pod {objects.name(head)} -n {view.namespace} | grep -A5 Events"],
             symptoms={t.head(view.key), t.pod_ready(key)} | _pod_tokens(head),
             effects=effects,
         )

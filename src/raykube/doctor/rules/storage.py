@@ -28,6 +28,7 @@ from raykube.doctor.rules.base import (
     rule,
 )
 from raykube.doctor.snapshot import Obj, Snapshot
+from raykube.kube import objects
 
 VOLUME_NOT_BOUND = rule(
     "B04",
@@ -151,7 +152,7 @@ def _unbound(
         if default is None and snap.has(s.STORAGECLASSES):
             cause = "it names no StorageClass and the cluster has no default StorageClass"
         elif default is not None:
-            class_name = s.name_of(default)
+            class_name = objects.name(default)
     else:
         evidence.append(field_evidence(claim_ref, "spec.storageClassName", class_name))
     if class_name:
@@ -175,7 +176,7 @@ def _unbound(
         )
     if not cause and phase == "Lost":
         cause = "its PersistentVolume is gone"
-    claim = s.name_of(pvc)
+    claim = objects.name(pvc)
     yield finding(
         VOLUME_NOT_BOUND,
         cluster=view.ref,
@@ -199,7 +200,7 @@ def _shared(snap: Snapshot, view: ClusterView, pvc: Obj, users: list[tuple[str, 
     modes = _modes(pvc)
     if not modes or SHARED_MODES & set(modes):
         return
-    claim = s.name_of(pvc)
+    claim = objects.name(pvc)
     claim_ref = facts.ref(pvc, "PersistentVolumeClaim")
     mounting = [p for p in snap.pods_mounting(view.namespace, claim) if not facts.terminating(p)]
     templated = 0
@@ -221,7 +222,7 @@ def _shared(snap: Snapshot, view: ClusterView, pvc: Obj, users: list[tuple[str, 
         field_evidence(
             claim_ref,
             "mounted by",
-            ", ".join(s.name_of(p) for p in mounting) or f"{templated} Pods (from the templates)",
+            ", ".join(objects.name(p) for p in mounting) or f"{templated} Pods (from the templates)",
             "object",
         ),
     ]
@@ -349,7 +350,7 @@ def check_mounts(snap: Snapshot) -> Iterator[Finding]:
             evidence=evidence,
             explanation="The kubelet keeps the Pods in ContainerCreating until the volume attaches and mounts.",
             remediation=[
-                "Read the full message: kubectl describe pod " + s.name_of(pods[0]) + f" -n {view.namespace}",
+                "Read the full message: kubectl describe pod " + objects.name(pods[0]) + f" -n {view.namespace}",
                 "For Multi-Attach errors, use a ReadWriteMany claim or keep the Pods on the node that holds it; "
                 "for a missing ConfigMap/Secret volume, create it.",
             ],

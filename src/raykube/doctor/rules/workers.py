@@ -12,6 +12,7 @@ from raykube.doctor import tokens as t
 from raykube.doctor.model import Finding
 from raykube.doctor.rules.base import STAGE_SPEC, checker, field_evidence, finding, listing, rule
 from raykube.doctor.snapshot import Snapshot
+from raykube.kube import objects
 
 HPA = rule(
     "G04",
@@ -71,7 +72,7 @@ def check_hpa(snap: Snapshot) -> Iterator[Finding]:
                 cluster=view.ref,
                 obj=ref,
                 severity="warning",
-                title=f"HorizontalPodAutoscaler {s.name_of(hpa)} targets this RayCluster, which it cannot scale",
+                title=f"HorizontalPodAutoscaler {objects.name(hpa)} targets this RayCluster, which it cannot scale",
                 evidence=evidence,
                 explanation="The RayCluster CRD (KubeRay's, and raykube's) has no scale subresource, so an HPA "
                 "cannot read or change its replicas: it reports AbleToScale=False (FailedGetScale) and does "
@@ -111,7 +112,7 @@ def check_group_settings(snap: Snapshot) -> Iterator[Finding]:
                 )
             doomed = list(((spec.get("scaleStrategy") or {}).get("workersToDelete")) or [])
             if doomed:
-                names = {s.name_of(p) for p in group.pods}
+                names = {objects.name(p) for p in group.pods}
                 existing = [n for n in doomed if n in names]
                 short = (group.desired or 0) > len(group.ready_pods)
                 yield finding(
@@ -142,8 +143,8 @@ def check_managed_fields(snap: Snapshot) -> Iterator[Finding]:
     for view in facts.cluster_views(snap):
         if view.generation <= 1:
             continue
-        entries = [e for e in s.meta(view.obj).get("managedFields") or [] if _touches_groups(e)]
-        created = s.meta(view.obj).get("creationTimestamp")
+        entries = [e for e in objects.meta(view.obj).get("managedFields") or [] if _touches_groups(e)]
+        created = objects.meta(view.obj).get("creationTimestamp")
         later = [e for e in entries if e.get("time") and e.get("time") != created]
         if not later:
             continue

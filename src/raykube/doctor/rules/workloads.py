@@ -37,6 +37,7 @@ from raykube.doctor.rules.base import (
     rule,
 )
 from raykube.doctor.snapshot import Obj, Snapshot
+from raykube.kube import objects
 
 RAYJOB_VALIDATION_FAILED = rule(
     "J01", "RAYJOB_VALIDATION_FAILED", STAGE_SPEC, "The RayJob failed KubeRay's validation (and is never re-validated)"
@@ -120,7 +121,7 @@ def check_rayjob_status(snap: Snapshot) -> Iterator[Finding]:
         ref = facts.ref(job, c.KIND_RAYJOB)
         status = _status(job)
         deployment = str(status.get("jobDeploymentStatus") or "")
-        namespace = s.namespace_of(job)
+        namespace = objects.namespace(job)
         cluster_name = str(status.get("rayClusterName") or "")
         selector = str(first(job.get("spec"), "clusterSelector", c.RAY_CLUSTER_LABEL) or "")
         evidence = [field_evidence(ref, "status.jobDeploymentStatus", deployment or "(none yet)", "cr.status")]
@@ -206,7 +207,7 @@ def _waiting_job(
             f"Find why RayCluster {cluster_name} is not ready: `raykube doctor raycluster/{cluster_name}` (its "
             "findings are below when the doctor could tell).",
         ],
-        symptoms=_waiting_on(s.namespace_of(job), cluster_name),
+        symptoms=_waiting_on(objects.namespace(job), cluster_name),
     )
 
 
@@ -239,9 +240,9 @@ def _failed_job(snap: Snapshot, job: Obj, ref: ObjectRef, cluster_name: str, evi
     status = _status(job)
     reason = str(status.get("reason") or "")
     why, fix = _FAILED_FIXES.get(reason, ("KubeRay ended the RayJob Failed.", "Read status.message and the events."))
-    fix = fix.replace("<rayjob>", s.name_of(job)).replace("<jobId>", str(status.get("jobId") or "<jobId>"))
+    fix = fix.replace("<rayjob>", objects.name(job)).replace("<jobId>", str(status.get("jobId") or "<jobId>"))
     tokens = (
-        _waiting_on(s.namespace_of(job), cluster_name)
+        _waiting_on(objects.namespace(job), cluster_name)
         if reason == c.JOB_REASON_PRE_RUNNING_DEADLINE_EXCEEDED
         else set()
     )
@@ -274,7 +275,7 @@ def check_submitter(snap: Snapshot) -> Iterator[Finding]:
         mode = str((job.get("spec") or {}).get("submissionMode") or c.SUBMISSION_MODE_K8S_JOB)
         if mode != c.SUBMISSION_MODE_K8S_JOB:
             continue
-        submitter = snap.get(s.JOBS, s.namespace_of(job), s.name_of(job))
+        submitter = snap.get(s.JOBS, objects.namespace(job), objects.name(job))
         if submitter is None:
             continue
         status = _status(submitter)
@@ -293,11 +294,11 @@ def check_submitter(snap: Snapshot) -> Iterator[Finding]:
         if limit is not None:
             evidence.append(field_evidence(job_ref, "spec.backoffLimit", limit, "object"))
         lines = [
-            Evidence(source="log", object=ObjectRef("Pod", key.split("/", 1)[1], s.namespace_of(job)),
+            Evidence(source="log", object=ObjectRef("Pod", key.split("/", 1)[1], objects.namespace(job)),
                      path=str(item.get("source")), value=str(item.get("line")))
             for key, entry in snap.inside.items()
-            if entry.get("role") == "submitter" and key.split("/", 1)[0] == s.namespace_of(job)
-            and _submitter_of(snap, key) == s.name_of(submitter)
+            if entry.get("role") == "submitter" and key.split("/", 1)[0] == objects.namespace(job)
+            and _submitter_of(snap, key) == objects.name(submitter)
             for item in entry.get("logs") or []
         ]  # fmt: skip
         yield finding(
@@ -305,7 +306,7 @@ def check_submitter(snap: Snapshot) -> Iterator[Finding]:
             cluster=ref,
             obj=job_ref,
             severity="error",
-            title=f"The submitter Job {s.name_of(submitter)} has {failed} failed Pod(s)"
+            title=f"The submitter Job {objects.name(submitter)} has {failed} failed Pod(s)"
             + (" and gave up" if gave_up else "")
             + (f": {lines[-1].value}" if lines else ""),
             evidence=evidence + lines,
@@ -313,7 +314,7 @@ def check_submitter(snap: Snapshot) -> Iterator[Finding]:
             "follows the job's logs; a failed Pod means the submission or the job failed. With the in-Pod checks "
             "the last lines of its newest failed Pod are quoted.",
             remediation=[
-                f"`kubectl -n {s.namespace_of(job)} logs job/{s.name_of(submitter)}` (add `--previous` for a "
+                f"`kubectl -n {objects.namespace(job)} logs job/{objects.name(submitter)}` (add `--previous` for a "
                 "restarted container): a refused connection to the dashboard, an entrypoint error, or a runtime "
                 "env that downloads from the internet.",
             ],
@@ -323,7 +324,7 @@ def check_submitter(snap: Snapshot) -> Iterator[Finding]:
 def _submitter_of(snap: Snapshot, pod_key: str) -> str | None:
     namespace, _, name = pod_key.partition("/")
     pod = snap.get(s.PODS, namespace, name)
-    labels = s.labels_of(pod) if pod is not None else {}
+    labels = objects.labels(pod) if pod is not None else {}
     return next((labels[label] for label in c.JOB_NAME_LABELS if label in labels), None)
 
 
@@ -337,7 +338,7 @@ def check_deleted_cluster(snap: Snapshot) -> Iterator[Finding]:
         name = str(status.get("rayClusterName") or "")
         if status.get("jobDeploymentStatus") not in TERMINAL_JOB_STATUSES or not name or spec.get("clusterSelector"):
             continue
-        if _cluster(snap, s.namespace_of(job), name) is not None:
+        if _cluster(snap, objects.namespace(job), name) is not None:
             continue
         ref = facts.ref(job, c.KIND_RAYJOB)
         how = (
@@ -384,7 +385,9 @@ def check_rayservice_status(snap: Snapshot) -> Iterator[Finding]:
             )
             continue
         if ready.get("status") == "False" and reason == c.REASON_RAYSERVICE_INITIALIZING_TIMEOUT:
-            timeout = (s.meta(service).get("annotations") or {}).get(c.RAY_SERVICE_INITIALIZING_TIMEOUT_ANNOTATION)
+            timeout = (objects.meta(service).get("annotations") or {}).get(
+                c.RAY_SERVICE_INITIALIZING_TIMEOUT_ANNOTATION
+            )
             yield finding(
                 RAYSERVICE_INITIALIZING_TIMEOUT,
                 cluster=ref,
@@ -418,7 +421,7 @@ def check_rayservice_status(snap: Snapshot) -> Iterator[Finding]:
 
 def _waiting_service(snap: Snapshot, service: Obj, ref: ObjectRef, evidence: list[Evidence]) -> Iterator[Finding]:
     status = _status(service)
-    namespace = s.namespace_of(service)
+    namespace = objects.namespace(service)
     pending = str((status.get("pendingServiceStatus") or {}).get("rayClusterName") or "")
     active = str((status.get("activeServiceStatus") or {}).get("rayClusterName") or "")
     if not pending:
@@ -490,7 +493,7 @@ def check_serve_applications(snap: Snapshot) -> Iterator[Finding]:
                     "checks: the import path, the code (a runtime_env working_dir or pip install that needs the "
                     "internet), or a replica that crashes or asks for resources no node has.",
                     remediation=[
-                        f"`kubectl -n {s.namespace_of(service)} exec <head of {cluster}> -- serve status`, and "
+                        f"`kubectl -n {objects.namespace(service)} exec <head of {cluster}> -- serve status`, and "
                         "the Serve logs in the head at /tmp/ray/session_latest/logs/serve/.",
                     ],
                 )
@@ -503,18 +506,18 @@ def check_serve_endpoints(snap: Snapshot) -> Iterator[Finding]:
         if ready.get("reason") != c.REASON_ZERO_SERVE_ENDPOINTS:
             continue
         ref = facts.ref(service, c.KIND_RAYSERVICE)
-        namespace = s.namespace_of(service)
+        namespace = objects.namespace(service)
         active = str(first(service.get("status"), "activeServiceStatus", "rayClusterName") or "")
         serve_name = str(first(service.get("spec"), "serveService", "metadata", "name") or
-                         f"{s.name_of(service)}-serve-svc")  # fmt: skip
+                         f"{objects.name(service)}-serve-svc")  # fmt: skip
         evidence = [
             field_evidence(ref, "status.conditions[Ready]", f"False/{ready.get('reason')}", "cr.status"),
             field_evidence(ref, "status.numServeEndpoints", _status(service).get("numServeEndpoints", 0), "cr.status"),
         ]
         heads = [p for p in snap.ray_pods.get((namespace, active), [])
-                 if s.labels_of(p).get(c.RAY_NODE_TYPE_LABEL) == "head"]  # fmt: skip
+                 if objects.labels(p).get(c.RAY_NODE_TYPE_LABEL) == "head"]  # fmt: skip
         for head in heads:
-            label = s.labels_of(head).get(c.RAY_SERVE_LABEL, "(unset)")
+            label = objects.labels(head).get(c.RAY_SERVE_LABEL, "(unset)")
             evidence.append(field_evidence(facts.ref(head, "Pod"), f"metadata.labels[{c.RAY_SERVE_LABEL}]", label,
                                            "pod.spec"))  # fmt: skip
         slices = snap.endpointslices_for(namespace, serve_name)
@@ -570,7 +573,7 @@ def check_raycronjobs(snap: Snapshot) -> Iterator[Finding]:
     operators = facts.operators(snap)
     for cron_job in snap.raycronjobs:
         ref = facts.ref(cron_job, c.KIND_RAYCRONJOB)
-        namespace = s.namespace_of(cron_job)
+        namespace = objects.namespace(cron_job)
         spec = cron_job.get("spec") or {}
         watching = [op for op in operators if op.watches(namespace)]
         errors = validate_raycronjob(cron_job, features={c.GATE_RAY_CRON_JOB: True})
@@ -585,7 +588,7 @@ def check_raycronjobs(snap: Snapshot) -> Iterator[Finding]:
                 evidence=[field_evidence(ref, e.path, e.message, "cr.spec") for e in errors[:3]] + events,
                 explanation="The operator checks the RayCronJob at every reconcile and creates nothing while it is "
                 "invalid (a Warning InvalidRayCronJobSpec event each time); it recovers once the spec is fixed.",
-                remediation=["Fix the field named above: kubectl edit raycronjob " + s.name_of(cron_job)],
+                remediation=["Fix the field named above: kubectl edit raycronjob " + objects.name(cron_job)],
                 effects={t.runs_on(s.key_of(cron_job))},
             )
             continue
@@ -665,7 +668,7 @@ def _overdue_tick(snap: Snapshot, cron_job: Obj) -> tuple[Any, float] | None:
     except (cron.CronError, ValueError, KeyError):
         return None
     since = facts.parse_time(_status(cron_job).get("lastScheduleTime")) or facts.parse_time(
-        s.meta(cron_job).get("creationTimestamp")
+        objects.meta(cron_job).get("creationTimestamp")
     )
     if since is None:
         return None
