@@ -65,7 +65,7 @@ crds: .venv/.synced
 # The operator's RBAC rule files (from raykube.api.rbac) and the plain manifests rendered from the Helm chart.
 manifests: sandbox-build
 	$(UVRUN) raykube rbac generate
-	$(UVRUN) python -c 'from raykube.cli.install import write_manifests; write_manifests()'
+	$(UVRUN) python -c 'from raykube.deploy.manifests import write_manifests; write_manifests()'
 
 typecheck: .venv/.synced
 	$(UVRUN) mypy

@@ -25,16 +25,8 @@ from lightkube.resources.core_v1 import Service, ServiceAccount
 from lightkube.resources.rbac_authorization_v1 import ClusterRole, ClusterRoleBinding, Role, RoleBinding
 
 from raykube.api import rbac
-from raykube.cli.install import (
-    InstallError,
-    chart_dir,
-    helm_template,
-    install_operator,
-    load_manifests,
-    manifests_dir,
-    render_manifests,
-    retarget,
-)
+from raykube.deploy.install import InstallError, install_operator
+from raykube.deploy.manifests import chart_dir, helm_template, load_manifests, manifests_dir, render_manifests, retarget
 from raykube.kube.client import Kube
 from raykube.waiting import NotYet, wait_for
 from tests.ledger import Ledger
@@ -401,7 +393,7 @@ def test_checked_in_manifests_are_a_fresh_render() -> None:
     rendered = render_manifests()
     on_disk = {path.name: path.read_text() for path in sorted(manifests_dir().glob("*.yaml"))}
     assert on_disk == rendered, (
-        "config/operator/ is stale: python -c 'from raykube.cli.install import write_manifests; write_manifests()'"
+        "config/operator/ is stale: python -c 'from raykube.deploy.manifests import write_manifests; write_manifests()'"
     )
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from raykube.api import rbac
-from raykube.cli.install import RENDER_NAMESPACE, describe, load_manifests, manifests_dir, retarget
+from raykube.deploy.manifests import RENDER_NAMESPACE, describe, load_manifests, manifests_dir, retarget
 
 
 def _by_kind(objects: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:

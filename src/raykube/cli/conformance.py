@@ -171,7 +171,8 @@ def operator_process(operator: str) -> str:
 
 
 async def start_raykube(sandbox: Sandbox, kubeconfig: Path) -> None:
-    from raykube.cli.install import FIELD_MANAGER, install_operator  # noqa: PLC0415
+    from raykube.deploy.install import install_operator  # noqa: PLC0415
+    from raykube.deploy.manifests import FIELD_MANAGER  # noqa: PLC0415
     from raykube.kube.client import Kube  # noqa: PLC0415
     from raykube.sandbox.components import KWOK_TAINT  # noqa: PLC0415
     from raykube.sandbox.ports import Ports  # noqa: PLC0415
@@ -211,7 +212,7 @@ async def start_kuberay(sandbox: Sandbox, kubeconfig: Path) -> None:
     reference the same tests are measured against on the same sandbox."""
     import yaml  # noqa: PLC0415
 
-    from raykube.cli.install import FIELD_MANAGER  # noqa: PLC0415
+    from raykube.deploy.manifests import FIELD_MANAGER  # noqa: PLC0415
     from raykube.kube.client import Kube  # noqa: PLC0415
     from raykube.kube.errors import ApiError  # noqa: PLC0415
     from raykube.kube.resources import NAMESPACES  # noqa: PLC0415

@@ -53,7 +53,7 @@ def print_() -> None:
 def install(kubeconfig: KubeconfigOption = None) -> None:
     """Install or update the CRDs with server-side apply and wait until they are Established."""
     from raykube.api import crd as crd_generation  # noqa: PLC0415
-    from raykube.cli.install import next_step  # noqa: PLC0415
+    from raykube.deploy.install import next_step  # noqa: PLC0415
     from raykube.kube.client import Kube  # noqa: PLC0415
     from raykube.runtime.crds import FIELD_MANAGER, install_crds  # noqa: PLC0415
 

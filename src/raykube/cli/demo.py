@@ -126,7 +126,8 @@ def claim(text: str) -> None:
 
 # ---------------------------------------------------------------------------------------------------- act one
 async def install_operator(stage: Stage) -> None:
-    from raykube.cli.install import FIELD_MANAGER, install_operator  # noqa: PLC0415 - heavy imports load per command
+    from raykube.deploy.install import install_operator  # noqa: PLC0415 - heavy imports load per command
+    from raykube.deploy.manifests import FIELD_MANAGER  # noqa: PLC0415
     from raykube.kube.client import Kube  # noqa: PLC0415
 
     chapter("1. The operator: its Deployment, its RBAC, and its Pod")
@@ -173,7 +174,8 @@ async def install_operator(stage: Stage) -> None:
 async def wait_for_leader(stage: Stage) -> str:
     """Wait until the leader Lease is held: by the local operator process (kwok nodes), or by an operator Pod that
     is Running and Ready (process nodes); the holder (on process nodes, its Pod's name)."""
-    from raykube.cli.install import OPERATOR_POD_LABEL, next_step  # noqa: PLC0415
+    from raykube.deploy.install import next_step  # noqa: PLC0415
+    from raykube.deploy.manifests import OPERATOR_POD_LABEL  # noqa: PLC0415
     from raykube.kube.errors import ApiError  # noqa: PLC0415
     from raykube.kube.resources import LEASES, PODS  # noqa: PLC0415
     from raykube.waiting import NotYet, wait_for  # noqa: PLC0415
