@@ -1,8 +1,12 @@
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
 import pytest
 
 from raykube.api.config import parse_feature_gates
+from raykube.cli import conformance
 from raykube.cli.conformance import E2E_FEATURE_GATES, binary_args, failed, parse_suites, sandbox_name
 from raykube.sandbox.conformance import SUITES, SuiteRun
 from raykube.sandbox.gotest import parse
@@ -46,3 +50,29 @@ def test_failed_when_a_test_failed_or_the_binary_did() -> None:
     assert failed([run(passed, 1)])  # e.g. a panic after the last test, or a build problem
     assert failed([run("=== RUN   TestA\n--- FAIL: TestA (1.00s)\n", 1)])
     assert failed([run("=== RUN   TestA\npanic: test timed out after 1m0s\n", 2)])
+
+
+def test_the_tree_stays_clean_when_a_run_only_rewrote_the_readme_date(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run rewrites docs/conformance.md and README.md's date; the next run (another suite) is still on a clean
+    tree. Any other change to README.md, or to another file, is not clean."""
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+
+    readme = tmp_path / "README.md"
+    readme.write_text("intro\n<!-- conformance:date -->last run 2026-12-03<!-- /conformance:date -->\n")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "conformance.md").write_text("results\n")
+    git("init", "-q")
+    git("add", ".")
+    git("-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-q", "-m", "start")
+    monkeypatch.setattr(conformance, "repository_root", lambda: tmp_path)
+
+    assert conformance.source_tree().clean
+    readme.write_text(readme.read_text().replace("2026-12-03", "2026-12-06"))
+    (tmp_path / "docs" / "conformance.md").write_text("results, rewritten\n")
+    assert conformance.source_tree().clean
+    readme.write_text(readme.read_text().replace("intro", "intro, edited"))
+    assert not conformance.source_tree().clean

@@ -406,7 +406,8 @@ def raykube_revision() -> str:
 
 def source_tree() -> Source:
     """The commit under test and whether the checkout differs from it: any change to a tracked file, or an untracked
-    file git does not ignore (``.reports/`` and the caches are ignored), but not the results page this run writes."""
+    file git does not ignore (``.reports/`` and the caches are ignored), but not what earlier runs wrote: the results
+    page, and README.md when only its conformance date differs."""
     root = str(repository_root())
     try:
         commit = subprocess.run(
@@ -415,10 +416,21 @@ def source_tree() -> Source:
         changes = subprocess.run(
             ["git", "-C", root, "status", "--porcelain", "--", ".", ":!docs/conformance.md"],
             capture_output=True, text=True, check=True, timeout=30,
-        ).stdout.strip()  # fmt: skip
+        ).stdout.splitlines()  # fmt: skip
+        if changes == [" M README.md"] and _only_the_date_differs(root):
+            changes = []
     except (OSError, subprocess.SubprocessError):
         return Source("", clean=False)
     return Source(commit, clean=not changes)
+
+
+def _only_the_date_differs(root: str) -> bool:
+    """README.md differs from HEAD's in the conformance date that a run writes, and in nothing else."""
+    committed = subprocess.run(
+        ["git", "-C", root, "show", "HEAD:README.md"], capture_output=True, text=True, check=True, timeout=30
+    ).stdout
+    current = (Path(root) / "README.md").read_text()
+    return README_DATE.sub("", committed) == README_DATE.sub("", current)
 
 
 # --------------------------------------------------------------------------------------------------- results
