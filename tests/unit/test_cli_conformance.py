@@ -8,7 +8,7 @@ import pytest
 from raykube.api.config import parse_feature_gates
 from raykube.cli import conformance
 from raykube.cli.conformance import E2E_FEATURE_GATES, binary_args, failed, parse_suites, sandbox_name
-from raykube.sandbox.conformance import SUITES, SuiteRun
+from raykube.sandbox.conformance import SUITES, Source, SuiteRun
 from raykube.sandbox.gotest import parse
 
 
@@ -76,3 +76,14 @@ def test_the_tree_stays_clean_when_a_run_only_rewrote_the_readme_date(
     assert conformance.source_tree().clean
     readme.write_text(readme.read_text().replace("intro", "intro, edited"))
     assert not conformance.source_tree().clean
+
+
+def test_the_versions_line_says_local_changes_exactly_when_the_source_line_is_unclean(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(conformance, "source_tree", lambda: Source("0ac1da1bac000a5a9b73a0386bd3cd986bcee6b2", True))
+    assert conformance.raykube_revision().endswith("(commit 0ac1da1bac00)")
+    monkeypatch.setattr(conformance, "source_tree", lambda: Source("0ac1da1bac000a5a9b73a0386bd3cd986bcee6b2", False))
+    assert conformance.raykube_revision().endswith("(commit 0ac1da1bac00 with local changes)")
+    monkeypatch.setattr(conformance, "source_tree", lambda: Source("", False))
+    assert "commit" not in conformance.raykube_revision()

@@ -386,22 +386,14 @@ def versions_used(operator: str) -> dict[str, str]:
 
 
 def raykube_revision() -> str:
+    """raykube's version and the commit under test, with "with local changes" exactly when :func:`source_tree` says
+    the tree is not clean (one notion of a changed tree for the page's Versions and Source lines)."""
     from raykube import __version__  # noqa: PLC0415
 
-    try:
-        head = subprocess.run(
-            ["git", "-C", str(repository_root()), "rev-parse", "--short=12", "HEAD"],
-            capture_output=True, text=True, check=True, timeout=30,
-        ).stdout.strip()  # fmt: skip
-        dirty = subprocess.run(
-            # The page this run writes is no local change of the code under test.
-            ["git", "-C", str(repository_root()), "status", "--porcelain", "--untracked-files=no", "--", ".",
-             ":!docs/conformance.md"],
-            capture_output=True, text=True, check=True, timeout=30,
-        ).stdout.strip()  # fmt: skip
-    except (OSError, subprocess.SubprocessError):
+    source = source_tree()
+    if not source.commit:
         return __version__
-    return f"{__version__} (commit {head}{' with local changes' if dirty else ''})"
+    return f"{__version__} (commit {source.commit[:12]}{'' if source.clean else ' with local changes'})"
 
 
 def source_tree() -> Source:
