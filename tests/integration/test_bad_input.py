@@ -173,7 +173,8 @@ CASES: list[Case] = [
     Case("a name with unicode", put("metadata.name", "räy-clüster"), "name"),
     Case("a name with capitals", put("metadata.name", "RayCluster"), "name"),
     Case("a 60-character group name (Pod names are cut, as KubeRay)", _long_group, "", hostile=True),
-    Case("gcsFaultToleranceOptions without redisAddress", put("spec.gcsFaultToleranceOptions", {}), "redisAddress"),
+    # KubeRay v1.7.0 made redisAddress optional (it may come from the head's env); the backend is an enum.
+    Case("an unknown GCS FT backend", put("spec.gcsFaultToleranceOptions", {"backend": "etcd"}), "backend"),
     Case(
         "GCS FT options and the annotation saying off",
         both(

@@ -10,10 +10,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import Field
 
-from raykube.api.crd import SchemaError, _Generator
+from raykube.api.crd import SchemaError, _Generator, _K8sInliner
 from raykube.api.raycluster import RayClusterSpec, WorkerGroupSpec
 from raykube.api.resources import RayCluster, RayCronJob, RayJob, RayService
-from raykube.api.schema import K8s, RayModel, Schema
+from raykube.api.schema import V1_ONLY, V1ALPHA1_ONLY, CrdRequired, K8s, RayModel, Schema
 from tests.support import KUBERAY_V161
 
 MODELS: dict[str, type[RayModel]] = {
@@ -177,7 +177,7 @@ class _Example(RayModel):
 
 
 def test_the_generator_inlines_kubernetes_types_as_controller_gen_does() -> None:
-    schema = _Generator(DEFINITIONS).model(_Example)
+    schema = _Generator(_K8sInliner(DEFINITIONS), "v1").model(_Example)
     assert schema == {
         "type": "object",
         "required": ["thing"],
@@ -198,15 +198,28 @@ def test_the_generator_inlines_kubernetes_types_as_controller_gen_does() -> None
     }
 
 
+class _Versioned(RayModel):
+    old: Annotated[str, CrdRequired(versions=("v1alpha1",))] | None = None
+    new: Annotated[int | None, V1_ONLY] = None
+    gone: Annotated[str | None, V1ALPHA1_ONLY] = None
+
+
+def test_fields_follow_the_versions_they_are_marked_for() -> None:
+    v1 = _Generator(_K8sInliner({}), "v1").model(_Versioned)
+    alpha = _Generator(_K8sInliner({}), "v1alpha1").model(_Versioned)
+    assert sorted(v1["properties"]) == ["new", "old"] and "required" not in v1
+    assert sorted(alpha["properties"]) == ["gone", "old"] and alpha["required"] == ["old"]
+
+
 def test_the_generator_refuses_types_a_crd_cannot_express() -> None:
     class Untyped(RayModel):
         anything: dict[str, Any]
 
     with pytest.raises(SchemaError, match="map of Any"):
-        _Generator({}).model(Untyped)
+        _Generator(_K8sInliner({}), "v1").model(Untyped)
 
     class Missing(RayModel):
         thing: Annotated[dict[str, Any], K8s("io.example.Nope")]
 
     with pytest.raises(SchemaError, match=r"io\.example\.Nope is not in the Kubernetes"):
-        _Generator({}).model(Missing)
+        _Generator(_K8sInliner({}), "v1").model(Missing)

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from raykube.api import constants as c
+from raykube.api.raycluster import RayClusterSpec
 from raykube.api.resources import RayCluster
 from raykube.builders import pods as build_pods
 from raykube.builders import services as build_services
@@ -33,6 +34,8 @@ from tests.doctor_support import assert_fires, assert_quiet, one_finding, record
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 CREATED = "2026-01-01T11:50:00Z"
 LATER = "2026-01-01T11:58:00Z"
+# The spec fields of the CRD the operator was built with (a current CRD: no skew).
+CURRENT_SPEC_FIELDS = tuple(f.alias or name for name, f in RayClusterSpec.model_fields.items())
 NS = "ml"
 IMAGE = "rayproject/ray:2.52.0"
 
@@ -147,10 +150,7 @@ class World:
             {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
              "metadata": {"name": s.RAYCLUSTER_CRD_NAME},
              "spec": {"versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
-                 "properties": {"spec": {"properties": {key: {} for key in (
-                     "headGroupSpec", "workerGroupSpecs", "rayVersion", "enableInTreeAutoscaling",
-                     "autoscalerOptions", "headServiceAnnotations", "gcsFaultToleranceOptions", "authOptions",
-                     "suspend", "managedBy", "upgradeStrategy")}}}}}}]},
+                 "properties": {"spec": {"properties": {key: {} for key in CURRENT_SPEC_FIELDS}}}}}}]},
              "status": {"conditions": [{"type": "Established", "status": "True"}]}},
         )  # fmt: skip
         for key in ("events", "endpointslices", "services", "horizontalpodautoscalers", "resourcequotas", "limitranges",

@@ -22,6 +22,12 @@ from typing import Final
 API_GROUP: Final = "ray.io"
 # KubeRay apis/ray/v1: the served and stored version.
 API_VERSION: Final = "ray.io/v1"
+# KubeRay v1.7.0 apis/ray/v1alpha1 (+kubebuilder:deprecatedversion): the warning the API server returns to every
+# client of the frozen v1alpha1 version; {kind} is RayCluster, RayJob or RayService.
+V1ALPHA1_DEPRECATION_WARNING: Final = (
+    "ray.io/v1alpha1 {kind} is deprecated; use ray.io/v1 {kind}. v1alpha1 receives no new fields and will be "
+    "unavailable in KubeRay 1.9."
+)
 # KubeRay apis/ray/v1/raycluster_types.go: kind of a RayCluster.
 KIND_RAYCLUSTER: Final = "RayCluster"
 # KubeRay apis/ray/v1/rayjob_types.go: kind of a RayJob.

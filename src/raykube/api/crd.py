@@ -35,9 +35,10 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
+from raykube.api.constants import V1ALPHA1_DEPRECATION_WARNING as V1ALPHA1_DEPRECATION
 from raykube.api.k8s_openapi import KUBERNETES_VERSION
 from raykube.api.resources import GROUP, KINDS, Kind
-from raykube.api.schema import CEL, CrdRequired, K8s, Schema
+from raykube.api.schema import CEL, CrdRequired, K8s, Schema, Versions
 
 # The Quantity grammar of k8s.io/apimachinery/pkg/api/resource, as every CRD generator writes it.
 QUANTITY_PATTERN = (
@@ -61,6 +62,36 @@ _SPECIAL: dict[str, dict[str, Any]] = {
             "name": {"type": "string"},
             "namespace": {"type": "string"},
         },
+    },
+}
+# Where KubeRay's generator (controller-gen, reading the Go markers of k8s.io/api and k8s.io/apimachinery) writes a
+# Kubernetes type differently from the OpenAPI document (openapi-gen) we inline: per definition, keywords set on the
+# definition itself ("self"), keywords set on or removed from ("-") a property, and the definition's required list.
+_QUALIFIED_NAME = (
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
+)
+_ATOMIC = {"self": {"x-kubernetes-map-type": "atomic"}}
+_CONTROLLER_GEN: dict[str, dict[str, Any]] = {
+    # k8s.io/api core/v1 types.go: these structs carry +structType=atomic, which the OpenAPI does not repeat.
+    "io.k8s.api.core.v1.ConfigMapEnvSource": _ATOMIC,
+    "io.k8s.api.core.v1.SecretEnvSource": _ATOMIC,
+    "io.k8s.api.core.v1.ConfigMapVolumeSource": _ATOMIC,
+    "io.k8s.api.core.v1.ConfigMapProjection": _ATOMIC,
+    "io.k8s.api.core.v1.SecretProjection": _ATOMIC,
+    # openapi-gen declares +default values that controller-gen does not emit.
+    "io.k8s.api.core.v1.AzureDiskVolumeSource": {"cachingMode": {"-": ("default",)}, "kind": {"-": ("default",)}},
+    # k8s.io/api core/v1 PortStatus: error is +required with a qualified-name pattern (+kubebuilder markers).
+    "io.k8s.api.core.v1.PortStatus": {
+        "error": {"maxLength": 316, "pattern": _QUALIFIED_NAME},
+        "required": ["error", "port", "protocol"],
+    },
+    # k8s.io/apimachinery meta/v1 Condition: the +kubebuilder:validation markers on each field.
+    "io.k8s.apimachinery.pkg.apis.meta.v1.Condition": {
+        "type": {"maxLength": 316, "pattern": _QUALIFIED_NAME},
+        "status": {"enum": ["True", "False", "Unknown"]},
+        "observedGeneration": {"minimum": 0},
+        "reason": {"maxLength": 1024, "minLength": 1, "pattern": r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"},
+        "message": {"maxLength": 32768},
     },
 }
 # OpenAPI keywords of the Kubernetes definitions that a CRD keeps; everything else is dropped.
@@ -107,7 +138,7 @@ class _K8sInliner:
         if name not in self.cache:
             if name not in self.definitions:
                 raise SchemaError(f"{name} is not in the Kubernetes v{KUBERNETES_VERSION} OpenAPI definitions")
-            self.cache[name] = self.convert(self.definitions[name])
+            self.cache[name] = _as_controller_gen_writes(name, self.convert(self.definitions[name]))
         return dict(self.cache[name])
 
     def convert(self, node: Mapping[str, Any], required: bool = False) -> dict[str, Any]:
@@ -136,6 +167,21 @@ class _K8sInliner:
         return out
 
 
+def _as_controller_gen_writes(name: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` (definition ``name``) with the :data:`_CONTROLLER_GEN` corrections applied."""
+    for key, change in _CONTROLLER_GEN.get(name, {}).items():
+        if key == "self":
+            schema.update(change)
+        elif key == "required":
+            schema["required"] = list(change)
+        else:
+            prop = schema["properties"][key] = dict(schema["properties"][key])
+            for dropped in change.get("-", ()):
+                prop.pop(dropped, None)
+            prop.update({k: v for k, v in change.items() if k != "-"})
+    return schema
+
+
 def _markers(info: FieldInfo) -> list[Any]:
     """A field's annotations, including those on the ``X`` of an ``Annotated[X, ...] | None``."""
     found = list(info.metadata)
@@ -150,16 +196,28 @@ def _is_model(tp: Any) -> bool:
 
 
 class _Generator:
-    def __init__(self, definitions: Mapping[str, Any]) -> None:
-        self.k8s = _K8sInliner(definitions)
+    """Writes the schema of one CRD version (``v1`` or ``v1alpha1``): fields marked for other versions are left out."""
+
+    def __init__(self, k8s: _K8sInliner, version: str) -> None:
+        self.k8s = k8s
+        self.version = version
+
+    def _in_version(self, info: FieldInfo) -> bool:
+        return all(self.version in m.names for m in _markers(info) if isinstance(m, Versions))
+
+    def _required(self, info: FieldInfo) -> bool:
+        marks = [m for m in _markers(info) if isinstance(m, CrdRequired)]
+        return info.is_required() or any(not m.versions or self.version in m.versions for m in marks)
 
     def model(self, model: type[BaseModel]) -> dict[str, Any]:
         properties: dict[str, Any] = {}
         required: list[str] = []
         for name, info in model.model_fields.items():
+            if not self._in_version(info):
+                continue
             key = info.alias or name
             properties[key] = self.field(info)
-            if info.is_required() or any(isinstance(m, CrdRequired) for m in _markers(info)):
+            if self._required(info):
                 required.append(key)
         schema: dict[str, Any] = {"type": "object", "properties": properties}
         if required:
@@ -228,14 +286,18 @@ class _Generator:
         return schema
 
 
-def openapi_schema(kind: Kind, definitions: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``openAPIV3Schema`` of ``kind``."""
-    generator = _Generator(definitions)
+def openapi_schema(kind: Kind, definitions: Mapping[str, Any], version: str = "v1") -> dict[str, Any]:
+    """The ``openAPIV3Schema`` of ``kind`` in CRD version ``version``."""
+    return _openapi_schema(kind, _K8sInliner(definitions), version)
+
+
+def _openapi_schema(kind: Kind, k8s: _K8sInliner, version: str) -> dict[str, Any]:
+    generator = _Generator(k8s, version)
     fields = kind.model.model_fields
     properties: dict[str, Any] = {
         "apiVersion": {
             "type": "string",
-            "description": "The versioned schema of this object: ray.io/v1.",
+            "description": f"The versioned schema of this object: ray.io/{version}.",
         },
         "kind": {"type": "string", "description": f"{kind.name}."},
         "metadata": {"type": "object"},
@@ -262,8 +324,10 @@ def _relaxed(schema: dict[str, Any], optional: tuple[str, ...]) -> dict[str, Any
 
 
 def generate(kind: Kind, definitions: Mapping[str, Any]) -> dict[str, Any]:
-    """The CustomResourceDefinition of ``kind``: ``v1`` served and stored, ``v1alpha1`` served where KubeRay does."""
-    schema = {"openAPIV3Schema": openapi_schema(kind, definitions)}
+    """The CustomResourceDefinition of ``kind``: ``v1`` served and stored, ``v1alpha1`` served (deprecated) where
+    KubeRay does."""
+    k8s = _K8sInliner(definitions)
+    schema = {"openAPIV3Schema": _openapi_schema(kind, k8s, "v1")}
     columns = [c.to_crd() for c in kind.columns]
     versions: list[dict[str, Any]] = [
         {
@@ -280,7 +344,9 @@ def generate(kind: Kind, definitions: Mapping[str, Any]) -> dict[str, Any]:
             "name": "v1alpha1",
             "served": True,
             "storage": False,
-            "schema": {"openAPIV3Schema": _relaxed(schema["openAPIV3Schema"], kind.v1alpha1_optional)},
+            "deprecated": True,
+            "deprecationWarning": V1ALPHA1_DEPRECATION.format(kind=kind.name),
+            "schema": {"openAPIV3Schema": _relaxed(_openapi_schema(kind, k8s, "v1alpha1"), kind.v1alpha1_optional)},
             "subresources": {"status": {}},
         }
         if kind.v1alpha1_columns:
@@ -356,3 +422,49 @@ def load_generated() -> dict[str, dict[str, Any]]:
         except FileNotFoundError as exc:
             raise FileNotFoundError(f"{path} is missing; run `raykube crd generate`") from exc
     return crds
+
+
+# --- Fingerprints: comparing the generated CRDs with KubeRay's without keeping a copy of KubeRay's -----------------
+
+FINGERPRINT_DEPTH = 4  # schema paths are fingerprinted down to this many property names below spec/status
+
+
+def normalized(node: Any) -> Any:
+    """``node`` without descriptions and with ``required`` sorted: what the API server's validation depends on."""
+    if isinstance(node, Mapping):
+        return {k: sorted(v) if k == "required" else normalized(v) for k, v in node.items() if k != "description"}
+    if isinstance(node, list):
+        return [normalized(item) for item in node]
+    return node
+
+
+def _digest(node: Any) -> str:
+    import hashlib  # noqa: PLC0415 - only the fingerprints need it
+    import json  # noqa: PLC0415
+
+    return hashlib.sha256(json.dumps(normalized(node), sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _schema_paths(node: Mapping[str, Any], path: str, depth: int, out: dict[str, str]) -> None:
+    out[path] = _digest(node)
+    if depth == 0:
+        return
+    for name, child in node.get("properties", {}).items():
+        _schema_paths(child, f"{path}{name}" if path.endswith(":") else f"{path}.{name}", depth - 1, out)
+    if isinstance(node.get("items"), Mapping):
+        _schema_paths(node["items"], f"{path}[]", depth, out)
+    if isinstance(node.get("additionalProperties"), Mapping):
+        _schema_paths(node["additionalProperties"], f"{path}{{}}", depth, out)
+
+
+def fingerprints(crd: Mapping[str, Any], depth: int = FINGERPRINT_DEPTH) -> dict[str, str]:
+    """Digests of a CRD's parts, by path: the names and scope, each version's flags and columns, and its schema down
+    to ``depth`` property names (``v1:spec.headGroupSpec.template``). Two CRDs the API server treats alike have the
+    same fingerprints; where they differ, the deepest differing paths say where."""
+    spec = crd["spec"]
+    out = {"group": _digest(spec["group"]), "names": _digest(spec["names"]), "scope": _digest(spec["scope"])}
+    for version in spec["versions"]:
+        name = version["name"]
+        out[f"{name}#version"] = _digest({k: v for k, v in version.items() if k != "schema"})
+        _schema_paths(version["schema"]["openAPIV3Schema"], f"{name}:", depth + 1, out)
+    return out

@@ -1,4 +1,4 @@
-"""RayJob (``ray.io/v1``): a Ray job and, usually, the RayCluster it runs on, as KubeRay v1.6.1 defines them."""
+"""RayJob (``ray.io/v1``): a Ray job and, usually, the RayCluster it runs on, as KubeRay v1.7.0 defines them."""
 
 from __future__ import annotations
 
@@ -7,7 +7,18 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from raykube.api.raycluster import RayClusterSpec, RayClusterStatus
-from raykube.api.schema import CEL, Int32, Int64, ManagedBy, PodTemplateSpec, RayModel, Schema, Time
+from raykube.api.schema import (
+    CEL,
+    V1_ONLY,
+    CrdRequired,
+    Int32,
+    Int64,
+    ManagedBy,
+    PodTemplateSpec,
+    RayModel,
+    Schema,
+    Time,
+)
 
 DeletionPolicyType = Literal["DeleteCluster", "DeleteWorkers", "DeleteSelf", "DeleteNone"]
 
@@ -73,21 +84,27 @@ class SubmitterConfig(RayModel):
 class RayJobSpec(RayModel):
     """The desired state of a Ray job."""
 
-    active_deadline_seconds: Int32 | None = Field(None, description="Seconds the job may run before it fails.")
-    backoff_limit: Int32 | None = Field(0, description="Times to retry the whole job on a new cluster.")
+    active_deadline_seconds: Annotated[Int32 | None, V1_ONLY] = Field(
+        None, description="Seconds the job may run before it fails."
+    )
+    backoff_limit: Annotated[Int32 | None, V1_ONLY] = Field(
+        0, description="Times to retry the whole job on a new cluster."
+    )
     ray_cluster_spec: RayClusterSpec | None = Field(None, description="The cluster to create for this job.")
     submitter_pod_template: PodTemplateSpec | None = None
     metadata: dict[str, str] | None = Field(None, description="Metadata attached to the Ray job.")
     cluster_selector: dict[str, str] | None = Field(
         None, description="Run on an existing RayCluster (label ray.io/cluster) instead of creating one."
     )
-    submitter_config: SubmitterConfig | None = None
-    managed_by: ManagedBy | None = None
-    deletion_strategy: DeletionStrategyRules | None = None
-    entrypoint: str | None = Field(None, description="The command that starts the job.")
+    submitter_config: Annotated[SubmitterConfig | None, V1_ONLY] = None
+    managed_by: Annotated[ManagedBy | None, V1_ONLY] = None
+    deletion_strategy: Annotated[DeletionStrategyRules | None, V1_ONLY] = None
+    entrypoint: Annotated[str, CrdRequired(versions=("v1alpha1",))] | None = Field(
+        None, description="The command that starts the job."
+    )
     runtime_env_yaml: str | None = Field(None, alias="runtimeEnvYAML", description="Ray runtime environment (YAML).")
     job_id: str | None = Field(None, description="Submission ID of the job; generated when empty.")
-    submission_mode: str | None = Field(
+    submission_mode: Annotated[str | None, V1_ONLY] = Field(
         "K8sJobMode", description="K8sJobMode, HTTPMode, InteractiveMode or SidecarMode."
     )
     entrypoint_resources: str | None = Field(None, description="Custom resources of the entrypoint, as JSON.")
@@ -96,7 +113,7 @@ class RayJobSpec(RayModel):
     ttl_seconds_after_finished: Int32 | None = Field(0, description="Seconds to keep the cluster after the job.")
     shutdown_after_job_finishes: bool | None = Field(None, description="Delete the cluster when the job ends.")
     suspend: bool | None = Field(None, description="Suspend the job (for queueing systems such as Kueue).")
-    pre_running_deadline_seconds: Annotated[Int32, Schema(minimum=1)] | None = Field(
+    pre_running_deadline_seconds: Annotated[Annotated[Int32, Schema(minimum=1)] | None, V1_ONLY] = Field(
         None, description="Seconds the job may take to start running."
     )
 
@@ -112,12 +129,15 @@ class RayJobStatus(RayModel):
     dashboard_url: str | None = Field(None, alias="dashboardURL")
     job_status: str | None = None
     job_deployment_status: str | None = None
-    reason: str | None = None
+    reason: Annotated[str | None, V1_ONLY] = None
     message: str | None = None
     start_time: Time | None = None
     end_time: Time | None = None
-    succeeded: Int32 | None = 0
-    failed: Int32 | None = 0
+    succeeded: Annotated[Int32 | None, V1_ONLY] = 0
+    failed: Annotated[Int32 | None, V1_ONLY] = 0
     ray_cluster_status: RayClusterStatus | None = None
-    ray_job_info: RayJobInfo | None = None
+    ray_job_info: Annotated[RayJobInfo | None, V1_ONLY] = None
     observed_generation: Int64 | None = None
+    job_status_check_failure_start_time: Annotated[Time | None, V1_ONLY] = Field(
+        None, description="When the dashboard's job status checks began failing; cleared by a good check."
+    )

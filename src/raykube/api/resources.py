@@ -151,7 +151,8 @@ RAYCRONJOB = Kind(
     RayCronJob,
     (
         PrinterColumn("schedule", ".spec.schedule", "string"),
-        PrinterColumn("last schedule", ".status.lastScheduleTime", "string"),
+        PrinterColumn("timezone", ".spec.timeZone", "string"),
+        PrinterColumn("last schedule", ".status.lastScheduleTime", "date"),
         _AGE,
         PrinterColumn("suspend", ".spec.suspend", "boolean"),
     ),

@@ -75,7 +75,26 @@ class CEL:
 
 @dataclass(frozen=True)
 class CrdRequired:
-    """Required in the CRD even though it has a default (the API server defaults it before validating)."""
+    """Required in the CRD even though it has a default (the API server defaults it before validating).
+
+    ``versions`` names the CRD versions that require it (all of them when empty): KubeRay's frozen ``v1alpha1``
+    still requires ``rayStartParams`` and ``entrypoint``, which ``v1`` made optional."""
+
+    versions: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Versions:
+    """The CRD versions whose schema has the field (every served version when a field has no such marker).
+
+    KubeRay froze ``ray.io/v1alpha1`` (deprecated in v1.7.0: "v1alpha1 receives no new fields"), so a field added
+    since is :data:`V1_ONLY`; a few old status fields survive only in ``v1alpha1`` (:data:`V1ALPHA1_ONLY`)."""
+
+    names: tuple[str, ...]
+
+
+V1_ONLY = Versions(("v1",))
+V1ALPHA1_ONLY = Versions(("v1alpha1",))
 
 
 @dataclass(frozen=True)
@@ -98,6 +117,8 @@ ResourceRequirements = Annotated[dict[str, Any], K8s("io.k8s.api.core.v1.Resourc
 SecurityContext = Annotated[dict[str, Any], K8s("io.k8s.api.core.v1.SecurityContext")]
 VolumeMount = Annotated[dict[str, Any], K8s("io.k8s.api.core.v1.VolumeMount")]
 IngressTLS = Annotated[dict[str, Any], K8s("io.k8s.api.networking.v1.IngressTLS")]
+NetworkPolicyIngressRule = Annotated[dict[str, Any], K8s("io.k8s.api.networking.v1.NetworkPolicyIngressRule")]
+NetworkPolicyEgressRule = Annotated[dict[str, Any], K8s("io.k8s.api.networking.v1.NetworkPolicyEgressRule")]
 Condition = Annotated[dict[str, Any], K8s("io.k8s.apimachinery.pkg.apis.meta.v1.Condition")]
 # Status conditions are a map keyed by type (`+listType=map`, `+listMapKey=type` in KubeRay's types).
 ConditionList = Annotated[

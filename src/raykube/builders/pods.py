@@ -560,7 +560,7 @@ def _add_head_ft(ctx: _Context, ray: dict[str, Any], annotations: dict[str, str]
     annotations[c.RAY_EXTERNAL_STORAGE_NS_ANNOTATION] = storage_ns
     _append_env_if_absent(ray, c.RAY_EXTERNAL_STORAGE_NAMESPACE_ENV, storage_ns)
     if options is not None:
-        _append_env(ray, _env_entry(c.RAY_REDIS_ADDRESS, options.redis_address))
+        _append_env(ray, _env_entry(c.RAY_REDIS_ADDRESS, options.redis_address or ""))
         if options.redis_username is not None:
             _append_env(ray, _credential_env(c.REDIS_USERNAME, options.redis_username))
         if options.redis_password is not None:
