@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from typing import Any
 
 import pytest
@@ -190,6 +191,15 @@ async def test_a_stuck_cleanup_is_forced_after_the_deletion_timeout(runtime_kube
         return NotYet("the RayCluster still exists")
 
     await wait_for(forced, 90, what="the finalizer to be forced off after the timeout")
+    [event] = await events_for(runtime_kube, namespace, "ForceDeletedStuckCluster")
+    assert event["type"] == "Warning"
+    note = event.get("note") or event.get("message")
+    # KubeRay v1.6.2's words; the namespace is the RayCluster's ray.io/external-storage-namespace annotation (none).
+    assert re.fullmatch(
+        r'Force-removed GCS FT finalizer after [0-9.hms]+ due to Redis cleanup timeout; Redis storage namespace "" '
+        r"may need manual cleanup",
+        note,
+    ), note
 
 
 async def test_recreate_upgrade_replaces_every_pod_when_the_image_changes(runtime_kube: Kube, namespace: str) -> None:

@@ -23,28 +23,31 @@ CASES: list[Case] = [
     (
         "raycronjob-name-too-long",
         "RayCronJob",
-        {"metadata.name": "c" * 42},
+        {"metadata.name": "c" * 37},
         CRON_ON,
-        [("metadata.name", "RayCronJob name should be no more than 41 characters")],
+        [("metadata.name", "RayCronJob name should be no more than 36 characters")],
     ),
     (
         "raycronjob-schedule-prefix-and-time-zone",
         "RayCronJob",
         {"spec.schedule": "CRON_TZ=UTC 0 * * * *", "spec.timeZone": "UTC"},
         CRON_ON,
-        [("spec.schedule", "cannot use TZ or CRON_TZ in schedule together with timeZone")],
+        [("spec.schedule", "cannot use TZ or CRON_TZ in schedule, use timeZone field instead")],
     ),
     (
-        "raycronjob-schedule-bad-location",
+        "raycronjob-time-zone-bad-location",
         "RayCronJob",
-        {"spec.schedule": "TZ=Mars/Olympus_Mons 0 * * * *"},
+        {"spec.timeZone": "Mars/Olympus_Mons"},
         CRON_ON,
-        [
-            (
-                "spec.schedule",
-                "invalid cron schedule: provided bad location Mars/Olympus_Mons: unknown time zone Mars/Olympus_Mons",
-            )
-        ],
+        [("spec.timeZone", "invalid time zone: unknown time zone Mars/Olympus_Mons")],
+    ),
+    (
+        # v1.7.0 refuses TZ= anywhere in the schedule (v1.6.1 accepted a TZ=/CRON_TZ= prefix).
+        "raycronjob-schedule-tz-prefix",
+        "RayCronJob",
+        {"spec.schedule": "TZ=UTC 0 * * * *"},
+        CRON_ON,
+        [("spec.schedule", "cannot use TZ or CRON_TZ in schedule, use timeZone field instead")],
     ),
     (
         "raycronjob-minute-out-of-range",

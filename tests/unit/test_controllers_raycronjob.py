@@ -1,6 +1,6 @@
-"""RayCronJob reconcile table tests on an in-memory API server with a settable clock (KubeRay v1.6.1's behaviour:
+"""RayCronJob reconcile table tests on an in-memory API server with a settable clock (KubeRay v1.7.0's behaviour:
 ``raycronjob_controller.go`` and its unit tests InvalidSchedule, FirstSchedule, CreateRayJob, Suspend,
-UpdateRayCronJobStatus)."""
+UpdateRayCronJobStatus, deterministic names, time zones)."""
 
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ class World:
 
     def reconciler(self) -> RayCronJobReconciler:
         deps = Deps(self.fake.api, self.fake.cache, self.fake.recorder, GATE_ON, lambda: self.now)
-        return RayCronJobReconciler(deps, random=lambda: "abcde")
+        return RayCronJobReconciler(deps)
 
     async def reconcile(self) -> Result:
         return await self.reconciler().reconcile(NS, NAME)
@@ -91,13 +91,17 @@ async def test_before_the_first_tick_nothing_is_created_and_the_pass_comes_back_
     assert world.fake.writes == []
 
 
-async def test_at_the_tick_one_rayjob_like_kuberays_and_last_schedule_time_is_now() -> None:
+# 2026-12-03T12:01:00Z is Unix minute 29,938,321: KubeRay v1.7.0's getRayJobName.
+TICK_NAME = f"{NAME}-29938321"
+
+
+async def test_at_the_tick_one_rayjob_like_kuberays_and_last_schedule_time_is_the_tick() -> None:
     world = new_world()
     world.now = dt.datetime(2026, 12, 3, 12, 1, 2, tzinfo=dt.UTC)
-    assert await world.reconcile() == Result(58.0)  # the tick after now: 12:02:00
+    assert await world.reconcile() == Result(58.0)  # the tick after the tick: 12:02:00
     [job] = world.rayjobs
     meta = job["metadata"]
-    assert meta["name"] == f"{NAME}-abcde"
+    assert meta["name"] == TICK_NAME
     assert meta["labels"] == {c.RAY_CRONJOB_NAME_LABEL: NAME}  # nothing else of the RayCronJob's labels
     assert meta["annotations"] == {c.RAY_CRONJOB_SCHEDULED_TIMESTAMP_ANNOTATION: "2026-12-03T12:01:00Z"}
     assert meta["ownerReferences"] == [
@@ -105,32 +109,31 @@ async def test_at_the_tick_one_rayjob_like_kuberays_and_last_schedule_time_is_no
          "blockOwnerDeletion": True}
     ]  # fmt: skip
     assert job["spec"] == raycronjob()["spec"]["jobTemplate"]
-    # KubeRay's quirk: now, not the tick
-    assert world.cron["status"] == {"lastScheduleTime": "2026-12-03T12:01:02Z"}
+    # v1.7.0: the tick (v1.6.1 wrote now)
+    assert world.cron["status"] == {"lastScheduleTime": "2026-12-03T12:01:00Z"}
     assert [str(w) for w in world.fake.writes] == [
-        f"create rayjobs {NS}/{NAME}-abcde",
+        f"create rayjobs {NS}/{TICK_NAME}",
         f"update raycronjobs/status {NS}/{NAME}",
     ]
 
 
-async def test_ticks_missed_while_down_make_one_rayjob() -> None:
-    world = new_world()
-    world.now = dt.datetime(2026, 12, 3, 15, 30, 5, tzinfo=dt.UTC)  # 209 ticks later
-    await world.reconcile()
-    assert len(world.rayjobs) == 1
-    assert objects.annotations(world.rayjobs[0])[c.RAY_CRONJOB_SCHEDULED_TIMESTAMP_ANNOTATION] == "2026-12-03T12:01:00Z"
-    assert await world.reconcile() == Result(55.0)  # caught up: next at 15:31
-    assert len(world.rayjobs) == 1
+async def test_ticks_missed_while_down_are_made_up_one_rayjob_a_pass() -> None:
+    world = new_world(raycronjob("*/30 * * * *"))
+    world.now = dt.datetime(2026, 12, 3, 13, 40, 5, tzinfo=dt.UTC)  # ticks at 12:30, 13:00, 13:30 were missed
+    assert await world.reconcile() == Result(0.0)  # the next tick (13:00) has passed too: again at once
+    assert await world.reconcile() == Result(0.0)
+    assert await world.reconcile() == Result(19 * 60 + 55.0)  # caught up: next at 14:00
+    stamps = sorted(objects.annotations(j)[c.RAY_CRONJOB_SCHEDULED_TIMESTAMP_ANNOTATION] for j in world.rayjobs)
+    assert stamps == ["2026-12-03T12:30:00Z", "2026-12-03T13:00:00Z", "2026-12-03T13:30:00Z"]
+    assert world.cron["status"] == {"lastScheduleTime": "2026-12-03T13:30:00Z"}
 
 
 async def test_each_tick_makes_one_more_rayjob_and_nothing_limits_them() -> None:
     world = new_world(raycronjob("*/2 * * * *"))
-    suffixes = iter(["aaaaa", "bbbbb", "ccccc"])
     for minute in (2, 4, 6):
         world.now = dt.datetime(2026, 12, 3, 12, minute, 0, 300_000, tzinfo=dt.UTC)
-        deps = Deps(world.fake.api, world.fake.cache, world.fake.recorder, GATE_ON, lambda: world.now)
-        await RayCronJobReconciler(deps, random=lambda: next(suffixes)).reconcile(NS, NAME)
-    assert sorted(objects.name(j) for j in world.rayjobs) == [f"{NAME}-aaaaa", f"{NAME}-bbbbb", f"{NAME}-ccccc"]
+        await world.reconcile()
+    assert sorted(objects.name(j) for j in world.rayjobs) == [f"{NAME}-{29938320 + m}" for m in (2, 4, 6)]
 
 
 async def test_suspended_creates_nothing_and_says_so_on_every_pass() -> None:
@@ -147,6 +150,8 @@ async def test_suspended_creates_nothing_and_says_so_on_every_pass() -> None:
     ("cron", "note"),
     [
         (raycronjob("61 * * * *"), "invalid cron schedule: end of range (61) above maximum (59): 61"),
+        (raycronjob("CRON_TZ=Asia/Tokyo 0 21 * * *"), "cannot use TZ or CRON_TZ in schedule, use timeZone field "
+                                                       "instead"),
         (
             raycronjob(jobTemplate={"entrypoint": "x", "shutdownAfterJobFinishes": False, "suspend": True,
                                     "rayClusterSpec": raycronjob()["spec"]["jobTemplate"]["rayClusterSpec"]}),
@@ -176,20 +181,16 @@ async def test_a_status_write_that_fails_after_the_create_does_not_make_a_second
     with pytest.raises(ApiError):
         await world.reconcile()
     assert len(world.rayjobs) == 1
-    await world.reconcile()  # the runtime's retry
+    await world.reconcile()  # the runtime's retry: the same name, AlreadyExists, taken as made
     assert len(world.rayjobs) == 1
-    assert world.cron["status"] == {"lastScheduleTime": "2026-12-03T12:01:02Z"}
+    assert world.cron["status"] == {"lastScheduleTime": "2026-12-03T12:01:00Z"}
 
 
-async def test_the_schedules_zone_decides_the_tick() -> None:
-    world = new_world(raycronjob("CRON_TZ=Asia/Tokyo 0 21 * * *"))  # 21:00 in Tokyo is 12:00 UTC
+async def test_the_time_zone_decides_the_tick() -> None:
+    world = new_world(raycronjob("0 21 * * *", timeZone="Asia/Tokyo"))  # 21:00 in Tokyo is 12:00 UTC
     world.now = dt.datetime(2026, 12, 4, 12, 0, 1, tzinfo=dt.UTC)
     await world.reconcile()
     assert objects.annotations(world.rayjobs[0])[c.RAY_CRONJOB_SCHEDULED_TIMESTAMP_ANNOTATION] == "2026-12-04T12:00:00Z"
-    zone = new_world(raycronjob("0 21 * * *", timeZone="Asia/Tokyo"))
-    zone.now = world.now
-    await zone.reconcile()
-    assert len(zone.rayjobs) == 1
 
 
 async def test_a_deleted_or_terminating_raycronjob_is_left_alone() -> None:
@@ -207,4 +208,4 @@ def test_the_controller_runs_only_with_its_gate() -> None:
     assert [r.name for r in default_registrations(BuildOptions())] == ["raycluster", "rayjob", "rayservice"]
     assert [r.name for r in default_registrations(GATE_ON)] == ["raycluster", "rayjob", "rayservice", "raycronjob"]
     reg = registration()
-    assert (reg.recorder, reg.kind, [w.res for w in reg.owned]) == ("raycronjob-controller", RAYCRONJOBS, [RAYJOBS])
+    assert (reg.recorder, reg.kind, [w.res for w in reg.owned]) == ("raycronjob-controller", RAYCRONJOBS, [])

@@ -76,7 +76,14 @@ def rayservice(**spec: Any) -> dict[str, Any]:
     body: dict[str, Any] = {
         "apiVersion": "ray.io/v1",
         "kind": "RayService",
-        "metadata": {"name": NAME, "namespace": NS, "uid": "rs-uid", "generation": 1, "labels": {"team": "fruit"}},
+        "metadata": {
+            "name": NAME,
+            "namespace": NS,
+            "uid": "rs-uid",
+            "generation": 1,
+            "labels": {"team": "fruit"},
+            "finalizers": [c.RAYSERVICE_FINALIZER],  # what the first pass adds (see test_..._gets_its_finalizer)
+        },
         "spec": {
             "serveConfigV2": SERVE_CONFIG,
             "rayClusterConfig": {
@@ -625,6 +632,35 @@ async def test_managed_by_another_controller_is_left_alone() -> None:
     world = new_world(rayservice(managedBy="kueue.x-k8s.io/multikueue"))
     assert await world.reconcile() == Result()
     assert world.writes() == [] and world.fake.events == [] and "status" not in world.service
+
+
+async def test_a_new_rayservice_gets_its_finalizer_and_nothing_else_in_its_first_pass() -> None:
+    body = rayservice()
+    del body["metadata"]["finalizers"]
+    world = new_world(body)
+    assert await world.reconcile() == Result(REQUEUE)
+    assert world.writes() == [f"patch rayservices {NS}/{NAME}"]
+    assert world.service["metadata"]["finalizers"] == [c.RAYSERVICE_FINALIZER]
+    assert "status" not in world.service
+
+
+async def test_a_rayservice_being_deleted_deletes_every_cluster_at_once_then_drops_its_finalizer() -> None:
+    world = await serving_world()
+    active = world.active
+    body = copy.deepcopy(world.service)
+    body["metadata"]["deletionTimestamp"] = "2026-01-01T00:05:00Z"
+    body["metadata"]["finalizers"] = ["example.com/other", c.RAYSERVICE_FINALIZER]
+    world.fake.add(body, RAYSERVICES)
+
+    assert await world.reconcile() == Result(REQUEUE)  # no deletion delay, the active cluster too
+    assert world.writes() == [f"delete rayclusters {NS}/{active}"]
+    assert world.fake.events[-1].note == f"Deleted the RayCluster {NS}/{active}"
+    assert world.fake.stored(RAYCLUSTERS, NS, active) is None
+    world.clear()
+
+    assert await world.reconcile() == Result()
+    assert world.writes() == [f"patch rayservices {NS}/{NAME}"]
+    assert world.service["metadata"]["finalizers"] == ["example.com/other"]
 
 
 async def test_a_deleted_rayservice_ends_the_pass() -> None:

@@ -45,9 +45,9 @@ MAX_RAYCLUSTER_NAME_LENGTH: Final = 53
 MAX_RAYJOB_NAME_LENGTH: Final = 47
 # KubeRay utils/constant.go MaxRayServiceNameLength: the RayCluster limit minus the "-<5 random>" suffix.
 MAX_RAYSERVICE_NAME_LENGTH: Final = 47
-# raykube's own bound (KubeRay v1.6.1 has none): each RayJob is named "<cron>-<rand5>" (raycronjob_controller.go
-# constructRayJob), which must stay within MAX_RAYJOB_NAME_LENGTH.
-MAX_RAYCRONJOB_NAME_LENGTH: Final = MAX_RAYJOB_NAME_LENGTH - 6
+# KubeRay v1.7.0 utils/constant.go MaxRayCronJobNameLength: each RayJob is named "<cron>-<Unix minute>" (dash and up
+# to 10 digits, raycronjob_controller.go getRayJobName), which must stay within MAX_RAYJOB_NAME_LENGTH.
+MAX_RAYCRONJOB_NAME_LENGTH: Final = MAX_RAYJOB_NAME_LENGTH - 11
 
 # Kubernetes apimachinery util/validation: the longest DNS-1035 label.
 DNS1035_LABEL_MAX_LENGTH: Final = 63
@@ -612,6 +612,8 @@ EVENT_TYPE_WARNING: Final = "Warning"
 
 # KubeRay utils/constant.go RayJobStopJobFinalizer: stops the Ray job before a RayJob goes away.
 RAYJOB_FINALIZER: Final = "ray.io/rayjob-finalizer"
+# KubeRay v1.6.2 utils/constant.go RayServiceFinalizer: held until every RayCluster of the RayService is gone.
+RAYSERVICE_FINALIZER: Final = "ray.io/rayservice-finalizer"
 # KubeRay utils/constant.go RayJobClusterSelectorKey: the clusterSelector key naming the RayCluster to run on.
 RAY_JOB_CLUSTER_SELECTOR_KEY: Final = "ray.io/cluster"
 # KubeRay utils/constant.go DEFAULT_RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS and its env override.

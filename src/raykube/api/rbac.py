@@ -67,8 +67,9 @@ OPERATOR_RULES: tuple[Rule, ...] = (
     # grants them (so turning the gate on needs no RBAC change).
     Rule(c.API_GROUP, ("raycronjobs",), ("list", "watch")),
     Rule(c.API_GROUP, ("raycronjobs/status",), ("update",)),
-    # The RayService controller (the dashboard's Serve calls are services/proxy; the head Pod's label, pods patch).
-    Rule(c.API_GROUP, ("rayservices",), ("list", "watch")),
+    # The RayService controller (the dashboard's Serve calls are services/proxy; the head Pod's label, pods patch;
+    # patch: the RayService finalizer of KubeRay v1.6.2).
+    Rule(c.API_GROUP, ("rayservices",), ("list", "patch", "watch")),
     Rule(c.API_GROUP, ("rayservices/status",), ("update",)),
     # Setting blockOwnerDeletion on children needs update on the owner's finalizers where the
     # OwnerReferencesPermissionEnforcement admission plugin runs (OpenShift, for one).

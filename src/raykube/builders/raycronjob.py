@@ -1,6 +1,8 @@
-"""What a RayCronJob makes at each tick, as KubeRay v1.6.1 makes it (``raycronjob_controller.go`` ``constructRayJob``).
+"""What a RayCronJob makes at each tick, as KubeRay v1.7.0 makes it (``raycronjob_controller.go`` ``constructRayJob``).
 
-Pure: no I/O, the input never mutated. The RayJob is ``<cron>-<rand5>`` in the RayCronJob's namespace, labelled
+Pure: no I/O, the input never mutated. The RayJob is ``<cron>-<Unix minute of the tick>`` (``getRayJobName``: the
+same tick always gives the same name, so a repeated create is refused as AlreadyExists, as a CronJob's Jobs) in the
+RayCronJob's namespace, labelled
 ``ray.io/cronjob-name: <cron>``, annotated with the tick it was made for (``ray.io/cronjob-scheduled-timestamp``, UTC,
 RFC 3339), owned by the RayCronJob (a controller reference, so deleting the RayCronJob deletes its RayJobs and, through
 them, their clusters), and its spec is a copy of ``spec.jobTemplate``. Nothing else of the RayCronJob's metadata is
@@ -18,7 +20,12 @@ from raykube.api import constants as c
 from raykube.builders import names
 from raykube.kube import objects, times
 
-__all__ = ["scheduled_timestamp", "tick_rayjob"]
+__all__ = ["rayjob_name", "scheduled_timestamp", "tick_rayjob"]
+
+
+def rayjob_name(cronjob_name: str, tick: dt.datetime) -> str:
+    """``getRayJobName``: ``<cron>-<tick's Unix time / 60>`` (Go's integer division; ticks are after 1970)."""
+    return f"{cronjob_name}-{int(tick.timestamp()) // 60}"
 
 
 def scheduled_timestamp(tick: dt.datetime) -> str:
@@ -26,15 +33,15 @@ def scheduled_timestamp(tick: dt.datetime) -> str:
     return times.format_time(tick)
 
 
-def tick_rayjob(cronjob: Mapping[str, Any], *, tick: dt.datetime, suffix: str) -> dict[str, Any]:
-    """The RayJob a RayCronJob creates for the activation at ``tick``; ``suffix`` is the name's random part."""
+def tick_rayjob(cronjob: Mapping[str, Any], *, tick: dt.datetime) -> dict[str, Any]:
+    """The RayJob a RayCronJob creates for the activation at ``tick``."""
     name = objects.name(cronjob)
     spec = cronjob.get("spec") or {}
     return {
         "apiVersion": c.API_VERSION,
         "kind": c.KIND_RAYJOB,
         "metadata": {
-            "name": f"{name}-{suffix}",
+            "name": rayjob_name(name, tick),
             "namespace": objects.namespace(cronjob),
             "labels": {c.RAY_CRONJOB_NAME_LABEL: name},
             "annotations": {c.RAY_CRONJOB_SCHEDULED_TIMESTAMP_ANNOTATION: scheduled_timestamp(tick)},

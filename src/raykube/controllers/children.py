@@ -22,12 +22,16 @@ import base64
 import json
 import secrets
 from collections.abc import Callable, Mapping
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from raykube.api import constants as c
 from raykube.api.resources import RAYCLUSTERS
 from raykube.builders import children, pods
 from raykube.controllers.base import Deps, reported
+from raykube.golang.duration import duration_string
+from raykube.golang.errors import GoError
+from raykube.golang.strconv import atoi, quote
 from raykube.kube import objects, times
 from raykube.kube.errors import ApiError
 from raykube.kube.resources import INGRESSES, JOBS, PODS, ROLE_BINDINGS, ROLES, SECRETS, SERVICE_ACCOUNTS, Resource
@@ -202,11 +206,14 @@ class Children:
                 await self.api.delete_collection(PODS, namespace, selector)
         if ctx.pods(**{c.RAY_NODE_TYPE_LABEL: c.NODE_TYPE_HEAD}):
             return DELETION_REQUEUE
-        if self._timed_out(ctx):
+        age = self._deletion_age(ctx)
+        if age is not None and age >= self._deletion_timeout(ctx):
+            # KubeRay v1.6.2 forceRemoveGCSFTFinalizer: the cleanup Job is stuck; let the deletion proceed.
             await self._remove_finalizer(ctx)
+            storage_ns = ctx.annotations.get(c.RAY_EXTERNAL_STORAGE_NS_ANNOTATION, "")
             note = (
-                f"RayCluster {namespace}/{name} was not cleaned up from Redis within the deletion timeout; removed "
-                f"finalizer {c.GCS_FT_REDIS_CLEANUP_FINALIZER}"
+                f"Force-removed GCS FT finalizer after {duration_string(int(age.total_seconds() * 1e9))} due to Redis "
+                f"cleanup timeout; Redis storage namespace {quote(storage_ns)} may need manual cleanup"
             )
             self.recorder.event(ctx.obj, WARNING, c.EVENT_FORCE_DELETED_STUCK_CLUSTER, "Delete", note)
             return None
@@ -237,14 +244,21 @@ class Children:
         )
         return JOB_REQUEUE
 
-    def _timed_out(self, ctx: ClusterContext) -> bool:
-        try:
-            timeout = float(
-                ctx.annotations.get(c.RAY_GCS_FT_DELETION_TIMEOUT_ANNOTATION, c.GCS_FT_DEFAULT_DELETION_TIMEOUT_SECONDS)
-            )
-        except ValueError:
-            timeout = float(c.GCS_FT_DEFAULT_DELETION_TIMEOUT_SECONDS)
+    @staticmethod
+    def _deletion_timeout(ctx: ClusterContext) -> timedelta:
+        """KubeRay ``getGCSFTDeletionTimeout``: the annotation's whole seconds when ``strconv.Atoi`` reads a positive
+        number from it, else the default."""
+        seconds = c.GCS_FT_DEFAULT_DELETION_TIMEOUT_SECONDS
+        text = ctx.annotations.get(c.RAY_GCS_FT_DELETION_TIMEOUT_ANNOTATION)
+        if text is not None:
+            try:
+                parsed = atoi(str(text))
+            except GoError:
+                parsed = 0
+            if parsed > 0:
+                seconds = parsed
+        return timedelta(seconds=seconds)
+
+    def _deletion_age(self, ctx: ClusterContext) -> timedelta | None:
         deleted = times.parse_time(objects.meta(ctx.obj).get("deletionTimestamp"))
-        if deleted is None:
-            return False
-        return (self.clock() - deleted).total_seconds() >= timeout
+        return None if deleted is None else self.clock() - deleted

@@ -1,15 +1,17 @@
-"""The RayService reconciler: Ray Serve applications on a RayCluster it creates, upgraded blue/green, as KubeRay v1.6.1.
+"""The RayService reconciler: Ray Serve applications on a RayCluster it creates, upgraded blue/green, as KubeRay v1.7.0.
 
 KubeRay's ``ray-operator/controllers/ray/rayservice_controller.go`` ``Reconcile``, re-implemented over the pure layer
 :mod:`raykube.builders.rayservice` (which maps each decision to its Go function). A pass, in KubeRay's order, every
 normal exit coming back after 2 s:
 
 1. the RayService from the cache (gone: the end); ``spec.managedBy`` naming another controller: the end, no status;
-2. validation (:func:`raykube.api.validation.validate_rayservice`): a Warning ``InvalidRayServiceMetadata`` /
-   ``InvalidRayServiceSpec``, ``Ready=False/ValidationFailed`` written, and no requeue (a spec fix starts a pass);
-3. the serve-config cache forgets clusters that are neither active nor pending; clusters of this RayService that are
+2. the serve-config cache forgets clusters that are neither active nor pending; clusters of this RayService that are
    neither are deleted ``rayClusterDeletionDelaySeconds`` (default 60) after this reconciler first saw them so (an
-   in-memory timer, as KubeRay's: an operator restart restarts it);
+   in-memory timer, as KubeRay's: an operator restart restarts it); a RayService being deleted has every cluster
+   deleted at once, and its finalizer ``ray.io/rayservice-finalizer`` removed once none is left (KubeRay v1.6.2);
+   one without the finalizer gets it, and the pass ends there;
+3. validation (:func:`raykube.api.validation.validate_rayservice`): a Warning ``InvalidRayServiceMetadata`` /
+   ``InvalidRayServiceSpec``, ``Ready=False/ValidationFailed`` written, and no requeue (a spec fix starts a pass);
 4. ``Ready=False/InitializingTimeout`` is terminal: only that clean-up runs (requeue while clusters remain);
 5. the clusters: the pending one named in the status is created (``<rs>-<rand5>``, chosen by the previous pass), else
    the active and pending ones are updated in place when KubeRay would (operator version, suspend, worker groups
@@ -47,6 +49,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
+
+from pydantic import ValidationError
 
 from raykube.api import constants as c
 from raykube.api.dashboard import DashboardError
@@ -152,19 +156,63 @@ class RayServiceReconciler:
         if managed_by is not None and managed_by != c.MANAGED_BY_KUBERAY:  # utils.ManagedByExternalController
             return Result()
         original: dict[str, Any] = copy.deepcopy(dict(obj.get("status") or {}))
+        # KubeRay v1.6.2: clean-up, then the finalizer, then validation.
+        try:
+            model: RayService | None = RayService.model_validate(obj)
+        except ValidationError:
+            model = None  # the validator names the field below
+        to_clean = False
+        if model is not None and model.spec is not None:
+            ctx = ServiceContext(obj, model, model.spec, namespace, name, original, copy.deepcopy(original))
+            self._clean_up_serve_config_cache(ctx)
+            to_clean = await self._clean_up_clusters(ctx)
+        ended = await self._finalizer_pass(obj, to_clean=to_clean)
+        if ended is not None:
+            return ended
         errors = validate_rayservice(obj, features=self.gates)
-        if errors:
-            return await self._invalid(obj, copy.deepcopy(original), errors[0])
-        model = RayService.model_validate(obj)
-        if model.spec is None:  # validation requires a spec
-            raise RayServiceError("the RayService has no spec")
+        if errors or model is None or model.spec is None:
+            error = errors[0] if errors else FieldError("spec", "the RayService has no valid spec")
+            return await self._invalid(obj, copy.deepcopy(original), error)
         ctx = ServiceContext(obj, model, model.spec, namespace, name, original, copy.deepcopy(original))
-        return await self._reconcile_valid(ctx)
+        return await self._reconcile_valid(ctx, to_clean=to_clean)
 
-    async def _reconcile_valid(self, ctx: ServiceContext) -> Result:
+    async def _finalizer_pass(self, obj: Obj, *, to_clean: bool) -> Result | None:
+        """KubeRay v1.6.2: a RayService being deleted waits for its clusters, then loses its finalizer; one without
+        the finalizer gets it. The pass's result when it ends here, else None."""
+        if objects.terminating(obj):
+            if to_clean:
+                return Result(REQUEUE)  # "waiting for RayClusters to be deleted"
+            await self._set_finalizer(obj, present=False)
+            return Result()
+        if c.RAYSERVICE_FINALIZER not in objects.finalizers(obj):
+            await self._set_finalizer(obj, present=True)
+            return Result(REQUEUE)
+        return None
+
+    async def _set_finalizer(self, obj: Obj, *, present: bool) -> None:
+        """Add or remove ``ray.io/rayservice-finalizer`` (KubeRay v1.6.2 ``controllerutil.AddFinalizer`` /
+        ``RemoveFinalizer`` and an Update, here a JSON patch guarded by what was read)."""
+        finalizers = objects.finalizers(obj)
+        if (c.RAYSERVICE_FINALIZER in finalizers) == present:
+            return
+        if present:
+            patch = [
+                {"op": "test", "path": "/metadata/resourceVersion", "value": objects.resource_version(obj)},
+                {"op": "add", "path": "/metadata/finalizers", "value": [*finalizers, c.RAYSERVICE_FINALIZER]},
+            ]
+        else:
+            patch = [
+                {"op": "test", "path": "/metadata/finalizers", "value": finalizers},
+                {
+                    "op": "replace",
+                    "path": "/metadata/finalizers",
+                    "value": [f for f in finalizers if f != c.RAYSERVICE_FINALIZER],
+                },
+            ]
+        await self.api.patch(RAYSERVICES, objects.name(obj), patch, objects.namespace(obj), patch_type="json")
+
+    async def _reconcile_valid(self, ctx: ServiceContext, *, to_clean: bool) -> Result:
         original = ctx.original
-        self._clean_up_serve_config_cache(ctx)
-        to_clean = await self._clean_up_clusters(ctx)
         if rs.is_initializing_timeout(original):  # terminal: only the clean-up above
             return Result(REQUEUE) if to_clean else Result()
 
@@ -271,9 +319,10 @@ class RayServiceReconciler:
         is deleted once the deletion delay has passed since this reconciler first saw it so. Returns whether any
         such cluster remains."""
         labels = {c.RAY_ORIGINATED_FROM_CR_NAME_LABEL: ctx.name, c.RAY_ORIGINATED_FROM_CRD_LABEL: c.KIND_RAYSERVICE}
+        deleting = objects.terminating(ctx.obj)  # KubeRay v1.6.2: every cluster goes at once
         delay = ctx.spec.ray_cluster_deletion_delay_seconds
         seconds = c.RAYSERVICE_DEFAULT_CLUSTER_DELETION_DELAY_SECONDS if delay is None else int(delay)
-        keep = (ctx.side(ACTIVE), ctx.side(PENDING))
+        keep = () if deleting else (ctx.side(ACTIVE), ctx.side(PENDING))
         now = self.clock()
         remaining = False
         for cluster in self.cache.list(RAYCLUSTERS, ctx.namespace, labels):
@@ -283,11 +332,11 @@ class RayServiceReconciler:
             remaining = True
             key = (ctx.namespace, cluster_name)
             deadline = self.deletion_times.get(key)
-            if deadline is None:
+            if deadline is None and not deleting:
                 self.deletion_times[key] = now + timedelta(seconds=seconds)
                 log.info("dangling RayCluster %s scheduled for deletion in %ss", cluster_name, seconds)
                 continue
-            if not now > deadline:
+            if not deleting and deadline is not None and not now > deadline:
                 continue
             where = f"{ctx.namespace}/{cluster_name}"
             await reported(

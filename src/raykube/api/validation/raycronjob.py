@@ -1,20 +1,21 @@
 """RayCronJob validation: the feature gate, metadata and spec (with its RayJob ``jobTemplate``).
 
-Mirrors ``ValidateRayCronJobSpec`` of KubeRay v1.6.1 ``ray-operator/controllers/ray/utils/validation.go`` (a
-``schedule`` robfig/cron's ``ParseStandard`` accepts, and a ``jobTemplate`` that passes ``ValidateRayJobSpec``, its
-messages prefixed "invalid RayJob template: "), plus the rules of the RayCronJob CRD and two of raykube's own. Tags as
-in :mod:`raykube.api.validation`.
+Mirrors ``ValidateRayCronJobSpec`` of KubeRay v1.7.0 ``ray-operator/controllers/ray/utils/validation.go`` (a name
+short enough for its RayJobs' names, a ``schedule`` without ``TZ`` that robfig/cron's ``ParseStandard`` accepts, a
+known ``timeZone``, and a ``jobTemplate`` that passes ``ValidateRayJobSpec``, its messages prefixed "invalid RayJob
+template: "), plus the rules of the RayCronJob CRD and two of raykube's own. Tags as in :mod:`raykube.api.validation`.
 
 * the kind needs the RayCronJob gate (own: KubeRay's controller is simply not started without it).
-* the name is at most 41 characters and a DNS-1035 label (own: KubeRay v1.6.1 does not check, but names each RayJob
-  ``<cron>-<rand5>``, which must be a valid RayJob name of at most 47); with ``generateName`` the length counts the
-  5 characters the API server appends.
-* ``schedule`` (required, CRD) is a standard 5-field cron expression or descriptor, optionally prefixed with
-  ``TZ=<zone>`` or ``CRON_TZ=<zone>`` (:mod:`raykube.api.cron`, robfig/cron's error texts).
-* ``timeZone`` (a field KubeRay v1.7 added; raykube's CRD accepts it, v1.6.1's drops it) is non-empty and a known
-  IANA zone, and not combined with a ``TZ=`` prefix. This is the one lookup outside the input in the validators: the
-  zone is found in the system time-zone database through :mod:`zoneinfo`, as KubeRay looks it up in the copy embedded
-  in its binary.
+* the name is at most 36 characters (v1.7.0: each RayJob is ``<cron>-<Unix minute>``, a valid RayJob name of at
+  most 47) and a DNS-1035 label (own); with ``generateName`` the length counts the 5 characters the API server
+  appends.
+* ``schedule`` (required, CRD) must not contain ``TZ`` at all (v1.7.0: "cannot use TZ or CRON_TZ in schedule, use
+  timeZone field instead"; v1.6.1 accepted a ``TZ=<zone>``/``CRON_TZ=<zone>`` prefix, so a RayCronJob that used one
+  is refused after the upgrade and must move the zone to ``timeZone``), and is a standard 5-field cron expression or
+  descriptor (:mod:`raykube.api.cron`, robfig/cron's error texts).
+* ``timeZone`` (v1.7.0) is non-empty and a known IANA zone. This is the one lookup outside the input in the
+  validators: the zone is found in the system time-zone database through :mod:`zoneinfo`, as KubeRay looks it up in
+  the copy embedded in its binary.
 * ``jobTemplate`` (required, CRD) is a valid RayJob spec (:mod:`.rayjob`).
 """
 
@@ -82,8 +83,8 @@ def _check_raycronjob_spec(errs: _Errors, spec_value: object, *, gates: Mapping[
     if spec.present and not spec.has("schedule"):
         errs.schema(spec.at("schedule"), _REQUIRED)
     elif schedule is not None:
-        if spec.opt_text("timeZone") is not None and schedule.startswith(("TZ=", "CRON_TZ=")):
-            errs.kuberay(spec.at("schedule"), "cannot use TZ or CRON_TZ in schedule together with timeZone")
+        if "TZ" in schedule:
+            errs.kuberay(spec.at("schedule"), "cannot use TZ or CRON_TZ in schedule, use timeZone field instead")
         else:
             reason = _cron_error(schedule)
             if reason:
