@@ -326,10 +326,53 @@ async def test_a_submitter_that_finished_without_a_ray_job_is_app_failed() -> No
     assert status["message"] == "Submitter completed but Ray job not found in RayCluster."
 
 
-async def test_a_job_not_yet_submitted_is_an_error_requeue_in_k8s_job_mode() -> None:
+async def test_a_job_not_yet_submitted_is_a_plain_requeue_in_k8s_job_mode() -> None:
+    world = await running_world()  # v1.7.0 (v1.6.1 returned the error)
+    world.fake.writes.clear()
+    assert await world.reconcile() == Result(REQUEUE)
+    assert world.fake.writes_of("update", "rayjobs/status") == []
+
+
+async def test_failing_status_checks_start_a_timer_that_fails_the_job_without_a_retry() -> None:
+    world = await running_world(rayjob(backoffLimit=2))
+    world.dashboards.dashboard.error = DashboardError("connection refused", status=0)
+    world.fake.writes.clear()
+    assert await world.reconcile() == Result(REQUEUE)  # the first failure is written
+    assert world.status["jobStatusCheckFailureStartTime"] == times.format_time(world.now)
+    assert world.state == "Running" and len(world.fake.writes_of("update", "rayjobs/status")) == 1
+    world.now += dt.timedelta(seconds=299)
+    world.fake.writes.clear()
+    assert await world.reconcile() == Result(REQUEUE)  # later failures only requeue
+    assert world.fake.writes_of("update", "rayjobs/status") == []
+    world.now += dt.timedelta(seconds=1)
+    await world.reconcile()
+    status = world.status
+    assert (status["jobDeploymentStatus"], status["reason"]) == ("Failed", "JobStatusCheckTimeoutExceeded")
+    started = times.parse_time(status["jobStatusCheckFailureStartTime"])
+    assert started is not None
+    assert status["message"] == (
+        f"Job status checks have been failing since {started:%Y-%m-%d %H:%M:%S}; exceeded timeout of 300s"
+    )
+    assert status["failed"] == 1 and world.state == "Failed"  # not Retrying, as DeadlineExceeded
+
+
+async def test_a_good_status_check_clears_the_timer() -> None:
     world = await running_world()
-    with pytest.raises(RayJobError, match="does not exist on the cluster"):
-        await world.reconcile()
+    world.dashboards.dashboard.error = DashboardError("connection refused", status=0)
+    await world.reconcile()
+    assert "jobStatusCheckFailureStartTime" in world.status
+    world.dashboards.dashboard.error = None
+    world.job_info("RUNNING", ended=False)
+    await world.reconcile()
+    assert "jobStatusCheckFailureStartTime" not in world.status
+
+
+def test_the_status_check_timeout_is_read_as_kuberay_reads_it() -> None:
+    for value, seconds in (("60", 60), ("0", 300), ("-5", 300), ("1.5", 300), ("", 300)):
+        assert (
+            BuildOptions.from_env({"RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS": value}).rayjob_status_check_timeout_seconds
+            == seconds
+        )
 
 
 async def test_http_mode_submits_through_the_dashboard_without_a_status_write() -> None:

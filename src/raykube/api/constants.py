@@ -244,6 +244,8 @@ JOB_REASON_PRE_RUNNING_DEADLINE_EXCEEDED: Final = "PreRunningDeadlineExceeded"
 JOB_REASON_APP_FAILED: Final = "AppFailed"
 JOB_REASON_GRACE_PERIOD_EXCEEDED: Final = "JobDeploymentStatusTransitionGracePeriodExceeded"
 JOB_REASON_VALIDATION_FAILED: Final = "ValidationFailed"
+# KubeRay v1.7.0 rayjob_types.go: the dashboard's job status checks kept failing for longer than the timeout below.
+JOB_REASON_STATUS_CHECK_TIMEOUT_EXCEEDED: Final = "JobStatusCheckTimeoutExceeded"
 
 # KubeRay apis/ray/v1 rayservice_types.go RayServiceUpgradeType.
 RAYSERVICE_UPGRADE_NEW_CLUSTER: Final = "NewCluster"
@@ -619,6 +621,10 @@ RAY_JOB_CLUSTER_SELECTOR_KEY: Final = "ray.io/cluster"
 # KubeRay utils/constant.go DEFAULT_RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS and its env override.
 DEFAULT_RAYJOB_TRANSITION_GRACE_SECONDS: Final = 300
 RAYJOB_TRANSITION_GRACE_PERIOD_ENV: Final = "RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS"
+# KubeRay v1.7.0 utils/constant.go DEFAULT_RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS and its env override (a positive
+# integer; anything else gives the default): how long GetJobInfo may keep failing before the RayJob fails.
+DEFAULT_RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS: Final = 300
+RAYJOB_STATUS_CHECK_TIMEOUT_ENV: Final = "RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS"
 # KubeRay utils/constant.go: "true" makes shutdownAfterJobFinishes delete the RayJob, not only its cluster.
 DELETE_RAYJOB_CR_AFTER_JOB_FINISHES_ENV: Final = "DELETE_RAYJOB_CR_AFTER_JOB_FINISHES"
 # KubeRay utils/constant.go K8sEventType: what the RayJob controller reports.

@@ -30,6 +30,8 @@ class BuildOptions:
     delete_rayjob_after_finish: bool = False  # DELETE_RAYJOB_CR_AFTER_JOB_FINISHES == "true" (any case)
     # RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS (an integer; anything else gives the default)
     rayjob_transition_grace_seconds: int = c.DEFAULT_RAYJOB_TRANSITION_GRACE_SECONDS
+    # RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS (a positive integer; anything else gives the default)
+    rayjob_status_check_timeout_seconds: int = c.DEFAULT_RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS
     # ENABLE_ZERO_DOWNTIME as set (None: unset): "false" in any case turns off a RayService's new clusters when its
     # spec.upgradeStrategy.type is unset.
     enable_zero_downtime: str | None = None
@@ -70,8 +72,15 @@ class BuildOptions:
             rayjob_transition_grace_seconds=_atoi_or(
                 env.get(c.RAYJOB_TRANSITION_GRACE_PERIOD_ENV), c.DEFAULT_RAYJOB_TRANSITION_GRACE_SECONDS
             ),
+            rayjob_status_check_timeout_seconds=_positive_or(
+                _atoi_or(env.get(c.RAYJOB_STATUS_CHECK_TIMEOUT_ENV), 0), c.DEFAULT_RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS
+            ),
             **overrides,
         )
+
+
+def _positive_or(value: int, default: int) -> int:
+    return value if value > 0 else default
 
 
 def _atoi_or(value: str | None, default: int) -> int:

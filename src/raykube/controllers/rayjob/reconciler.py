@@ -57,6 +57,7 @@ from raykube.controllers.rayjob.context import (
     REASON_DEADLINE_EXCEEDED,
     REASON_GRACE_PERIOD_EXCEEDED,
     REASON_PRE_RUNNING_DEADLINE_EXCEEDED,
+    REASON_STATUS_CHECK_TIMEOUT,
     REASON_VALIDATION_FAILED,
     REQUEUE,
     RETRYING,
@@ -72,7 +73,7 @@ from raykube.controllers.rayjob.context import (
     WithDeps,
     go_time,
 )
-from raykube.controllers.rayjob.submission import Submission
+from raykube.controllers.rayjob.submission import CHECK_FAILURE_START, Submission
 from raykube.controllers.watches import CREATED_BY_SELECTOR
 from raykube.kube import objects, times
 from raykube.kube.resources import JOBS, SERVICES
@@ -228,7 +229,11 @@ class RayJobReconciler(WithDeps):
         if ctx.spec.suspend:
             ctx.status["jobDeploymentStatus"] = SUSPENDING
             return None
-        if self._deadline_passed(ctx) or self._grace_period_passed(ctx):
+        if (
+            self._deadline_passed(ctx)
+            or self._grace_period_passed(ctx)
+            or self.submission.status_check_timed_out(ctx, self.options.rayjob_status_check_timeout_seconds)
+        ):
             return None
         cluster = await self.children.get_or_create_cluster(ctx)
         if cluster is None:
@@ -257,6 +262,7 @@ class RayJobReconciler(WithDeps):
             status[key] = ""
         status["rayClusterStatus"] = {}
         status["rayJobInfo"] = {}
+        status.pop(CHECK_FAILURE_START, None)
         status["jobDeploymentStatus"] = SUSPENDED if status.get("jobDeploymentStatus") == SUSPENDING else NEW
         return None
 
@@ -332,7 +338,7 @@ class RayJobReconciler(WithDeps):
             state == FAILED
             and limit is not None
             and status["failed"] < limit + 1
-            and status.get("reason") != REASON_DEADLINE_EXCEEDED
+            and status.get("reason") not in (REASON_DEADLINE_EXCEEDED, REASON_STATUS_CHECK_TIMEOUT)
         ):
             status["jobDeploymentStatus"] = RETRYING
 
@@ -347,6 +353,7 @@ class RayJobReconciler(WithDeps):
             old.get("jobStatus", "") != new.get("jobStatus", "")
             or before != after
             or status_needs_update(old.get("rayClusterStatus") or {}, new.get("rayClusterStatus") or {})
+            or _time_changed(old.get(CHECK_FAILURE_START), new.get(CHECK_FAILURE_START))
         )
         if not changed:
             return
@@ -398,3 +405,10 @@ class RayJobReconciler(WithDeps):
         ]
         await self.api.patch(RAYJOBS, objects.name(obj), patch, objects.namespace(obj), patch_type="json")
         return Result(REQUEUE)
+
+
+def _time_changed(old: object, new: object) -> bool:
+    """KubeRay ``jobStatusCheckFailureStartTimeChanged``: set or cleared, or a different instant."""
+    if old is None or new is None:
+        return (old is None) != (new is None)
+    return times.parse_time(str(old)) != times.parse_time(str(new))

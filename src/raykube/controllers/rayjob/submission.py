@@ -1,12 +1,18 @@
-"""Following a RayJob's submission, as KubeRay v1.6.1 ``rayjob_controller.go`` does in Running: whether the
+"""Following a RayJob's submission, as KubeRay v1.7.0 ``rayjob_controller.go`` does in Running: whether the
 submitter (the K8sJobMode Job, or the SidecarMode container on the head) failed or finished
 (``checkSubmitterAndUpdateStatusIfNeeded``, ``checkSubmitterFinishedTimeoutAndUpdateStatusIfNeeded``), the Ray job's
 info from the dashboard (where HTTPMode submits the job), and the Ray job's state into the status.
+
+Failing status checks (v1.7.0): the first failed ``GetJobInfo`` (or HTTPMode resubmission) sets
+``status.jobStatusCheckFailureStartTime`` and is written; later failures only requeue; a good check clears it; once
+it is older than ``RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS`` (300) the RayJob fails with ``JobStatusCheckTimeoutExceeded``
+(:meth:`Submission.status_check_timed_out`), which, like ``DeadlineExceeded``, is never retried.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import logging
 
 from raykube.api import constants as c
 from raykube.api.dashboard import JOB_FAILED, DashboardError, JobInfo, is_job_terminal
@@ -17,6 +23,7 @@ from raykube.controllers.rayjob.context import (
     FAILED,
     REASON_APP_FAILED,
     REASON_GRACE_PERIOD_EXCEEDED,
+    REASON_STATUS_CHECK_TIMEOUT,
     REASON_SUBMISSION_FAILED,
     REQUEUE,
     RUNNING,
@@ -28,6 +35,10 @@ from raykube.controllers.rayjob.context import (
 )
 from raykube.kube import objects, times
 from raykube.kube.resources import JOBS, PODS
+
+log = logging.getLogger(__name__)
+
+CHECK_FAILURE_START = "jobStatusCheckFailureStartTime"
 
 
 class Submission(WithDeps):
@@ -110,16 +121,18 @@ class Submission(WithDeps):
         dashboard = await self.dashboards.for_cluster(cluster, str(ctx.status.get("dashboardURL") or ""))
         job_id = str(ctx.status.get("jobId") or "")
         try:
-            return await dashboard.get_job_info(job_id)
+            info = await dashboard.get_job_info(job_id)
         except DashboardError as exc:
             if not exc.not_found:
-                raise RayJobError(f"GetJobInfo of {job_id}: {exc}") from exc
+                log.info("GetJobInfo of %s failed: %s", job_id, exc)
+                return None if self._record_check_failure(ctx) else Result(REQUEUE)
             if ctx.mode == c.SUBMISSION_MODE_HTTP:
                 try:
                     await dashboard.submit_job(rj.submit_request(ctx.job, job_id))
                 except DashboardError as submit_error:
-                    raise RayJobError(f"SubmitJob of {job_id}: {submit_error}") from submit_error
-                return Result(REQUEUE)
+                    log.info("SubmitJob of %s failed: %s", job_id, submit_error)
+                    return None if self._record_check_failure(ctx) else Result(REQUEUE)
+                return None if ctx.status.pop(CHECK_FAILURE_START, None) is not None else Result(REQUEUE)
             if finished_at is not None:
                 ctx.status.update(
                     jobDeploymentStatus=FAILED,
@@ -127,7 +140,29 @@ class Submission(WithDeps):
                     message="Submitter completed but Ray job not found in RayCluster.",
                 )
                 return None
-            raise RayJobError(str(exc)) from exc
+            return Result(REQUEUE)  # KubeRay: not found before the submitter finished is a plain requeue
+        ctx.status.pop(CHECK_FAILURE_START, None)  # a good check resets the timer
+        return info
+
+    def _record_check_failure(self, ctx: JobContext) -> bool:
+        """``recordJobStatusCheckFailure``: the first failure's time; True when it was just set (write it)."""
+        if ctx.status.get(CHECK_FAILURE_START):
+            return False
+        ctx.status[CHECK_FAILURE_START] = times.format_time(self.clock())
+        return True
+
+    def status_check_timed_out(self, ctx: JobContext, timeout_seconds: int) -> bool:
+        """``checkJobStatusCheckTimeoutAndUpdateStatusIfNeeded``: the checks have failed for the whole timeout."""
+        started = times.parse_time(ctx.status.get(CHECK_FAILURE_START))
+        if started is None or self.clock() < started + dt.timedelta(seconds=timeout_seconds):
+            return False
+        ctx.status.update(
+            jobDeploymentStatus=FAILED,
+            reason=REASON_STATUS_CHECK_TIMEOUT,
+            message=f"Job status checks have been failing since {started:%Y-%m-%d %H:%M:%S}; exceeded timeout of "
+            f"{timeout_seconds}s",
+        )
+        return True
 
     def observe(self, ctx: JobContext, cluster: Obj, info: JobInfo, finished_at: dt.datetime | None) -> None:
         """The Ray job's state into the status: terminal (with a finished submitter, where there is one) is
