@@ -1,7 +1,9 @@
 """Go's encoding/json round trip of a RayClusterSpec (raykube.golang.gojson) and the spec hash built on it.
 
-Every expected value here was produced by KubeRay v1.6.1 itself (tools/kuberay/hash, with -json for the encodings);
-tests/integration/test_kuberay_hash.py compares with it live, over KubeRay's samples and generated specs.
+Every expected value here was produced by KubeRay v1.7.0 itself (tools/kuberay/hash built against a v1.7.0 checkout,
+as tools/kuberay/generate.py builds it, with -json for the encodings); those of the sample and the minimal spec are
+v1.6.1's too. tests/unit/test_kuberay_hash_v170.py compares with v1.7.0's answers over KubeRay's samples and generated
+specs, tests/integration/test_kuberay_hash.py live with v1.6.1's over specs without v1.7.0's fields.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from raykube.golang.quantity import QuantityError, marshaled
 from tests.support import KUBERAY_V161
 from tests.vectors import compare
 
-# A spec with most of what the Go encoding changes: unknown fields ("Image", "fooBar", raykube's ingressOptions),
+# A spec with most of what the Go encoding changes: unknown fields ("Image", "fooBar"), pointers v1.7.0 added
+# (ingressOptions.host, a priority of 0, which omitempty keeps; v1.6.1 dropped both as unknown),
 # quantities kept as written ("1.500", "2Gi") or made canonical ("1024Mi", 0.5), a struct that omitempty cannot
 # drop (resources, a Service's status), an int-or-string targetPort that is 0 when absent, HTML characters and
 # U+2028 escaped, map keys sorted, an empty list dropped by omitempty, fields the hash clears.
@@ -32,6 +35,7 @@ QUIRKS: dict[str, Any] = {
             "replicas": 3,
             "minReplicas": 1,
             "maxReplicas": 5,
+            "priority": 0,
             "scaleStrategy": {"workersToDelete": ["a"]},
             "template": {
                 "metadata": {"creationTimestamp": None, "labels": {"b": "1", "a": "<&>"}},
@@ -75,8 +79,8 @@ QUIRKS_GO_JSON = (
     '{"upgradeStrategy":{"type":"Recreate"},"suspend":false,"headGroupSpec":{"template":{"metadata":{},"spec":'
     '{"containers":[{"name":"ray-head","image":"rayproject/ray:2.52.0","env":[{"name":"A","value":"x\\u2028y"}],'
     '"resources":{}}]}},"headService":{"metadata":{},"spec":{"ports":[{"port":8265,"targetPort":0}]},"status":'
-    '{"loadBalancer":{}}},"rayStartParams":{}},"workerGroupSpecs":[{"groupName":"w","replicas":3,"minReplicas":1,'
-    '"maxReplicas":5,"rayStartParams":{},"template":{"metadata":{"labels":{"a":"\\u003c\\u0026\\u003e","b":"1"}},'
+    '{"loadBalancer":{}}},"ingressOptions":{"host":"h"},"rayStartParams":{}},"workerGroupSpecs":[{"groupName":"w",'
+    '"replicas":3,"minReplicas":1,"maxReplicas":5,"priority":0,"rayStartParams":{},"template":{"metadata":{"labels":{"a":"\\u003c\\u0026\\u003e","b":"1"}},'
     '"spec":{"containers":[{"name":"ray","image":"rayproject/ray:2.52.0","ports":[{"name":"serve",'
     '"containerPort":8000}],"resources":{"limits":{"cpu":"1.500","memory":"1Gi"},"requests":{"cpu":"500m",'
     '"memory":"2Gi"}},"readinessProbe":{"httpGet":{"path":"/-/healthz","port":"serve"}}}],"tolerations":'
@@ -107,7 +111,8 @@ def _hashes(spec: dict[str, Any]) -> tuple[str, str]:
             ("PTVF5IPRTR0A2EELQNRVADOG3HF01KC8", "IKC7G1UO5B5HLLNSKVA9UQK3JQ0O0GCJ"),
             id="minimal-rayStartParams-null-or-defaulted",
         ),
-        pytest.param(QUIRKS, ("EARDEFMH61K463RO1HD5HR212F8QBNJG", "4TI8LDERHAFI7GNUT3QL884N8R16FV6H"), id="quirks"),
+        # v1.6.1: EARDEFMH61K463RO1HD5HR212F8QBNJG, 4TI8LDERHAFI7GNUT3QL884N8R16FV6H (no ingressOptions, no priority)
+        pytest.param(QUIRKS, ("JVJCS75UUO1M7U5VADUHAFFMQT047RHJ", "Q3OM40V3I7GMATE09NRSJBJE8S786CTU"), id="quirks"),
     ],
 )
 def test_hash_is_kuberays(spec: dict[str, Any], expected: tuple[str, str]) -> None:

@@ -4,9 +4,11 @@
 // utils.GenerateHashWithoutReplicasAndWorkersToDelete needs nothing but encoding/json and the API types, but its
 // package (controllers/ray/utils) imports controller-runtime's manager and client-go: about 680 packages, minutes
 // of compiling on a small machine, for three small functions. So `go generate` runs this program, which finds the
-// module in Go's module cache at the version go.mod requires (`go mod download -json`), parses the source files with
-// go/parser, and writes the wanted function declarations, unchanged, with the imports they use, into one file of
-// package main. A function that is missing or that uses another function of its package fails to compile, loudly.
+// module's source (`go list -m -json`: the directory a `replace` in go.mod names, such as a KubeRay checkout of a
+// release the module proxy does not serve; else `go mod download -json`: the module in Go's module cache at the
+// version go.mod requires), parses the source files with go/parser, and writes the wanted function declarations,
+// unchanged, with the imports they use, into one file of package main. A function that is missing or that uses
+// another function of its package fails to compile, loudly.
 //
 // Usage (from hash/main.go's go:generate line): go run ../extract -o zz_kuberay.go
 package main
@@ -45,15 +47,38 @@ func fail(format string, args ...any) {
 	os.Exit(1)
 }
 
-// moduleDir downloads (or finds) the required version of the module and returns its directory and version.
+// moduleDir returns the directory of the module's source and the version to name it by: the directory a `replace`
+// of the module points to (a KubeRay checkout, for a release the module proxy does not serve), else the required
+// version downloaded into (or found in) Go's module cache.
 func moduleDir() (string, string) {
-	out, err := exec.Command("go", "mod", "download", "-json", module).Output()
+	out, err := exec.Command("go", "list", "-m", "-json", module).Output()
+	if err != nil {
+		fail("go list -m %s: %v", module, err)
+	}
+	var listed struct {
+		Version string
+		Replace *struct{ Path, Version, Dir string }
+	}
+	if err := json.Unmarshal(out, &listed); err != nil {
+		fail("go list -m %s: %v", module, err)
+	}
+	if listed.Replace != nil && listed.Replace.Version == "" { // replaced by a directory
+		if listed.Replace.Dir == "" {
+			fail("%s is replaced by %s, which is not a directory with a go.mod", module, listed.Replace.Path)
+		}
+		return listed.Replace.Dir, fmt.Sprintf("%s (replaced by %s)", listed.Version, listed.Replace.Dir)
+	}
+	// Not replaced, or replaced by another module version: go mod download fetches what is in effect.
+	out, err = exec.Command("go", "mod", "download", "-json", module).Output()
 	if err != nil {
 		fail("go mod download %s: %v", module, err)
 	}
 	var info struct{ Dir, Version, Error string }
 	if err := json.Unmarshal(out, &info); err != nil || info.Error != "" || info.Dir == "" {
 		fail("go mod download %s gave no module: %s %v", module, info.Error, err)
+	}
+	if listed.Replace != nil {
+		return info.Dir, fmt.Sprintf("%s (replaced by %s@%s)", listed.Version, listed.Replace.Path, listed.Replace.Version)
 	}
 	return info.Dir, info.Version
 }

@@ -1,5 +1,7 @@
-// Command hash is the reference for raykube's cluster_spec_hash: KubeRay v1.6.1's own
-// utils.GenerateHashWithoutReplicasAndWorkersToDelete, fed RayCluster objects.
+// Command hash is the reference for raykube's cluster_spec_hash: KubeRay's own
+// utils.GenerateHashWithoutReplicasAndWorkersToDelete, fed RayCluster objects. As committed, go.mod requires
+// v1.6.1 (from the module proxy; raykube's integration tests run it live); tools/kuberay/generate.py builds it in a
+// copy of this module whose go.mod replaces ray-operator with a v1.7.0 checkout, and records its answers.
 //
 // It reads one RayCluster JSON document a line on stdin, decodes it the way KubeRay's client does (the
 // apimachinery JSON serializer of a scheme holding ray.io/v1: case-sensitive field names, unknown fields
@@ -14,9 +16,10 @@
 // Go's json.Marshal of the decoded spec (after setDefaults, nothing cleared), to see where an encoding differs.
 //
 // KubeRay's functions (GenerateHashWithoutReplicasAndWorkersToDelete, GenerateJsonHash and the RayCluster
-// controller's setDefaults) are copied out of the ray-operator module, at the version go.mod requires, by
-// `go generate` (../extract writes zz_kuberay.go, not committed): building this program then compiles the API
-// types, not the ~680 packages of controller-runtime and client-go that the functions' own packages import.
+// controller's setDefaults) are copied out of the ray-operator module, at the version go.mod requires or from the
+// checkout a `replace` names, by `go generate` (../extract writes zz_kuberay.go, not committed): building this
+// program then compiles the API types, not the ~680 packages of controller-runtime and client-go that the
+// functions' own packages import.
 //
 // Build: go generate ./hash && go build ./hash (raykube's tests do it once, into the cache: tests/kuberay_hash.py).
 package main
