@@ -39,9 +39,15 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+# Vectors other generators write from a KubeRay v1.7.0 checkout, which `make test` cannot fetch (checked by their own
+# tests: test_api_crd_v170.py, test_kuberay_hash_v170.py; regenerated with tools/kuberay_crds.py and
+# tools/kuberay/generate.py).
+FROM_KUBERAY_SOURCE = {"kuberay_crds.json", "kuberay_hash_v170.json"}
+
+
 def test_committed_vectors_are_what_go_writes(generated: Path) -> None:
     written = sorted(path.name for path in generated.glob("*.json"))
-    committed = sorted(path.name for path in VECTORS.glob("*.json"))
+    committed = sorted(path.name for path in VECTORS.glob("*.json") if path.name not in FROM_KUBERAY_SOURCE)
     assert written == committed, "tests/vectors/ has other files than tools/govectors writes: run `make vectors`"
     stale = [name for name in written if (generated / name).read_bytes() != (VECTORS / name).read_bytes()]
     assert stale == [], f"{stale} differ from what tools/govectors writes: run `make vectors` and commit tests/vectors/"

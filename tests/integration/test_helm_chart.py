@@ -131,7 +131,8 @@ def test_default_values_render_kuberays_objects(ledger: Ledger) -> None:
         "--log-stdout-encoder=json",
         "--enable-metrics=true",
         "--feature-gates=RayClusterStatusConditions=true,RayJobDeletionPolicy=true,RayMultiHostIndexing=true,"
-        "RayServiceIncrementalUpgrade=false,RayCronJob=false,AsyncJobInfoQuery=false",
+        "RayServiceIncrementalUpgrade=true,RayCronJob=false,RayClusterMTLS=false,RayClusterNetworkPolicy=false,"
+        "RayClusterHistoryServer=false",
     ]
     assert operator["ports"] == [
         {"name": "http", "containerPort": 8080, "protocol": "TCP"},

@@ -37,12 +37,19 @@ from tests.integration.test_rayservice import service_status, wait_ready
 from tests.integration.test_serve import EXAMPLES, SERVE_READY, serve_app
 
 KUBERAY = "kuberay-operator"
+# The gates KubeRay v1.6.1's operator knows (it refuses the six v1.7.0 added); they get raykube's values.
+KUBERAY_V161_GATES = frozenset(
+    {"RayClusterStatusConditions", "RayJobDeletionPolicy", "RayMultiHostIndexing", "RayServiceIncrementalUpgrade",
+     "RayCronJob"}
+)  # fmt: skip
 
 
 def kuberay_argv(kubeconfig: str, namespace: str) -> list[str]:
     """KubeRay's operator on the host: the sandbox's admin kubeconfig, this namespace only, no leader election,
     its dashboard calls through the API server (host processes do not resolve cluster DNS)."""
-    gates = ",".join(f"{gate}={str(on).lower()}" for gate, on in c.FEATURE_GATE_DEFAULTS.items())
+    gates = ",".join(
+        f"{gate}={str(on).lower()}" for gate, on in c.FEATURE_GATE_DEFAULTS.items() if gate in KUBERAY_V161_GATES
+    )
     return [
         str(versions.binary(versions.KUBERAY_OPERATOR)),
         f"--kubeconfig={kubeconfig}",

@@ -169,10 +169,10 @@ def test_reading_sound_flags_gives_what_parsing_gives() -> None:
 
 def test_reading_keeps_every_setting_it_can() -> None:
     """A KubeRay operator's args: its zap logging flags and kai-scheduler are KubeRay's, not raykube's; a gate
-    raykube does not know (RayClusterMTLS is KubeRay v1.7's) drops that gate only."""
+    raykube does not know (AsyncJobInfoQuery, which KubeRay v1.7.0 removed) drops that gate only."""
     reading = read_flags(
         ["--zap-log-level", "debug", "--watch-namespace=team-a", "--batch-scheduler=kai-scheduler",
-         "--feature-gates=RayClusterMTLS=true,RayClusterStatusConditions=false", "--enable-leader-election=false",
+         "--feature-gates=AsyncJobInfoQuery=true,RayClusterStatusConditions=false", "--enable-leader-election=false",
          "--zap-devel", "--qps=fast", "--burst=50"]
     )  # fmt: skip
     config = reading.config
@@ -180,7 +180,7 @@ def test_reading_keeps_every_setting_it_can() -> None:
     assert config.feature_gates == {"RayClusterStatusConditions": False}
     assert (config.enable_leader_election, config.batch_scheduler, config.qps, config.burst) == (False, "", 100.0, 50)
     assert reading.problems[0] == "unrecognized arguments: --zap-log-level debug --zap-devel"
-    assert "unknown feature gate 'RayClusterMTLS'" in reading.problems[1]
+    assert "unknown feature gate 'AsyncJobInfoQuery'" in reading.problems[1]
     assert "'kai-scheduler' is a KubeRay batch scheduler raykube does not implement" in reading.problems[2]
     assert reading.problems[3] == "--qps must be a number, got 'fast'"
     assert len(reading.problems) == 4
@@ -235,3 +235,17 @@ def test_the_rayjob_grace_period_env_is_read_with_atoi(value: str | None, second
     """KubeRay: ``strconv.Atoi(os.Getenv(...))``, the default on any error (an int64 overflow too)."""
     env = {} if value is None else {c.RAYJOB_TRANSITION_GRACE_PERIOD_ENV: value}
     assert BuildOptions.from_env(env).rayjob_transition_grace_seconds == seconds
+
+
+@pytest.mark.parametrize("gate", c.UNIMPLEMENTED_FEATURE_GATES)
+def test_turning_on_a_v170_gate_raykube_does_not_implement_is_refused(gate: str) -> None:
+    with pytest.raises(ConfigError, match=f"feature gate '{gate}' is KubeRay v1.7.0's and raykube does not implement"):
+        parse_flags([f"--feature-gates={gate}=true"])
+    config = parse_flags([f"--feature-gates={gate}=false,RayServiceIncrementalUpgrade=false"])
+    assert config is not None and config.feature_gates == {gate: False, "RayServiceIncrementalUpgrade": False}
+
+
+def test_v170s_gates_and_defaults_and_v161s_removed_gate() -> None:
+    assert len(c.FEATURE_GATE_DEFAULTS) == 11 and c.FEATURE_GATE_DEFAULTS["RayServiceIncrementalUpgrade"] is True
+    with pytest.raises(ConfigError, match="unknown feature gate 'AsyncJobInfoQuery'"):
+        parse_flags(["--feature-gates=AsyncJobInfoQuery=false"])  # v1.7.0 removed it; naming it stops KubeRay too

@@ -25,7 +25,7 @@ from tests.support import KUBERAY_V161
 SAMPLES = KUBERAY_V161 / "samples"
 UID = "7c1b3f60-0d2a-4d5e-9a38-5f1e2b3c4d5e"
 OPTIONS = BuildOptions()
-ULIM = "ulimit -n 65536; "
+ULIM = "ulimit -n ${RAY_START_ULIMIT_OPEN_FILES:-65536}; "  # KubeRay v1.7.0 (v1.6.1: "ulimit -n 65536; ")
 BASH = ["/bin/bash", "-c", "--"]
 RAYLET = "wget --tries 1 -T 2 -q -O- http://localhost:52365/api/local_raylet_healthz | grep success"
 GCS = "wget --tries 1 -T 10 -q -O- http://localhost:8265/api/gcs_healthz | grep success"
@@ -441,6 +441,7 @@ def test_v4_autoscaler_head() -> None:
             {"name": "RAY_CLUSTER_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
             {"name": "RAY_HEAD_POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
             {"name": "KUBERAY_CRD_VER", "value": "v1"},
+            {"name": "KUBERAY_GEN_AUTOSCALER_START_CMD", "value": c.AUTOSCALER_START_CMD},  # v1.7.0
         ],
         "command": BASH,
         "args": [
@@ -478,11 +479,26 @@ def test_v5_autoscaler_v2() -> None:
     assert _worker(cluster)["spec"]["restartPolicy"] == "Never"
 
 
-def test_autoscaler_v1_adds_no_env_in_v161() -> None:
+def test_autoscaler_v1_says_so_in_the_env_as_v170_does() -> None:
     doc = _doc("ray-cluster.autoscaler.yaml")
     doc["spec"]["autoscalerOptions"]["version"] = "v1"
-    ray = _ray(_head(_cluster(doc)))
-    assert c.RAY_ENABLE_AUTOSCALER_V2 not in _env(ray)
+    head = _head(_cluster(doc))
+    assert _value(_ray(head), c.RAY_ENABLE_AUTOSCALER_V2) == "false"
+    assert "restartPolicy" not in head["spec"]  # only v2 sets Never
+    unset = _doc("ray-cluster.autoscaler.yaml")
+    unset["spec"]["autoscalerOptions"].pop("version", None)
+    assert c.RAY_ENABLE_AUTOSCALER_V2 not in _env(_ray(_head(_cluster(unset))))
+
+
+def test_autoscaler_command_and_args_replace_the_sidecars_and_its_start_command_is_in_the_env() -> None:
+    doc = _doc("ray-cluster.autoscaler.yaml")
+    sidecar = _head(_cluster(doc))["spec"]["containers"][-1]
+    assert _value(sidecar, c.KUBERAY_GEN_AUTOSCALER_START_CMD) == sidecar["args"][0] == c.AUTOSCALER_START_CMD
+    doc["spec"]["autoscalerOptions"].update(
+        command=["/bin/sh", "-c"], args=["sleep 1; $KUBERAY_GEN_AUTOSCALER_START_CMD"]
+    )
+    sidecar = _head(_cluster(doc))["spec"]["containers"][-1]
+    assert (sidecar["command"], sidecar["args"]) == (["/bin/sh", "-c"], ["sleep 1; $KUBERAY_GEN_AUTOSCALER_START_CMD"])
 
 
 def test_autoscaler_overrides() -> None:
@@ -530,7 +546,7 @@ def test_v7_overwrite_container_cmd() -> None:
     cluster = _sample("ray-cluster.overwrite-command.yaml")
     head, worker = _head(cluster), _worker(cluster)
     assert _ray(head)["command"] == ["/bin/bash", "-c", "--"]
-    assert _ray(head)["args"] == ["ulimit -n 65536; echo head; $KUBERAY_GEN_RAY_START_CMD"]
+    assert _ray(head)["args"] == ["ulimit -n 65536; echo head; $KUBERAY_GEN_RAY_START_CMD"]  # the user's own
     assert _ray(worker)["args"] == ["ulimit -n 65536; echo worker; $KUBERAY_GEN_RAY_START_CMD"]
     assert _value(_ray(head), "KUBERAY_GEN_RAY_START_CMD").startswith("ray start --head  --block  ")
     assert _value(_ray(worker), "KUBERAY_GEN_RAY_START_CMD").startswith("ray start  --address=")
@@ -792,7 +808,7 @@ def test_missing_params_respect_user_values_but_block_is_forced() -> None:
         "--include-dashboard=false",
         "--disable-usage-stats",
     } <= flags
-    assert not any(flag.startswith("--include-log-monitor") for flag in flags)
+    assert "--include-log-monitor=false" in flags  # v1.7.0 passes it on (v1.6.1 dropped a false switch)
     assert _value(ray, "RAY_PORT") == "6380"
     assert _value(ray, "RAY_ADDRESS") == "127.0.0.1:6380"
     worker = _worker(cluster)

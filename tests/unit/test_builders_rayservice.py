@@ -108,6 +108,13 @@ def test_goal_hash_is_kuberays() -> None:
     assert rs.partial_cluster_hash(_service(), 2) is None
 
 
+def test_suspend_does_not_enter_the_rayservice_hash_as_in_v170() -> None:
+    """KubeRay v1.7.0 rayClusterSpecForHashing: suspend reaches the cluster when it is made, and is Kueue's after."""
+    suspended = _service(_config(suspend=True, workerGroupSpecs=_two_groups()))
+    assert rs.goal_cluster_hash(suspended) == HASH_TWO_GROUPS
+    assert rs.partial_cluster_hash(suspended, 1) == HASH_ONE_GROUP
+
+
 @pytest.mark.parametrize(
     ("labels", "annotations", "groups"),
     [
@@ -142,7 +149,7 @@ def test_rayservice_cluster(
                 **(annotations or {}),
                 "ray.io/hash-without-replicas-and-workers-to-delete": rs.goal_cluster_hash(service),
                 "ray.io/num-worker-groups": str(len(groups)),
-                "ray.io/kuberay-version": "v1.6.1",
+                "ray.io/kuberay-version": "v1.7.0",
             },
             "ownerReferences": [
                 {

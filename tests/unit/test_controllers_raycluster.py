@@ -556,6 +556,27 @@ async def test_recreate_deletes_every_pod_when_the_spec_hash_changes() -> None:
     assert "Recreate" in world.fake.events[0].note
 
 
+async def test_a_head_pod_of_another_kuberay_version_is_restamped_not_recreated() -> None:
+    """KubeRay shouldRecreatePodsForUpgrade: after an operator upgrade (v1.6.1 Pods, v1.7.0's priority: 0 default in
+    the spec, so another hash) the head Pod gets the current hash and version, and no Pod goes."""
+    world = await ready_world(raycluster(upgradeStrategy={"type": "Recreate"}))
+    [head] = world.pods(**{c.RAY_NODE_TYPE_LABEL: c.NODE_TYPE_HEAD})
+    head["metadata"]["annotations"][c.RAY_KUBERAY_VERSION_ANNOTATION] = "v1.6.1"
+    head["metadata"]["annotations"][c.RAY_UPGRADE_STRATEGY_RECREATE_HASH_ANNOTATION] = "OLDHASH"
+    world.fake.add(head, PODS)
+    world.clear()
+    await world.reconcile()
+    assert world.fake.writes_of("deletecollection") == []
+    assert [str(w) for w in world.fake.writes_of("patch", "pods")] == [f"patch pods {NS}/{objects.name(head)}"]
+    [head] = world.pods(**{c.RAY_NODE_TYPE_LABEL: c.NODE_TYPE_HEAD})
+    annotations = head["metadata"]["annotations"]
+    assert annotations[c.RAY_KUBERAY_VERSION_ANNOTATION] == c.KUBERAY_VERSION
+    assert annotations[c.RAY_UPGRADE_STRATEGY_RECREATE_HASH_ANNOTATION] != "OLDHASH"
+    world.clear()
+    await world.reconcile()  # now current: nothing to do
+    assert world.fake.writes_of("deletecollection") == [] and world.fake.writes_of("patch", "pods") == []
+
+
 async def test_recreate_keeps_pods_when_only_replicas_change() -> None:
     world = await ready_world(raycluster(upgradeStrategy={"type": "Recreate"}))
     _replicas(3)(world)

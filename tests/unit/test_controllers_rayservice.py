@@ -370,7 +370,7 @@ async def test_a_fresh_rayservice_names_then_creates_its_pending_cluster() -> No
     }
     annotations = objects.annotations(created)
     assert annotations[c.RAY_NUM_WORKER_GROUPS_ANNOTATION] == "1"
-    assert annotations[c.RAY_KUBERAY_VERSION_ANNOTATION] == "v1.6.1"
+    assert annotations[c.RAY_KUBERAY_VERSION_ANNOTATION] == "v1.7.0"
     assert len(annotations[c.RAY_HASH_WITHOUT_REPLICAS_ANNOTATION]) == 32
     assert objects.controller_of(created, "RayService", c.API_GROUP) == (NS, NAME)
     assert created["spec"] == world.service["spec"]["rayClusterConfig"]

@@ -423,7 +423,7 @@ def test_a_kuberay_operators_own_flags_are_read_not_refused() -> None:
     container = world.one("deployments", "kuberay-operator")["spec"]["template"]["spec"]["containers"][0]
     container.update(image="quay.io/kuberay/operator:v1.6.1", command=["/manager"],
                      args=["--zap-log-level=debug", f"--watch-namespace={NS}", "--batch-scheduler=kai-scheduler",
-                           "--feature-gates=RayClusterMTLS=true,RayClusterStatusConditions=false"])  # fmt: skip
+                           "--feature-gates=AsyncJobInfoQuery=true,RayClusterStatusConditions=false"])  # fmt: skip
     [op] = operators(world.snapshot())
     assert op.implementation == "kuberay" and op.watch_namespaces == (NS,) and op.leader_election
     assert op.feature_gates == {"RayClusterStatusConditions": False}
@@ -1137,3 +1137,15 @@ def test_no_operator_for_a_young_cluster_is_a_warning_unless_the_run_allows_no_g
     assert waiting.severity == "warning" and "created 5s ago" in waiting.title
     now = one_finding(world.diagnose(starting_grace=0), "A01")
     assert now.severity == "error" and now.confidence == "confirmed"
+
+
+def test_a_v161_crd_is_skew_for_a_v170_operator_but_not_for_kuberay_v161() -> None:
+    world = World()
+    properties = world.objects["customresourcedefinitions"][0]["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    for field in c.RAYCLUSTER_SPEC_FIELDS_SINCE_V170:
+        del properties["properties"]["spec"]["properties"][field]
+    finding = one_finding(world.diagnose(), "A03")
+    assert "networkPolicy" in finding.title  # raykube (v1.7.0) with a v1.6 CRD: those fields would be pruned
+    container = world.one("deployments", "kuberay-operator")["spec"]["template"]["spec"]["containers"][0]
+    container.update(image="quay.io/kuberay/operator:v1.6.1", command=["/manager"], args=[])
+    assert not [f for f in world.diagnose().findings if f.rule == "A03"]  # KubeRay v1.6.1 needs none of them

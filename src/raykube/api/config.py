@@ -137,7 +137,13 @@ def _feature_gate(item: str, option: str) -> tuple[str, bool]:
     if name not in c.FEATURE_GATE_DEFAULTS:
         known = ", ".join(sorted(c.FEATURE_GATE_DEFAULTS))
         raise ConfigError(f"{option}: unknown feature gate {name!r} (known: {known})")
-    return name, parse_bool(enabled, f"{option} {name}")
+    on = parse_bool(enabled, f"{option} {name}")
+    if on and name in c.UNIMPLEMENTED_FEATURE_GATES:
+        raise ConfigError(
+            f"{option}: feature gate {name!r} is KubeRay v1.7.0's and raykube does not implement it yet; refusing "
+            "to start rather than accept its fields and make none of its objects"
+        )
+    return name, on
 
 
 def _namespaces(value: str) -> tuple[str, ...]:

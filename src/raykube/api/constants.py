@@ -191,6 +191,9 @@ NETWORK_POLICY_DENY_ALL_INGRESS: Final = "DenyAllIngress"
 NETWORK_POLICY_DENY_ALL_EGRESS: Final = "DenyAllEgress"
 # KubeRay apis/ray/v1 raycluster_types.go NetworkPolicyMode: the CRD enum.
 NETWORK_POLICY_MODES: Final = (NETWORK_POLICY_DENY_ALL, NETWORK_POLICY_DENY_ALL_INGRESS, NETWORK_POLICY_DENY_ALL_EGRESS)
+# KubeRay v1.7.0 apis/ray/v1 raycluster_types.go: the RayClusterSpec fields v1.7.0 added (a KubeRay v1.6 operator
+# neither knows nor needs them in its CRD).
+RAYCLUSTER_SPEC_FIELDS_SINCE_V170: Final = ("historyServerOptions", "networkPolicy", "tlsOptions")
 # KubeRay apis/ray/v1 raycluster_types.go IngressPathType: the CRD enum.
 INGRESS_PATH_TYPES: Final = ("Exact", "Prefix", "ImplementationSpecific")
 
@@ -270,20 +273,21 @@ DEFAULT_MAX_SURGE_PERCENT: Final = 100
 
 # --- Feature gates (KubeRay ray-operator/pkg/features/features.go) ----------------------------------------------
 
-# KubeRay v1.6.1 pkg/features: status conditions on RayCluster (beta, on).
+# KubeRay v1.7.0 pkg/features: status conditions on RayCluster (beta, on).
 GATE_RAYCLUSTER_STATUS_CONDITIONS: Final = "RayClusterStatusConditions"
-# KubeRay v1.6.1 pkg/features: RayJob deletionStrategy and worker-group suspend (beta, on).
+# KubeRay v1.7.0 pkg/features: RayJob deletionStrategy and worker-group suspend (beta, on).
 GATE_RAYJOB_DELETION_POLICY: Final = "RayJobDeletionPolicy"
-# KubeRay v1.6.1 pkg/features: replica-index labels on worker Pods (beta, on).
+# KubeRay v1.7.0 pkg/features: replica-index labels on worker Pods (beta, on).
 GATE_RAY_MULTI_HOST_INDEXING: Final = "RayMultiHostIndexing"
-# KubeRay v1.6.1 pkg/features: RayService NewClusterWithIncrementalUpgrade (alpha, off).
+# KubeRay v1.7.0 pkg/features: RayService NewClusterWithIncrementalUpgrade (beta and on since v1.7.0; alpha, off, in
+# v1.6.1).
 GATE_RAYSERVICE_INCREMENTAL_UPGRADE: Final = "RayServiceIncrementalUpgrade"
-# KubeRay v1.6.1 pkg/features: the RayCronJob controller (alpha, off).
+# KubeRay v1.7.0 pkg/features: the RayCronJob controller (alpha, off).
 GATE_RAY_CRON_JOB: Final = "RayCronJob"
-# KubeRay v1.6.1 pkg/features: RayJob status from a background poller of the dashboard (alpha, off).
-GATE_ASYNC_JOB_INFO_QUERY: Final = "AsyncJobInfoQuery"
-# The gates below are KubeRay v1.7's, not v1.6.1's: v1.6.1 refuses them in --feature-gates, and so does raykube
-# (they are not in FEATURE_GATE_DEFAULTS). The validator keeps their v1.7 rules behind them, off.
+# KubeRay v1.7.0 pkg/features, new in v1.7.0, all alpha and off: the SidecarMode submitter restarted in place, the
+# RayCluster's NetworkPolicies, the rocksdb GCS backend, mTLS through cert-manager, the history-server collector, and
+# Kubernetes workload-aware scheduling. (v1.7.0 removed v1.6.1's AsyncJobInfoQuery: naming it, even =false, stops
+# the operator with "unrecognized feature gate", in KubeRay and in raykube.)
 GATE_SIDECAR_SUBMITTER_RESTART: Final = "SidecarSubmitterRestart"
 GATE_RAYCLUSTER_NETWORK_POLICY: Final = "RayClusterNetworkPolicy"
 GATE_GCS_FT_EMBEDDED_STORAGE: Final = "GCSFaultToleranceEmbeddedStorage"
@@ -291,23 +295,42 @@ GATE_RAYCLUSTER_MTLS: Final = "RayClusterMTLS"
 GATE_RAYCLUSTER_HISTORY_SERVER: Final = "RayClusterHistoryServer"
 GATE_KUBERNETES_WAS: Final = "KubernetesWAS"
 
-# KubeRay v1.6.1 pkg/features/features.go defaultFeatureGates: its six gates and their defaults.
+# raykube's own list: the v1.7.0 gates whose features raykube does not build yet. Turning one on is refused at
+# start-up (raykube.api.config), as an unimplemented batch scheduler is, rather than accepting the fields and silently
+# making none of their objects (no NetworkPolicy, no certificates, ...).
+UNIMPLEMENTED_FEATURE_GATES: Final = (
+    GATE_SIDECAR_SUBMITTER_RESTART,
+    GATE_RAYCLUSTER_NETWORK_POLICY,
+    GATE_GCS_FT_EMBEDDED_STORAGE,
+    GATE_RAYCLUSTER_MTLS,
+    GATE_RAYCLUSTER_HISTORY_SERVER,
+    GATE_KUBERNETES_WAS,
+)
+
+# KubeRay v1.7.0 pkg/features/features.go defaultFeatureGates: its eleven gates and their defaults, in its order.
 FEATURE_GATE_DEFAULTS: Final[Mapping[str, bool]] = MappingProxyType(
     {
         GATE_RAYCLUSTER_STATUS_CONDITIONS: True,
         GATE_RAYJOB_DELETION_POLICY: True,
         GATE_RAY_MULTI_HOST_INDEXING: True,
-        GATE_RAYSERVICE_INCREMENTAL_UPGRADE: False,
+        GATE_RAYSERVICE_INCREMENTAL_UPGRADE: True,
         GATE_RAY_CRON_JOB: False,
-        GATE_ASYNC_JOB_INFO_QUERY: False,
+        GATE_SIDECAR_SUBMITTER_RESTART: False,
+        GATE_RAYCLUSTER_NETWORK_POLICY: False,
+        GATE_GCS_FT_EMBEDDED_STORAGE: False,
+        GATE_RAYCLUSTER_MTLS: False,
+        GATE_RAYCLUSTER_HISTORY_SERVER: False,
+        GATE_KUBERNETES_WAS: False,
     }
 )
 
 # --- Versions raykube reports as KubeRay ------------------------------------------------------------------------
 
-# KubeRay utils/constant.go KUBERAY_VERSION: stamped into the head Pod annotation ray.io/kuberay-version and into
-# RAY_USAGE_STATS_EXTRA_TAGS. raykube reproduces KubeRay v1.6.1's generated objects, so it reports that release.
-KUBERAY_VERSION: Final = "v1.6.1"
+# KubeRay utils/constant.go KUBERAY_VERSION: stamped into the ray.io/kuberay-version annotation (head Pods, a
+# RayService's RayClusters) and into RAY_USAGE_STATS_EXTRA_TAGS. raykube reproduces KubeRay v1.7.0's generated
+# objects, so it reports that release; a RayService's active cluster stamped with another version is updated in
+# place once (shouldUpdateCluster), as KubeRay v1.7.0 does after an upgrade.
+KUBERAY_VERSION: Final = "v1.7.0"
 
 # --- Labels on generated objects (KubeRay utils/constant.go, common/pod.go labelPod) ----------------------------
 
@@ -497,9 +520,9 @@ CLUSTER_DOMAIN_ENV: Final = "CLUSTER_DOMAIN"
 
 # --- Pod builders (KubeRay v1.6.1 controllers/ray/common/pod.go, utils/constant.go) ------------------------------
 
-# KubeRay v1.6.1 common/pod.go BuildPod: the ulimit KubeRay v1.6.1 puts before the generated `ray start`, joined by
-# "; ". ULIMIT_PREFIX above is the later form (KubeRay PR #4860, after v1.6.1) that reads RAY_START_ULIMIT_OPEN_FILES.
-RAY_START_ULIMIT_CMD_V161: Final = "ulimit -n 65536"
+# KubeRay v1.7.0 common/pod.go BuildPod: the ulimit put before the generated `ray start`, joined by "; " (v1.6.1 had
+# a fixed "ulimit -n 65536"; v1.7.0 reads RAY_START_ULIMIT_OPEN_FILES from the container's env, PR #4860).
+RAY_START_ULIMIT_CMD: Final = "ulimit -n ${RAY_START_ULIMIT_OPEN_FILES:-65536}"
 # KubeRay utils/constant.go LOCAL_HOST: the host of RAY_ADDRESS on the head.
 LOCAL_HOST: Final = "127.0.0.1"
 # KubeRay utils/constant.go DefaultWorkerRayGcsReconnectTimeoutS: RAY_gcs_rpc_server_reconnect_timeout_s on workers.
@@ -522,7 +545,8 @@ PLASMA_DIRECTORY_PARAM: Final = "plasma-directory"
 CUSTOM_ACCELERATOR_RAY_RESOURCES: Final[Mapping[str, str]] = MappingProxyType(
     {"aws.amazon.com/neuroncore": "neuron_cores", "google.com/tpu": "TPU"}
 )
-# KubeRay v1.6.1 common/pod.go BuildAutoscalerContainer: the autoscaler sidecar's only argument.
+# KubeRay common/pod.go BuildAutoscalerContainer: the autoscaler sidecar's only argument, and (v1.7.0) the value of
+# its KUBERAY_GEN_AUTOSCALER_START_CMD env, so that autoscalerOptions.args can refer to it.
 AUTOSCALER_START_CMD: Final = (
     "ray kuberay-autoscaler --cluster-name $(RAY_CLUSTER_NAME) --cluster-namespace $(RAY_CLUSTER_NAMESPACE)"
 )

@@ -132,8 +132,8 @@ def head_ingress(cluster: RayCluster) -> dict[str, Any] | None:
         "http": {
             "paths": [
                 {
-                    "path": (options.path if options else None) or "/",
-                    "pathType": (options.path_type if options else None) or "Prefix",
+                    "path": options.path if options and options.path is not None else "/",
+                    "pathType": options.path_type if options and options.path_type is not None else "Prefix",
                     "backend": {
                         "service": {
                             "name": names.head_service_name(cluster_name, head.head_service),

@@ -35,9 +35,9 @@ __all__ = [
     "update_params_from_group_resources",
 ]
 
-# KubeRay v1.6.1 common/pod.go convertParamMap: keys whose "true"/"false" value is passed as --key=value.
-# (v1.7 adds include-log-monitor, KubeRay PR #4857.)
-_BOOLEAN_VALUED_PARAMS = frozenset({"log-color", "include-dashboard"})
+# KubeRay v1.7.0 common/pod.go convertParamMap: keys whose "true"/"false" value is passed as --key=value
+# (include-log-monitor is v1.7.0's, PR #4857: "false" turns Ray's log monitor off).
+_BOOLEAN_VALUED_PARAMS = frozenset({"log-color", "include-dashboard", "include-log-monitor"})
 # KubeRay utils/resources.go IsGPUResourceKey: Nvidia MIG slices such as nvidia.com/mig-2g.32gb.
 _MIG_GPU_KEY = re.compile(r"nvidia\.com/mig-[0-9]+g\.[0-9]+gb\Z")
 _QUOTES_AND_SPACES = "'\"` "

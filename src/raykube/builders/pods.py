@@ -5,49 +5,37 @@ a complete ``v1`` Pod out (metadata with ``generateName`` or ``name``, the clust
 and a controller ``ownerReferences`` entry; the spec). The input model and its template dicts are never mutated; no
 I/O, no clock, no randomness (a multi-host replica name is chosen by the caller).
 
-The behaviour is KubeRay **v1.6.1**'s (``controllers/ray/common/pod.go`` ``DefaultHeadPodTemplate``,
+The behaviour is KubeRay **v1.7.0**'s (``controllers/ray/common/pod.go`` ``DefaultHeadPodTemplate``,
 ``DefaultWorkerPodTemplate``, ``BuildPod``; ``raycluster_controller.go`` ``buildHeadPod``/``buildWorkerPod``,
-``shouldDeletePod``; ``utils/util.go``) and pinned by its tests (``common/pod_test.go``), all in the
-``github.com/ray-project/kuberay/ray-operator`` module at v1.6.1. The ``ray start`` command lives in
-:mod:`raykube.builders.command`, the probes in :mod:`raykube.builders.probes`.
+``shouldDeletePod``; ``utils/util.go``) and pinned by its tests (``common/pod_test.go``). The ``ray start`` command
+lives in :mod:`raykube.builders.command`, the probes in :mod:`raykube.builders.probes`.
 
 Build order, head: template copy → name/namespace → group ``resources``/``labels`` into rayStartParams → labels →
-missing rayStartParams → annotations → autoscaler (``no-monitor``, service account, sidecar, v2 env and restartPolicy)
-→ GCS fault tolerance → metrics port → token auth → operator head sidecars → default Pod labels/annotations →
-``BuildPod`` (``ray.io/serve``, ``/dev/shm``, ``/tmp/ray``, command and args, init-container env, Ray container env,
-probes) → the recreate hash and KubeRay version annotations → owner reference → batch-scheduler metadata. Workers:
-the same, with the ``wait-gcs-ready`` init container first and the multi-host labels after the labels.
+missing rayStartParams → annotations → autoscaler (``no-monitor``, service account, sidecar, v2 or v1 env and
+restartPolicy) → GCS fault tolerance → metrics port → token auth → operator head sidecars → default Pod
+labels/annotations → ``BuildPod`` (``ray.io/serve``, ``/dev/shm``, ``/tmp/ray``, command and args, init-container env,
+Ray container env, probes) → the recreate hash and KubeRay version annotations → owner reference → batch-scheduler
+metadata. Workers: the same, with the ``wait-gcs-ready`` init container first and the multi-host labels after the
+labels.
 
-Where KubeRay v1.6.1 differs from the later v1.7 code, v1.6.1 is followed:
+What v1.7.0 changed from v1.6.1 on every cluster, and raykube follows:
 
-* ``args[0]`` starts with ``ulimit -n 65536; `` (v1.7 reads ``${RAY_START_ULIMIT_OPEN_FILES:-65536}``, PR #4860).
-* The autoscaler sidecar has no ``KUBERAY_GEN_AUTOSCALER_START_CMD`` env and ``autoscalerOptions`` has no
-  ``command``/``args`` (both v1.7, PR #4835); its args are the bare ``ray kuberay-autoscaler ...`` string.
-* ``autoscalerOptions.version: v1`` adds no ``RAY_enable_autoscaler_v2=false`` env (v1.7, PR #4810); only v2 adds
-  ``RAY_enable_autoscaler_v2=true``.
-* ``rayStartParams`` ``include-log-monitor: "false"`` is dropped like any false switch; only ``log-color`` and
-  ``include-dashboard`` keep ``=true``/``=false`` (v1.7 adds ``include-log-monitor``, PR #4857).
-* K8s token auth (``authOptions.enableK8sTokenAuth``) *is* in the v1.6.1 CRD and code (PR #4509, before the v1.6
-  branch cut), so it is implemented: ``RAY_ENABLE_K8S_TOKEN_AUTH=true`` instead of ``RAY_AUTH_TOKEN``, and the
-  projected ``ray-token`` volume mounted read-only at ``/var/run/secrets/ray.io/serviceaccount``.
-* ``BuildOptions.default_pod_labels``/``default_pod_annotations`` come from v1.7's Configuration (PR #4987); v1.6.1
-  has no such fields. They are applied (only where a key is missing) because the options carry them; left empty, the
-  output is v1.6.1's.
+* ``args[0]`` starts with ``ulimit -n ${RAY_START_ULIMIT_OPEN_FILES:-65536}; `` (v1.6.1: ``ulimit -n 65536; ``).
+* The autoscaler sidecar carries ``KUBERAY_GEN_AUTOSCALER_START_CMD`` (its own start command), and
+  ``autoscalerOptions.command``/``args`` replace its command and args (PR #4835).
+* ``autoscalerOptions.version: v1`` adds ``RAY_enable_autoscaler_v2=false`` to the head's Ray container (PR #4810),
+  as v2 adds ``=true``.
+* ``rayStartParams`` ``include-log-monitor`` keeps ``=true``/``=false`` like ``log-color`` and ``include-dashboard``
+  (PR #4857), so ``"false"`` turns Ray's log monitor off.
+* ``BuildOptions.default_pod_labels``/``default_pod_annotations`` (the Configuration's, PR #4987) are applied only
+  where a key is missing.
 
-In ``pod.go`` at the v1.6.1 tag: the httpGet probes for Ray ≥ 2.53.0 (#4448), with their ports read from
-rayStartParams; ``RAY_CLUSTER_NAMESPACE`` on Ray containers (#4467); skipping ``/dev/shm`` with ``plasma-directory``
-(#4524) and K8s token auth (#4509). The v1.7 items listed above are not there.
+Not yet built here (each behind a v1.7.0 feature gate that is off by default, and refused by validation while raykube
+lacks it): the mTLS volumes, env and ``wait-for-tls-ip-san`` init container (``RayClusterMTLS``), the rocksdb GCS
+volume (``GCSFaultToleranceEmbeddedStorage``) and the history-server collector sidecar (``RayClusterHistoryServer``).
 
-Quantities are passed through as written, except the ``shared-mem`` sizeLimit, which is derived and written in the
-canonical form the API server stores (``5Gi``, ``40G``).
-
-Batch schedulers: when ``BuildOptions.batch_scheduler`` names one, its plugin (:mod:`raykube.builders.batch`) adds its
-labels, annotations and ``schedulerName`` last, after the owner reference, as KubeRay's ``createHeadPod`` /
-``createWorkerPod`` call ``AddMetadataToChildResource`` on the built Pod (group ``headgroup`` or the worker group's
-name).
-
-Left out: TLS (``tlsOptions``, ``wait-for-tls-ip-san``), the history-server collector and the RocksDB GCS backend, all
-later than v1.6.1 and absent from its CRD.
+K8s token auth (``authOptions.enableK8sTokenAuth``): ``RAY_ENABLE_K8S_TOKEN_AUTH=true`` instead of ``RAY_AUTH_TOKEN``,
+and the projected ``ray-token`` volume mounted read-only at ``/var/run/secrets/ray.io/serviceaccount``.
 """
 
 from __future__ import annotations
@@ -135,7 +123,7 @@ def is_autoscaling_enabled(spec: RayClusterSpec) -> bool:
 
 
 def cluster_spec_hash(spec: RayClusterSpec, *, defaulted: bool = True) -> str:
-    """KubeRay v1.6.1's ``utils.GenerateHashWithoutReplicasAndWorkersToDelete`` of ``spec``, byte for byte.
+    """KubeRay v1.7.0's ``utils.GenerateHashWithoutReplicasAndWorkersToDelete`` of ``spec``, byte for byte.
 
     The ``ray.io/upgrade-strategy-recreate-hash`` annotation of head Pods: KubeRay compares it with this value and,
     under ``upgradeStrategy.type: Recreate``, deletes every Pod when they differ, so raykube must compute exactly
@@ -144,7 +132,8 @@ def cluster_spec_hash(spec: RayClusterSpec, *, defaulted: bool = True) -> str:
     ``replicas``, ``minReplicas``, ``maxReplicas`` and ``scaleStrategy.workersToDelete``; ``upgradeStrategy``),
     takes the SHA-1 of Go's ``json.Marshal`` of its structs, and writes it in base32 "hex" (``0-9A-V``, 32
     characters). The Go encoding is :func:`raykube.golang.gojson.marshal` (struct field order, ``omitempty``,
-    unknown fields dropped, quantities canonical, ...), proven against KubeRay's own function by
+    unknown fields dropped, quantities canonical, ...), proven against KubeRay v1.7.0's own function by
+    tests/unit/test_kuberay_hash_v170.py (vectors from tools/kuberay/generate.py) and against v1.6.1's, live, by
     tests/integration/test_kuberay_hash.py.
 
     ``defaulted`` (the default) hashes as the RayCluster controller does, after its ``setDefaults`` turned a missing
@@ -494,6 +483,13 @@ def _add_autoscaler(ctx: _Context, spec: dict[str, Any], ray: dict[str, Any]) ->
     if ctx.autoscaler_v2:
         _append_env(ray, _env_entry(c.RAY_ENABLE_AUTOSCALER_V2, "true"))
         spec["restartPolicy"] = c.RESTART_POLICY_NEVER
+    elif _autoscaler_version(ctx) == c.AUTOSCALER_VERSION_V1:  # v1.7.0 setAutoscalerV1EnvVars (PR #4810)
+        _append_env(ray, _env_entry(c.RAY_ENABLE_AUTOSCALER_V2, "false"))
+
+
+def _autoscaler_version(ctx: _Context) -> str | None:
+    options = ctx.spec.autoscaler_options
+    return None if options is None else options.version
 
 
 def _autoscaler_container(ctx: _Context, image: Any) -> dict[str, Any]:
@@ -507,6 +503,7 @@ def _autoscaler_container(ctx: _Context, image: Any) -> dict[str, Any]:
             _field_env(c.RAY_CLUSTER_NAMESPACE_ENV, "metadata.namespace"),
             _field_env(c.RAY_HEAD_POD_NAME_ENV, "metadata.name"),
             _env_entry(c.KUBERAY_CRD_VER_ENV, c.KUBERAY_CRD_VERSION),
+            _env_entry(c.KUBERAY_GEN_AUTOSCALER_START_CMD, c.AUTOSCALER_START_CMD),
         ],
         "command": container_command(login_shell=ctx.options.login_shell),
         "args": [c.AUTOSCALER_START_CMD],
@@ -537,6 +534,10 @@ def _merge_autoscaler_overrides(container: dict[str, Any], options: AutoscalerOp
             container[key] = [*(container.get(key) or []), *copy.deepcopy(extra)]
     if options.security_context is not None:
         container["securityContext"] = copy.deepcopy(options.security_context)
+    if options.command:  # v1.7.0 (PR #4835)
+        container["command"] = list(options.command)
+    if options.args:
+        container["args"] = list(options.args)
 
 
 def _credential_env(name: str, credential: RedisCredential) -> dict[str, Any]:
@@ -733,7 +734,7 @@ def _build_pod(
     start_command = generate_ray_start_command(params, head=head, resources=ray.get("resources"))
     overwrite = str(annotations.get(c.RAY_OVERWRITE_CONTAINER_CMD_ANNOTATION, "")).lower() == "true"
     if not overwrite and "ray start" not in user_command:
-        generated = f"{c.RAY_START_ULIMIT_CMD_V161}; {start_command}"
+        generated = f"{c.RAY_START_ULIMIT_CMD}; {start_command}"
         ray["command"] = container_command(login_shell=ctx.options.login_shell)
         ray["args"] = [f"{user_command} && {generated}" if user_command else generated]
 

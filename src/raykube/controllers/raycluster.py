@@ -394,19 +394,12 @@ class RayClusterReconciler:
         all_pods = ctx.pods()
         heads = [p for p in all_pods if objects.labels(p).get(c.RAY_NODE_TYPE_LABEL) == c.NODE_TYPE_HEAD]
 
-        if spec.upgrade_strategy is not None and spec.upgrade_strategy.type == c.RAYCLUSTER_UPGRADE_RECREATE:
-            wanted = pods.cluster_spec_hash(spec)
-            for head in heads:
-                have = objects.annotations(head).get(c.RAY_UPGRADE_STRATEGY_RECREATE_HASH_ANNOTATION)
-                if have and have != wanted:
-                    await self.api.delete_collection(PODS, namespace, everything)
-                    self.expectations.forget(ctx.key)
-                    note = (
-                        f"Deleted Pods for RayCluster {namespace}/{name} due to spec change with Recreate "
-                        "upgradeStrategy"
-                    )
-                    self.recorder.event(ctx.obj, NORMAL, c.EVENT_DELETED_POD, "Delete", note)
-                    return
+        if await self._should_recreate_pods(ctx, heads):
+            await self.api.delete_collection(PODS, namespace, everything)
+            self.expectations.forget(ctx.key)
+            note = f"Deleted Pods for RayCluster {namespace}/{name} due to spec change with Recreate upgradeStrategy"
+            self.recorder.event(ctx.obj, NORMAL, c.EVENT_DELETED_POD, "Delete", note)
+            return
 
         await self._reconcile_batch_objects(ctx)
         waiting = not await self._reconcile_head(ctx, heads)
@@ -423,6 +416,41 @@ class RayClusterReconciler:
             await self._reconcile_group(ctx, index, group_pods)
         if waiting:
             raise _NotYet
+
+    async def _should_recreate_pods(self, ctx: ClusterContext, heads: list[Obj]) -> bool:
+        """KubeRay ``shouldRecreatePodsForUpgrade``: with ``upgradeStrategy: Recreate``, whether the first head Pod's
+        recreate hash differs from the spec's. A head Pod stamped by another KubeRay version (an operator upgrade, or
+        a swap from KubeRay) is not a spec change: it gets the current hash and version, and nothing is recreated;
+        the hash itself changes across releases (v1.7.0's CRDs default ``priority: 0`` into every worker group)."""
+        spec = ctx.cluster.spec
+        if spec is None or spec.upgrade_strategy is None or spec.upgrade_strategy.type != c.RAYCLUSTER_UPGRADE_RECREATE:
+            return False
+        if not heads:
+            return False
+        wanted = pods.cluster_spec_hash(spec)
+        head = heads[0]
+        annotations = objects.annotations(head)
+        version = annotations.get(c.RAY_KUBERAY_VERSION_ANNOTATION)
+        if version and version != self.options.kuberay_version:
+            patch = {
+                "metadata": {
+                    "annotations": {
+                        c.RAY_UPGRADE_STRATEGY_RECREATE_HASH_ANNOTATION: wanted,
+                        c.RAY_KUBERAY_VERSION_ANNOTATION: self.options.kuberay_version,
+                    }
+                }
+            }
+            try:
+                await self.api.patch(PODS, objects.name(head), patch, ctx.namespace, patch_type="merge")
+            except ApiError as exc:  # KubeRay logs it and goes on
+                log.info(
+                    "updating the annotations of head Pod %s after a KubeRay version change: %s",
+                    objects.name(head),
+                    exc,
+                )
+            return False
+        have = annotations.get(c.RAY_UPGRADE_STRATEGY_RECREATE_HASH_ANNOTATION)
+        return bool(have) and have != wanted
 
     async def _reconcile_batch_objects(self, ctx: ClusterContext) -> None:
         """KubeRay ``DoBatchSchedulingOnSubmission``: the batch scheduler's objects exist, and are in step, before

@@ -99,19 +99,26 @@ def zero_downtime_upgrade_enabled(
     return (env or "").lower() != "false"
 
 
+def _config_for_hashing(rayservice: RayService) -> dict[str, Any]:
+    """KubeRay v1.7.0 ``rayClusterSpecForHashing``: ``rayClusterConfig`` without ``suspend``, which reaches the
+    RayCluster only when it is created (later changes are Kueue's business, not a reason to update or upgrade)."""
+    wire = _cluster_config(rayservice).to_wire()
+    wire.pop("suspend", None)
+    return wire
+
+
 def goal_cluster_hash(rayservice: RayService) -> str:
-    """``GenerateHashWithoutReplicasAndWorkersToDelete(spec.rayClusterConfig)``, the spec as stored."""
-    return cluster_spec_hash(_cluster_config(rayservice), defaulted=False)
+    """``GenerateHashWithoutReplicasAndWorkersToDelete(rayClusterSpecForHashing(...))``, the spec as stored."""
+    return cluster_spec_hash(RayClusterSpec.model_validate(_config_for_hashing(rayservice)), defaulted=False)
 
 
 def partial_cluster_hash(rayservice: RayService, num_worker_groups: int) -> str | None:
-    """The hash of ``rayClusterConfig`` cut to its first ``num_worker_groups`` worker groups; None when it has fewer
-    (KubeRay then compares against ``""``, never equal)."""
-    config = _cluster_config(rayservice)
-    groups = config.worker_group_specs or []
+    """The hash of ``rayClusterConfig`` (less ``suspend``) cut to its first ``num_worker_groups`` worker groups; None
+    when it has fewer (KubeRay then compares against ``""``, never equal)."""
+    groups = _cluster_config(rayservice).worker_group_specs or []
     if len(groups) < num_worker_groups:
         return None
-    wire = config.to_wire()
+    wire = _config_for_hashing(rayservice)
     if "workerGroupSpecs" in wire:
         wire["workerGroupSpecs"] = wire["workerGroupSpecs"][:num_worker_groups]
     return cluster_spec_hash(RayClusterSpec.model_validate(wire), defaulted=False)

@@ -7,6 +7,7 @@ The operator is judged by what it did, not only by whether a Deployment exists: 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 
 from raykube.api import constants as c
@@ -157,6 +158,14 @@ def _deployments_listed(snap: Snapshot) -> bool:
     return snap.has(s.DEPLOYMENTS) and not any(n.what == "operator Deployment" for n in snap.not_checked)
 
 
+def _only_pre_v170_kuberay(snap: Snapshot) -> bool:
+    """Every operator found is KubeRay's with an image tagged v1.6 or older (``quay.io/kuberay/operator:v1.6.1``)."""
+    found = facts.operators(snap)
+    return bool(found) and all(
+        op.implementation == "kuberay" and re.search(r":v?1\.[0-6](\.\d+)?$", op.image) for op in found
+    )
+
+
 @checker(CRD_MISSING, CRD_SKEW)
 def check_crd(snap: Snapshot) -> Iterator[Finding]:
     if not snap.has(s.CRDS):
@@ -215,6 +224,8 @@ def check_crd(snap: Snapshot) -> Iterator[Finding]:
     if schema.get("x-kubernetes-preserve-unknown-fields") or not known:
         return
     expected = [f.alias or name for name, f in RayClusterSpec.model_fields.items()]
+    if _only_pre_v170_kuberay(snap):  # its CRD need not carry what v1.7.0 added
+        expected = [name for name in expected if name not in c.RAYCLUSTER_SPEC_FIELDS_SINCE_V170]
     lacking = [name for name in expected if name not in known]
     if lacking:
         yield finding(
