@@ -4,7 +4,8 @@
 #   make test       everything CI checks: lint, types, import layers, unit + integration + e2e tests
 #   make bench      speed and memory benchmarks (results appended under benchmarks/results/), then make reliability
 #   make reliability  every test, the fault and bad-input ones at full size (~30 min); rewrites docs/reliability.md
-#   make conformance  KubeRay v1.6.1's own e2e tests against raykube (SUITE=raycluster|rayjob|..., RUN=TestRegex)
+#   make conformance  KubeRay v1.7.0's own e2e tests against raykube and KubeRay (SUITE=raycluster|rayjob|..., RUN=TestRegex,
+#                   KUBERAY_SRC=<a checkout of the tag>, else cloned from GitHub; OPERATOR=raykube for raykube alone)
 #   make vectors    rewrite tests/vectors/*.json with Go's own answers (tools/govectors), then compare raykube with them
 #   make demo-down  stop the demo's sandbox and remove its files
 
@@ -29,6 +30,10 @@ TEST_WORKERS ?= 2
 # make conformance: which suites (comma-separated, `raykube conformance --list`) and an optional -test.run regex.
 SUITE ?= raycluster
 RUN ?=
+# make conformance: against which operators, one after the other in the same invocation, and which KubeRay release's
+# tests (1.7.0 from $(KUBERAY_SRC) or a clone of the tag; 1.6.1 from the Go module proxy).
+OPERATOR ?= raykube,kuberay
+KUBERAY ?= 1.7.0
 
 .PHONY: crds manifests help demo demo-down test preflight lint typecheck imports pytest unit sandbox-build bench reliability conformance vectors lock clean
 
@@ -103,11 +108,13 @@ bench: sandbox-build
 reliability: preflight sandbox-build
 	RAYKUBE_RELIABILITY_PROFILE=full RAYKUBE_RELIABILITY_REPORT=docs/reliability.md $(UVRUN) pytest -m 'not long'
 
-# Not part of `make test` (it takes about 20 minutes): builds KubeRay's e2e test binaries the first time (6 minutes),
-# runs them on a process sandbox against the raykube operator and updates docs/conformance.md (not with RUN=); then,
-# unless SUITE or RUN picks something, raykube's own long tests (pytest -m long: KubeRay samples that run for minutes).
+# Not part of `make test` (each suite takes minutes per operator): builds KubeRay's e2e test binaries and its operator
+# the first time (from KUBERAY_SRC, a checkout of the v1.7.0 tag, else a clone of it from GitHub; 2 minutes with a warm
+# Go cache), runs them on process sandboxes against the raykube operator and then KubeRay's, and updates
+# docs/conformance.md (not with RUN=); then, unless SUITE or RUN picks something, raykube's own long tests.
 conformance: sandbox-build
-	$(UVRUN) raykube conformance --suite '$(SUITE)' $(if $(RUN),--run '$(RUN)')
+	$(UVRUN) raykube conformance --suite '$(SUITE)' --operator '$(OPERATOR)' --kuberay-version '$(KUBERAY)' \
+		$(if $(RUN),--run '$(RUN)')
 	$(if $(filter file,$(origin SUITE)),$(if $(RUN),,$(UVRUN) pytest -m long))
 
 # Needs Go (1.26, as for the sandbox) and the Go module proxy; the files are byte-stable (no dates, fixed seeds).

@@ -576,8 +576,9 @@ def main() -> None:
     if problems:
         raise SystemExit("process nodes are not possible here: " + "; ".join(problems))
     from raykube.cli.conformance import build  # noqa: PLC0415 - the CLI's build of KubeRay's operator, if missing
+    from raykube.sandbox.conformance import proxy_release  # noqa: PLC0415
 
-    build(report=False)
+    build(proxy_release(), report=False)  # KubeRay v1.6.1 from the module proxy, what these benchmarks compare with
 
     def report(message: str) -> None:
         print(message, file=sys.stderr, flush=True)  # noqa: T201

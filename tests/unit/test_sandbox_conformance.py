@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -13,15 +15,20 @@ from raykube.sandbox.conformance import (
     SUITES,
     E2EBuild,
     SuiteRun,
+    comparison_block,
+    comparisons,
     markdown_section,
     package_path,
+    proxy_release,
+    recorded_runs,
+    release,
     table_rows,
     update_document,
     upstream_defaults,
     upstream_go_line,
     wrapper_go_mod,
 )
-from raykube.sandbox.errors import NotBuiltError
+from raykube.sandbox.errors import NotBuiltError, SandboxError
 from raykube.sandbox.gotest import parse
 
 OUTPUT = """\
@@ -162,3 +169,78 @@ def test_a_subtest_that_cannot_run_here_is_skipped_alone_in_go_form() -> None:
     assert "^TestRayServiceManagedBy$/^Successful_creation_of_RayService,_managed_by_Kuberay_Operator$" in alternatives
     assert not any(a in ("^TestRayServiceManagedBy$", "^TestRayServiceValidation$") for a in alternatives)
     assert not any("TestRayServiceInitializingTimeoutTerminalFailure" in a for a in alternatives)
+
+
+def _checkout(root: Path, version: str = "v1.7.0") -> Path:
+    """A folder shaped like a KubeRay checkout: what :func:`release` reads from one."""
+    operator = root / "ray-operator"
+    (operator / "controllers" / "ray" / "utils").mkdir(parents=True)
+    (operator / "go.mod").write_text("module github.com/ray-project/kuberay/ray-operator\n\ngo 1.26.0\n")
+    (operator / "controllers" / "ray" / "utils" / "constant.go").write_text(
+        f'package utils\n\nconst (\n\t// the build version\n\tKUBERAY_VERSION = "{version}"\n)\n'
+    )
+    overlay = operator / "config" / "overlays" / "test-overrides"
+    overlay.mkdir(parents=True)
+    (overlay / "deployment-override.yaml").write_text(
+        "args:\n        - --feature-gates=RayCronJob=true,SidecarSubmitterRestart=true\n"
+    )
+    for package in ("e2e", "e2erayjob", "support"):
+        (operator / "test" / package).mkdir(parents=True)
+    (operator / "test" / "e2e" / "raycluster_test.go").write_text("package e2e\n")
+    (operator / "test" / "e2erayjob" / "rayjob_test.go").write_text("package e2erayjob\n")
+    (operator / "test" / "support" / "support.go").write_text("package support\n")
+    return root
+
+
+def test_a_checkout_is_a_release_keyed_by_its_commit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    checkout = _checkout(tmp_path / "kuberay")
+    subprocess.run(["git", "init", "-q", str(checkout)], check=True)
+    subprocess.run(
+        ["git", "-C", str(checkout), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty",
+         "-m", "tag"], check=True,
+    )  # fmt: skip
+    commit = subprocess.run(
+        ["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout
+    monkeypatch.setenv("KUBERAY_SRC", str(checkout))
+    rel = release("v1.7.0")
+    assert rel.version == "1.7.0" and rel.checkout == checkout.resolve() and rel.commit == commit.strip()
+    assert rel.packages == ("e2e", "e2erayjob")  # support holds no tests
+    assert rel.feature_gates == "RayCronJob=true,SidecarSubmitterRestart=true"
+    assert rel.e2e.dirname == f"kuberay-e2e-v1.7.0-{rel.commit[:12]}-r{versions.CONFORMANCE_RECIPE_REVISION}"
+    assert rel.e2e.files == ("e2e.test", "e2erayjob.test", "module.json")
+    assert rel.operator.files == ("ray-operator",)
+    assert rel.crd_dir() == checkout.resolve() / "ray-operator" / "config" / "crd" / "bases"
+    assert rel.origin() == f"v1.7.0 (built from a checkout at commit {rel.commit[:12]})"
+
+
+def test_a_checkout_of_another_release_or_folder_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(SandboxError, match=r"builds KubeRay v1\.6\.2, not v1\.7\.0"):
+        release("1.7.0", _checkout(tmp_path / "old", "v1.6.2"))
+    with pytest.raises(SandboxError, match=r"is not a checkout of github\.com/ray-project/kuberay"):
+        release("1.7.0", tmp_path)
+
+
+def test_v161_comes_from_the_module_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KUBERAY_SRC", raising=False)
+    assert release("1.6.1") == proxy_release()
+    assert proxy_release().e2e == versions.KUBERAY_E2E and proxy_release().checkout is None
+
+
+def test_raykube_is_compared_with_kuberay_only_within_one_invocation() -> None:
+    """The page says which tests KubeRay passes and raykube does not, from sections of the same command only."""
+    kuberay_output = OUTPUT.replace("--- FAIL: TestRayClusterScalingDown", "--- PASS: TestRayClusterScalingDown")
+    theirs = dataclasses.replace(run(operator="kuberay"), tests=parse("e2e", kuberay_output), invocation="A")
+    document = update_document(update_document("# page\n", dataclasses.replace(run(), invocation="A")), theirs)
+    [found] = comparisons(document)
+    assert found.kuberay_passed == ("TestRayClusterSuspend", "TestRayClusterScalingDown")
+    assert found.raykube_missed == ("TestRayClusterScalingDown",)
+    assert "not against raykube: `TestRayClusterScalingDown`" in found.line()
+    assert [r.invocation for r in recorded_runs(document)] == ["A", "A"]
+    # raykube's section from another command: no comparison
+    later = update_document(document, dataclasses.replace(run(), invocation="B"))
+    assert comparisons(later) == []
+    assert "No suite has raykube's and KubeRay's results from the same invocation" in comparison_block(later)
+    # and when raykube passes what KubeRay passes, it says none
+    same = update_document(later, dataclasses.replace(run(), tests=parse("e2e", kuberay_output), invocation="A"))
+    assert "not against raykube: none." in comparison_block(same)

@@ -1,15 +1,18 @@
-"""``raykube conformance``: KubeRay v1.6.1's own black-box e2e tests, run against raykube (``make conformance``).
+"""``raykube conformance``: KubeRay's own black-box e2e tests against raykube and KubeRay (``make conformance``).
 
 KubeRay's e2e packages (``test/e2e``, ``test/e2erayjob``, ...) are Go tests that talk to a cluster through
 KUBECONFIG (API calls, ``kubectl``, exec into Pods) and expect an operator to be running already. This command:
 
-1. builds them, once, from the Go module proxy (``raykube.sandbox.conformance``: one ``go test -c`` binary per
-   package, plus KubeRay's own operator binary for side-by-side runs) into ``~/.cache/raykube/bin/``;
+1. builds them, once, for the release under test (``raykube.sandbox.conformance.Release``: v1.7.0 from a checkout,
+   ``KUBERAY_SRC`` or a clone of the tag; v1.6.1 from the Go module proxy): one ``go test -c`` binary per package, plus
+   KubeRay's own operator binary, into ``~/.cache/raykube/bin/``;
 2. starts a process sandbox named ``conformance`` (real Ray in the Pods; one tainted kwok node for the operator's
    Deployment), installs raykube's CRDs and its chart as ``raykube install`` does, and runs the raykube operator as a
    local process authenticated as the chart's ServiceAccount, with the feature gates KubeRay's e2e CI enables
-   (``config/overlays/test-overrides``) and ``--use-kubernetes-proxy`` (the operator runs on the host, where cluster
-   DNS names do not resolve: its calls to Ray's dashboard go through the API server's proxy);
+   (``config/overlays/test-overrides``; those whose features raykube does not build are left off, and the page says
+   which) and ``--use-kubernetes-proxy`` (the operator runs on the host, where cluster DNS names do not resolve: its
+   calls to Ray's dashboard go through the API server's proxy); then the same for KubeRay's operator of that release
+   with its own CRDs, on a sandbox of its own, in the same invocation (``--operator`` picks one);
 3. runs each selected suite's binary with ``-test.v`` (in its package's source directory, as ``go test`` does, with
    the sandbox's kubectl first on PATH and ``KUBERAY_TEST_*`` passed through), reads the results as they come, prints
    a table and updates the suite's section of ``docs/conformance.md``;
@@ -43,11 +46,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from raykube.api.constants import UNIMPLEMENTED_FEATURE_GATES
 from raykube.cli.output import err, fail, out, progress, success
 from raykube.sandbox import versions
 from raykube.sandbox.conformance import (
     DEFAULT_SUITE,
     SUITES,
+    Release,
     Source,
     Suite,
     SuiteRun,
@@ -67,11 +72,6 @@ SANDBOX_NAME = "conformance"
 OPERATOR_NAMESPACE = "kuberay-operator"
 OPERATOR_ACCOUNT = "kuberay-operator"
 OPERATORS = ("raykube", "kuberay")  # what the tests run against: raykube, or KubeRay's own build (the reference)
-# KubeRay's e2e CI deploys its operator with these gates (ray-operator/config/overlays/test-overrides).
-E2E_FEATURE_GATES = (
-    "RayClusterStatusConditions=true,RayJobDeletionPolicy=true,RayMultiHostIndexing=true,RayCronJob=true,"
-    "RayServiceIncrementalUpgrade=true"
-)
 TEST_ENV = (
     "KUBERAY_TEST_RAY_IMAGE",
     "KUBERAY_TEST_RAY_VERSION",
@@ -86,9 +86,21 @@ def repository_root() -> Path:
     return Path(__file__).resolve().parents[3]
 
 
+def raykube_feature_gates(gates: str) -> tuple[str, tuple[str, ...]]:
+    """KubeRay's e2e gates as raykube's operator takes them: those it does not build a feature for
+    (``UNIMPLEMENTED_FEATURE_GATES``, which stop it at start-up when on) are left off; they are returned second."""
+    kept: list[str] = []
+    dropped: list[str] = []
+    for item in (g.strip() for g in gates.split(",") if g.strip()):
+        name, _, value = item.partition("=")
+        (dropped if name in UNIMPLEMENTED_FEATURE_GATES and value.lower() == "true" else kept).append(item)
+    return ",".join(kept), tuple(d.partition("=")[0] for d in dropped)
+
+
 @dataclass(frozen=True)
 class Options:
     operator: str  # one of OPERATORS
+    release: Release
     suites: tuple[Suite, ...]
     run: str | None
     timeout: str
@@ -99,29 +111,27 @@ class Options:
     nodes: int
     node_cpu: str
     node_memory: str
+    invocation: str = ""  # this command's id, written into every section it produces
 
 
 # --------------------------------------------------------------------------------------------------- build
-def build(report: bool = True) -> None:
+def build(rel: Release, report: bool = True) -> None:
     from raykube.cli.sandbox import ensure_built  # noqa: PLC0415 - loads the sandbox only for this command
     from raykube.sandbox.build import is_built  # noqa: PLC0415
     from raykube.sandbox.conformance import build_optional  # noqa: PLC0415
 
     ensure_built()
-    missing = [a for a in versions.OPTIONAL_ARTIFACTS if not is_built(a)]
+    missing = [a for a in rel.artifacts if not is_built(a)]
     if not missing:
         if report:
             progress(
-                f"KubeRay v{versions.KUBERAY_VERSION}'s e2e tests and operator are built "
-                f"({versions.artifact_dir(versions.KUBERAY_E2E)}); nothing to do"
+                f"KubeRay {rel.origin()}: its e2e tests and operator are built "
+                f"({versions.artifact_dir(rel.e2e)}); nothing to do"
             )
         return
-    progress(
-        f"building KubeRay v{versions.KUBERAY_VERSION}'s e2e tests and operator from the Go module proxy "
-        "(about 6 minutes the first time)"
-    )
+    progress(f"building KubeRay {rel.origin()}: its e2e tests and operator (about 6 minutes the first time)")
     try:
-        results = build_optional(progress)
+        results = build_optional(progress, rel=rel)
     except SandboxError as exc:
         fail(str(exc))
     built = ", ".join(r.artifact.name for r in results if r.built)
@@ -155,9 +165,9 @@ async def start_cluster(options: Options) -> Sandbox:
     else:
         success(f"sandbox {name!r} is up in {result.seconds:.1f}s ({options.nodes} process nodes)")
     if options.operator == "kuberay":
-        await start_kuberay(sandbox, result.kubeconfig)
+        await start_kuberay(sandbox, result.kubeconfig, options.release)
     else:
-        await start_raykube(sandbox, result.kubeconfig)
+        await start_raykube(sandbox, result.kubeconfig, options.release)
     return sandbox
 
 
@@ -170,7 +180,7 @@ def operator_process(operator: str) -> str:
     return f"{operator}-operator"
 
 
-async def start_raykube(sandbox: Sandbox, kubeconfig: Path) -> None:
+async def start_raykube(sandbox: Sandbox, kubeconfig: Path, rel: Release) -> None:
     from raykube.deploy.install import install_operator  # noqa: PLC0415
     from raykube.deploy.manifests import FIELD_MANAGER  # noqa: PLC0415
     from raykube.kube.client import Kube  # noqa: PLC0415
@@ -194,7 +204,7 @@ async def start_raykube(sandbox: Sandbox, kubeconfig: Path) -> None:
             "--health-probe-bind-address=127.0.0.1:0",
             "--enable-metrics",
             f"--metrics-addr=127.0.0.1:{Ports.free().etcd}",
-            f"--feature-gates={E2E_FEATURE_GATES}",
+            f"--feature-gates={raykube_feature_gates(rel.feature_gates)[0]}",
             "--use-kubernetes-proxy",
         ]
         record = await sandbox.start_extra(operator_process("raykube"), argv, env=dict(os.environ))
@@ -207,9 +217,9 @@ async def start_raykube(sandbox: Sandbox, kubeconfig: Path) -> None:
     )
 
 
-async def start_kuberay(sandbox: Sandbox, kubeconfig: Path) -> None:
-    """KubeRay's own operator (the binary built with the tests) with KubeRay's CRDs, as the cluster's admin: the
-    reference the same tests are measured against on the same sandbox."""
+async def start_kuberay(sandbox: Sandbox, kubeconfig: Path, rel: Release) -> None:
+    """KubeRay's own operator (the binary built with the tests) with the release's CRDs, as the cluster's admin: the
+    reference the same tests are measured against on the same kind of sandbox."""
     import yaml  # noqa: PLC0415
 
     from raykube.deploy.manifests import FIELD_MANAGER  # noqa: PLC0415
@@ -218,11 +228,10 @@ async def start_kuberay(sandbox: Sandbox, kubeconfig: Path) -> None:
     from raykube.kube.resources import NAMESPACES  # noqa: PLC0415
     from raykube.runtime.crds import install_crds  # noqa: PLC0415
     from raykube.sandbox.ports import Ports  # noqa: PLC0415
-    from raykube.sandbox.reference import kuberay_reference  # noqa: PLC0415
 
     crds = {
         str(doc["metadata"]["name"]): doc
-        for path in sorted((kuberay_reference(progress) / "crd").glob("*.yaml"))
+        for path in sorted(rel.crd_dir().glob("*.yaml"))
         for doc in yaml.safe_load_all(path.read_text())
         if doc
     }
@@ -237,12 +246,12 @@ async def start_kuberay(sandbox: Sandbox, kubeconfig: Path) -> None:
                 raise
         ports = Ports.free()
         argv = [
-            str(versions.binary(versions.KUBERAY_OPERATOR)),
+            str(versions.binary(rel.operator)),
             f"--kubeconfig={kubeconfig}",
             f"--leader-election-namespace={OPERATOR_NAMESPACE}",
             f"--health-probe-bind-address=127.0.0.1:{ports.etcd}",
             f"--metrics-addr=127.0.0.1:{ports.etcd_peer}",
-            f"--feature-gates={E2E_FEATURE_GATES}",
+            f"--feature-gates={rel.feature_gates}",
             "--use-kubernetes-proxy",
         ]
         record = await sandbox.start_extra(operator_process("kuberay"), argv, env=dict(os.environ))
@@ -250,7 +259,7 @@ async def start_kuberay(sandbox: Sandbox, kubeconfig: Path) -> None:
     finally:
         await client.close()
     success(
-        f"KubeRay v{versions.KUBERAY_VERSION}'s operator runs as the cluster's admin "
+        f"KubeRay {rel.origin()}: its operator runs as the cluster's admin "
         f"(pid {record.pid}; log {sandbox.layout.log(operator_process('kuberay'))})"
     )
 
@@ -371,15 +380,18 @@ def show(parser: GoTestOutput, line: str, *, verbose: bool) -> None:
         err.print(f"{mark} {finished.result} {escape(finished.name)} ({finished.seconds:.1f}s){escape(reason)}")
 
 
-def versions_used(operator: str) -> dict[str, str]:
-    tested = (
-        {"raykube": raykube_revision()}
-        if operator == "raykube"
-        else {"KubeRay's operator": f"v{versions.KUBERAY_VERSION} (built from the Go module proxy; raykube's sandbox "
-              f"{raykube_revision()})"}
-    )  # fmt: skip
+def versions_used(operator: str, rel: Release) -> dict[str, str]:
+    if operator == "raykube":
+        gates, dropped = raykube_feature_gates(rel.feature_gates)
+        off = f"; left off, not built by raykube: {', '.join(dropped)}" if dropped else ""
+        tested = {"raykube": raykube_revision(), "feature gates": f"{gates}{off}"}
+    else:
+        tested = {
+            "KubeRay's operator": f"{rel.origin()}; raykube's sandbox {raykube_revision()}",
+            "feature gates": rel.feature_gates,
+        }
     return {
-        "KubeRay e2e tests": f"v{versions.KUBERAY_VERSION}",
+        "KubeRay e2e tests": rel.origin(),
         **tested,
         "Kubernetes": f"v{versions.KUBERNETES_VERSION} (raykube sandbox, process nodes)",
     }
@@ -426,9 +438,9 @@ def _only_the_date_differs(root: str) -> bool:
 
 
 # --------------------------------------------------------------------------------------------------- results
-def print_table(runs: Sequence[SuiteRun]) -> None:
+def print_table(runs: Sequence[SuiteRun], rel: Release) -> None:
     against = runs[0].operator if runs else "raykube"
-    table = Table(title=f"KubeRay v{versions.KUBERAY_VERSION}'s e2e tests against {against}", show_lines=False)
+    table = Table(title=f"KubeRay v{rel.version}'s e2e tests against {against}", show_lines=False)
     for column in ("package", "test", "subtest", "result", "seconds", "first failure line"):
         table.add_column(column, overflow="fold", justify="right" if column == "seconds" else "left")
     for run in runs:
@@ -476,16 +488,16 @@ def failed(runs: Sequence[SuiteRun]) -> bool:
 async def play(options: Options) -> list[SuiteRun]:
     from raykube.sandbox.conformance import E2EBuild  # noqa: PLC0415
 
-    build_info = E2EBuild.from_cache()
+    build_info = E2EBuild.from_cache(artifact=options.release.e2e)
     (options.reports / options.operator).mkdir(parents=True, exist_ok=True)
-    tested = versions_used(options.operator)  # the code the operator is about to load
+    tested = versions_used(options.operator, options.release)  # the code the operator is about to load
     source = source_tree()
     sandbox = await start_cluster(options)
     runs: list[SuiteRun] = []
     try:
         for suite in options.suites:
             run = await run_suite(sandbox, build_info, suite, options, tested)
-            runs.append(dataclasses.replace(run, source=source))
+            runs.append(dataclasses.replace(run, source=source, invocation=options.invocation))
     finally:
         if options.keep:
             name = sandbox_name(options.operator)
@@ -502,22 +514,38 @@ async def play(options: Options) -> list[SuiteRun]:
 
 
 # --------------------------------------------------------------------------------------------------- the command
-def parse_suites(values: Sequence[str]) -> tuple[Suite, ...]:
+def parse_suites(values: Sequence[str], packages: Sequence[str] | None = None) -> tuple[Suite, ...]:
+    """The suites named (comma-separated or repeated; default the raycluster one); with ``packages`` (a release's),
+    a suite whose package the release does not have is refused."""
     names = [name.strip() for value in values for name in value.split(",") if name.strip()]
     unknown = [name for name in names if name not in SUITES]
     if unknown:
         raise ValueError(f"unknown suite(s) {', '.join(unknown)}; known: {', '.join(SUITES)}")
-    return tuple(SUITES[name] for name in dict.fromkeys(names or [DEFAULT_SUITE]))
+    suites = tuple(SUITES[name] for name in dict.fromkeys(names or [DEFAULT_SUITE]))
+    missing = [s.name for s in suites if packages is not None and s.package not in packages]
+    if missing:
+        raise ValueError(f"suite(s) {', '.join(missing)} have no package in this KubeRay release")
+    return suites
 
 
-def list_suites() -> None:
+def parse_operators(value: str) -> tuple[str, ...]:
+    names = tuple(dict.fromkeys(n.strip() for n in value.split(",") if n.strip()))
+    unknown = [n for n in names if n not in OPERATORS]
+    if unknown or not names:
+        raise ValueError(f"--operator takes {' and/or '.join(OPERATORS)} (comma-separated), got {value!r}")
+    return names
+
+
+def list_suites(rel: Release) -> None:
     from raykube.sandbox.conformance import E2EBuild  # noqa: PLC0415
 
     try:
-        build_info: E2EBuild | None = E2EBuild.from_cache()
+        build_info: E2EBuild | None = E2EBuild.from_cache(artifact=rel.e2e)
     except SandboxError:
         build_info = None
     for suite in SUITES.values():
+        if suite.package not in rel.packages:
+            continue
         out.print(f"[bold]{suite.name}[/bold]  {escape(suite.about)}")
         if build_info is None:
             continue
@@ -559,26 +587,46 @@ def conformance(
     operator: Annotated[
         str,
         typer.Option(
-            help="The operator the tests run against: raykube, or kuberay (KubeRay's own build, the reference; its "
-            "results go to their own sections of the document)."
+            help="What the tests run against, one after the other in this invocation: raykube and kuberay (KubeRay's "
+            "own operator of the same release, the reference; its results go to their own sections of the document), "
+            "or one of them."
         ),
-    ] = "raykube",
+    ] = "raykube,kuberay",
+    kuberay_version: Annotated[
+        str,
+        typer.Option(
+            help=f"The KubeRay release whose tests run: {versions.KUBERAY_CONFORMANCE_VERSION} (built from a checkout) "
+            f"or {versions.KUBERAY_VERSION} (from the Go module proxy)."
+        ),
+    ] = versions.KUBERAY_CONFORMANCE_VERSION,
+    kuberay_src: Annotated[
+        Path | None,
+        typer.Option(
+            envvar="KUBERAY_SRC",
+            help="A checkout of github.com/ray-project/kuberay at that release's tag (default: a clone of the tag "
+            "from GitHub, made once into the cache).",
+        ),
+    ] = None,
     nodes: Annotated[int, typer.Option(help="Process nodes of the sandbox.")] = 3,
     node_cpu: Annotated[str, typer.Option(help="CPU capacity of each process node.")] = "4",
     node_memory: Annotated[str, typer.Option(help="Memory capacity of each process node.")] = "16Gi",
 ) -> None:
-    """Run KubeRay v1.6.1's own e2e tests against raykube on a process sandbox, print the results and update
-    docs/conformance.md."""
+    """Run KubeRay's own e2e tests (v1.7.0 by default) against raykube and KubeRay's operator on process sandboxes,
+    print the results and update docs/conformance.md."""
+    from raykube.sandbox.conformance import release  # noqa: PLC0415
+
     try:
-        suites = parse_suites(suite or [])
+        operators = parse_operators(operator)
+        rel = release(kuberay_version, kuberay_src, progress)
+        suites = parse_suites(suite or [], rel.packages)
     except ValueError as exc:
         fail(str(exc), code=2)
-    if operator not in OPERATORS:
-        fail(f"--operator must be one of {', '.join(OPERATORS)}, got {operator!r}", code=2)
+    except SandboxError as exc:
+        fail(str(exc))
     if list_:
-        list_suites()
+        list_suites(rel)
         return
-    build(report=build_only)
+    build(rel, report=build_only)
     if build_only:
         return
     if no_doc:
@@ -587,15 +635,20 @@ def conformance(
         document = doc
     else:
         document = None if run else repository_root() / "docs" / "conformance.md"
-    options = Options(
-        operator, suites, run, timeout, reports.resolve(), document, keep, verbose, nodes, node_cpu, node_memory
-    )
-    try:
-        runs = asyncio.run(play(options))
-    except SandboxError as exc:
-        fail(str(exc))
-    print_table(runs)
-    if options.doc is not None:
-        write_document(options.doc, runs)
-    if failed(runs):
+    all_runs: list[SuiteRun] = []
+    invocation = f"{datetime.datetime.now(datetime.UTC):%Y-%m-%dT%H:%M:%SZ}/{os.getpid()}"
+    for name in operators:
+        options = Options(
+            name, rel, suites, run, timeout, reports.resolve(), document, keep, verbose, nodes, node_cpu, node_memory,
+            invocation,
+        )  # fmt: skip
+        try:
+            runs = asyncio.run(play(options))
+        except SandboxError as exc:
+            fail(str(exc))
+        print_table(runs, rel)
+        if options.doc is not None:
+            write_document(options.doc, runs)  # each operator's results as soon as they are in
+        all_runs += runs
+    if failed(all_runs):
         raise typer.Exit(1)

@@ -1,46 +1,61 @@
-"""KubeRay's own black-box e2e tests and its operator, built from the Go module proxy for ``raykube conformance``.
+"""KubeRay's own black-box e2e tests and its operator, built for ``raykube conformance``, from a KubeRay release.
 
-Two optional artifacts (``versions.OPTIONAL_ARTIFACTS``), never built by ``raykube sandbox build``:
+A :class:`Release` is where both come from:
 
-* ``kuberay-e2e-v<version>-r<recipe>/``: one ``go test -c`` binary per package of the ray-operator module's ``test/``
-  folder (``e2e.test``, ``e2erayjob.test``, ...) and ``module.json``, which records where the module's sources are.
-  They are built from a wrapper module (``raykube.local/kuberay-e2e``) that requires the ray-operator module at the
-  pinned version: ``go get -t <packages>@v<version>`` resolves the tests' own dependencies to exactly the versions
-  upstream's go.mod lists, then ``go test -c -o <dir>/`` compiles them in one command (the first package takes
-  minutes, the others share its build cache). Without ``-trimpath``: ``test/sampleyaml`` finds KubeRay's samples
-  from its own source path (``runtime.Caller``), and ``test/e2erayservice`` reads ``testdata/`` relative to the
-  working directory, so the runner starts each binary in its package's directory of the module cache, as ``go test``
-  would.
-* ``kuberay-operator-v<version>-r<recipe>/ray-operator``: ``go install`` of the ray-operator module at that version
-  (it has no replace directives), to run KubeRay side by side with raykube.
+* **v1.7.0 and later, from a checkout** (:func:`source_release`): ``KUBERAY_SRC=<a checkout of the tag>``, else a
+  shallow clone of the tag from GitHub (``KUBERAY_REPOSITORY``) into ``<cache>/kuberay-src/v<version>/``. The Go module
+  proxy refuses ``ray-operator`` v1.7.x, so the module's own ``go.mod`` in the checkout resolves the dependencies (from
+  the proxy). The checkout is checked to be that release (``KUBERAY_VERSION`` in ``controllers/ray/utils/
+  constant.go``) and its commit keys the cached builds: ``kuberay-e2e-v1.7.0-<commit12>-r<recipe>/`` (``go test -c``
+  of every package of ``ray-operator/test/``, run in the checkout) and ``kuberay-operator-v1.7.0-<commit12>-r<recipe>/
+  ray-operator`` (``go build`` of ``ray-operator``, as its Makefile builds it, static). The e2e CI's feature gates are
+  read from the checkout's ``config/overlays/test-overrides``.
+* **v1.6.1, from the Go module proxy** (:func:`proxy_release`): ``kuberay-e2e-v<version>-r<recipe>/``, built from a
+  wrapper module (``raykube.local/kuberay-e2e``) that requires the ray-operator module at the pinned version: ``go get
+  -t <packages>@v<version>`` resolves the tests' own dependencies to exactly the versions upstream's go.mod lists, then
+  ``go test -c -o <dir>/`` compiles them in one command; and ``go install`` of the operator.
 
-Both are built the sandbox's way (``build.build_artifact``): a ``.partial`` directory renamed when complete, a log
-per artifact under ``<cache>/logs/``, the cache's build lock. Nothing of upstream is copied into the repository.
+Without ``-trimpath`` for the tests: ``test/sampleyaml`` finds KubeRay's samples from its own source path
+(``runtime.Caller``), and ``test/e2erayservice`` reads ``testdata/`` relative to the working directory, so the runner
+starts each binary in its package's source directory, as ``go test`` would (``module.json`` records where).
+
+Everything is built the sandbox's way (``build.build_artifact``): a ``.partial`` directory renamed when complete, a
+log per artifact under ``<cache>/logs/``, the cache's build lock; never by ``raykube sandbox build`` or ``make test``.
+Nothing of upstream is copied into the repository.
 
 This module also holds what a conformance run needs that is not the operator: the suites (package, selection, the
-tests that cannot run here and why), upstream's test defaults read from the module, and the Markdown report.
+tests that cannot run here and why), upstream's test defaults read from the sources, and the Markdown report.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
-from collections.abc import Mapping, Sequence
+import shutil
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from raykube.sandbox import versions
 from raykube.sandbox.build import BuildResult, GoRunner, Report, build_artifact, exclusive, find_go, is_built
-from raykube.sandbox.errors import BuildError, NotBuiltError
+from raykube.sandbox.errors import BuildError, NotBuiltError, SandboxError
 from raykube.sandbox.gotest import GoTest
 from raykube.sandbox.versions import Artifact
 
 MODULE_FILE = "module.json"
 WRAPPER_MODULE = "raykube.local/kuberay-e2e"
+SOURCE_ENV = "KUBERAY_SRC"  # a checkout of github.com/ray-project/kuberay at the release's tag
+# KubeRay v1.6.1's e2e CI gates (ray-operator/config/overlays/test-overrides at v1.6.1); a checkout's are read from it.
+V161_E2E_FEATURE_GATES = (
+    "RayClusterStatusConditions=true,RayJobDeletionPolicy=true,RayMultiHostIndexing=true,RayCronJob=true,"
+    "RayServiceIncrementalUpgrade=true"
+)
 
 
-def module_ref() -> str:
-    return f"{versions.KUBERAY_MODULE}@v{versions.KUBERAY_VERSION}"
+def module_ref(version: str = versions.KUBERAY_VERSION) -> str:
+    return f"{versions.KUBERAY_MODULE}@v{version}"
 
 
 def package_path(package: str) -> str:
@@ -57,6 +72,146 @@ def upstream_go_line(go_mod: str) -> str:
     declare."""
     match = re.search(r"^go \S+$", go_mod, flags=re.MULTILINE)
     return match[0] if match else "go 1.25.0"
+
+
+# --------------------------------------------------------------------------------------------------- releases
+@dataclass(frozen=True)
+class Release:
+    """A KubeRay release as a conformance run uses it: its e2e test binaries, its operator, its CRDs, the feature
+    gates its e2e CI turns on, and where all of it came from."""
+
+    version: str  # "1.7.0"
+    e2e: Artifact
+    operator: Artifact
+    packages: tuple[str, ...]
+    feature_gates: str  # --feature-gates of KubeRay's e2e CI (config/overlays/test-overrides)
+    checkout: Path | None = None  # the source checkout; None: the Go module proxy
+    commit: str = ""  # the checkout's commit, "" when unknown or from the proxy
+
+    @property
+    def artifacts(self) -> tuple[Artifact, Artifact]:
+        return (self.e2e, self.operator)
+
+    def origin(self) -> str:
+        """Where the tests and the operator were built from, for the report."""
+        if self.checkout is None:
+            return f"v{self.version} (the Go module proxy)"
+        at = f" at commit {self.commit[:12]}" if self.commit else ""
+        return f"v{self.version} (built from a checkout{at})"
+
+    def crd_dir(self) -> Path:
+        """KubeRay's CRDs of this release (``config/crd/bases``)."""
+        if self.checkout is not None:
+            return self.checkout / "ray-operator" / "config" / "crd" / "bases"
+        from raykube.sandbox.reference import kuberay_reference  # noqa: PLC0415 - fetches on first use
+
+        return kuberay_reference() / "crd"
+
+
+def proxy_release() -> Release:
+    """KubeRay v1.6.1 (``versions.KUBERAY_VERSION``) from the Go module proxy."""
+    return Release(
+        versions.KUBERAY_VERSION,
+        versions.KUBERAY_E2E,
+        versions.KUBERAY_OPERATOR,
+        versions.KUBERAY_E2E_PACKAGES,
+        V161_E2E_FEATURE_GATES,
+    )
+
+
+def release(version: str, source: Path | None = None, report: Report | None = None) -> Release:
+    """The release a run names: v1.6.1 from the module proxy, any other from ``source``, ``$KUBERAY_SRC``, or a clone
+    of its tag (made once, into the cache)."""
+    version = version.removeprefix("v")
+    if version == versions.KUBERAY_VERSION and source is None and not os.environ.get(SOURCE_ENV):
+        return proxy_release()
+    if source is None and (env := os.environ.get(SOURCE_ENV)):
+        source = Path(env).expanduser()
+    checkout = source.resolve() if source is not None else clone_tag(version, report or _quiet)
+    return source_release(version, checkout)
+
+
+def _quiet(message: str) -> None:
+    del message
+
+
+def checkout_version(checkout: Path) -> str:
+    """The KubeRay version a checkout builds (``KUBERAY_VERSION = "v1.7.0"`` in ``ray-operator/controllers/ray/utils/
+    constant.go``), without the ``v``; a clear error when the folder is not a KubeRay checkout."""
+    constant = checkout / "ray-operator" / "controllers" / "ray" / "utils" / "constant.go"
+    if not (checkout / "ray-operator" / "go.mod").is_file() or not constant.is_file():
+        raise SandboxError(
+            f"{SOURCE_ENV}={checkout} is not a checkout of github.com/ray-project/kuberay (no ray-operator/go.mod or "
+            f"{constant.relative_to(checkout)})"
+        )
+    match = re.search(r'^\s*KUBERAY_VERSION\s*=\s*"v?([^"]+)"', constant.read_text(), flags=re.MULTILINE)
+    if not match:
+        raise SandboxError(f"{constant} does not declare KUBERAY_VERSION")
+    return match[1]
+
+
+def checkout_commit(checkout: Path) -> str:
+    result = subprocess.run(
+        ["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True, text=True, check=False, timeout=30
+    )
+    commit = result.stdout.strip()
+    return commit if result.returncode == 0 and re.fullmatch(r"[0-9a-f]{40}", commit) else ""
+
+
+def e2e_feature_gates(checkout: Path) -> str:
+    """The ``--feature-gates`` KubeRay's e2e CI deploys its operator with, read from the checkout."""
+    overlay = checkout / "ray-operator" / "config" / "overlays" / "test-overrides"
+    for path in sorted(overlay.glob("*.yaml")):
+        if match := re.search(r"--feature-gates=(\S+)", path.read_text()):
+            return match[1]
+    raise SandboxError(f"no --feature-gates in {overlay}: is this a KubeRay checkout?")
+
+
+def e2e_packages(checkout: Path) -> tuple[str, ...]:
+    """The packages of ``ray-operator/test/`` that hold tests (``support`` and ``utils`` are helpers)."""
+    test = checkout / "ray-operator" / "test"
+    return tuple(sorted(p.name for p in test.iterdir() if p.is_dir() and any(p.glob("*_test.go"))))
+
+
+def source_release(version: str, checkout: Path) -> Release:
+    found = checkout_version(checkout)
+    if found != version:
+        raise SandboxError(f"{checkout} builds KubeRay v{found}, not v{version} (check out the tag v{version})")
+    commit = checkout_commit(checkout)
+    packages = e2e_packages(checkout)
+    key = f"{version}-{commit[:12] or 'nogit'}"
+    revision = versions.CONFORMANCE_RECIPE_REVISION
+    e2e = Artifact(
+        "kuberay-e2e", key, (*(f"{p}.test" for p in packages), MODULE_FILE), recipe=revision, typical_seconds=420.0
+    )
+    operator = Artifact("kuberay-operator", key, ("ray-operator",), recipe=revision, typical_seconds=130.0)
+    return Release(version, e2e, operator, packages, e2e_feature_gates(checkout), checkout, commit)
+
+
+def clone_tag(version: str, report: Report) -> Path:
+    """``<cache>/kuberay-src/v<version>``: a shallow clone of the tag, made once (needs GitHub; offline, set
+    ``KUBERAY_SRC``)."""
+    cache = versions.cache_root()
+    final = cache / "kuberay-src" / f"v{version}"
+    if (final / "ray-operator" / "go.mod").is_file():
+        return final
+    with exclusive(cache / "kuberay-src.lock", report):
+        if (final / "ray-operator" / "go.mod").is_file():
+            return final
+        partial = final.with_name(final.name + ".partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.parent.mkdir(parents=True, exist_ok=True)
+        report(f"cloning KubeRay v{version} from {versions.KUBERAY_REPOSITORY} into {final}")
+        argv = ["git", "clone", "--quiet", "--depth", "1", "--branch", f"v{version}", versions.KUBERAY_REPOSITORY]
+        result = subprocess.run([*argv, str(partial)], capture_output=True, text=True, check=False, timeout=900)
+        if result.returncode != 0:
+            shutil.rmtree(partial, ignore_errors=True)
+            raise SandboxError(
+                f"could not clone the tag v{version} of {versions.KUBERAY_REPOSITORY}: {result.stderr.strip()}; "
+                f"without GitHub, set {SOURCE_ENV}=<a checkout of the tag>"
+            )
+        partial.rename(final)
+    return final
 
 
 # --------------------------------------------------------------------------------------------------- recipes
@@ -88,18 +243,50 @@ def _build_operator(go: GoRunner, work: Path, out: Path) -> None:
     go.run("install", "-trimpath", "-ldflags=-s -w", module_ref(), cwd=work, env={"GOBIN": str(out)})
 
 
-_RECIPES = {versions.KUBERAY_E2E.name: _build_e2e, versions.KUBERAY_OPERATOR.name: _build_operator}
+Recipe = Callable[[GoRunner, Path, Path], None]
+
+
+def _checkout_recipes(rel: Release, checkout: Path) -> dict[str, Recipe]:
+    """The two recipes of a checkout: both run in its ``ray-operator`` module, with its go.mod as tagged."""
+    module = checkout / "ray-operator"
+    env = {"GOFLAGS": "-buildvcs=false", "CGO_ENABLED": "0"}
+
+    def e2e(go: GoRunner, work: Path, out: Path) -> None:
+        del work
+        go.run("test", "-c", "-ldflags=-s -w", "-o", f"{out}/", *(f"./test/{p}" for p in rel.packages), cwd=module,
+               env=env)  # fmt: skip
+        record = {
+            "module": f"{module_ref(rel.version)} (checkout {checkout}, commit {rel.commit or 'unknown'})",
+            "dir": str(module),
+            "packages": {p: f"test/{p}" for p in rel.packages},
+        }
+        (out / MODULE_FILE).write_text(json.dumps(record, indent=2) + "\n")
+
+    def operator(go: GoRunner, work: Path, out: Path) -> None:
+        del work
+        flags = f"-s -w -X 'main._commitId_={rel.commit}'"
+        go.run("build", "-trimpath", f"-ldflags={flags}", "-o", str(out / "ray-operator"), ".", cwd=module, env=env)
+
+    return {rel.e2e.name: e2e, rel.operator.name: operator}
 
 
 def build_optional(
-    report: Report, artifacts: Sequence[Artifact] = versions.OPTIONAL_ARTIFACTS, root: Path | None = None
+    report: Report, artifacts: Sequence[Artifact] | None = None, root: Path | None = None, rel: Release | None = None
 ) -> list[BuildResult]:
-    """Build whichever of ``artifacts`` (KubeRay's e2e tests, its operator) is missing, one after the other."""
-    if all(is_built(a, root) for a in artifacts):
-        return [BuildResult(a, built=False, seconds=0.0) for a in artifacts]
+    """Build whichever of ``rel``'s artifacts (default: v1.6.1 from the module proxy; ``artifacts`` picks some) is
+    missing, one after the other."""
+    rel = rel or proxy_release()
+    chosen = tuple(artifacts) if artifacts is not None else rel.artifacts
+    if all(is_built(a, root) for a in chosen):
+        return [BuildResult(a, built=False, seconds=0.0) for a in chosen]
+    recipes: dict[str, Recipe] = (
+        _checkout_recipes(rel, rel.checkout)
+        if rel.checkout is not None
+        else {versions.KUBERAY_E2E.name: _build_e2e, versions.KUBERAY_OPERATOR.name: _build_operator}
+    )
     with exclusive((root or versions.cache_root()) / "build.lock", report):
-        go = find_go(purpose=f"raykube builds KubeRay's e2e tests and operator ({module_ref()}) from Go sources")
-        return [build_artifact(a, go, report, root, recipe=_RECIPES[a.name]) for a in artifacts]
+        go = find_go(purpose=f"raykube builds KubeRay's e2e tests and operator ({rel.origin()}) from Go sources")
+        return [build_artifact(a, go, report, root, recipe=recipes[a.name]) for a in chosen]
 
 
 # --------------------------------------------------------------------------------------------------- the module
@@ -111,9 +298,9 @@ class E2EBuild:
     module_dir: Path
 
     @classmethod
-    def from_cache(cls, root: Path | None = None) -> E2EBuild:
-        directory = versions.artifact_dir(versions.KUBERAY_E2E, root)
-        if not is_built(versions.KUBERAY_E2E, root):
+    def from_cache(cls, root: Path | None = None, artifact: Artifact = versions.KUBERAY_E2E) -> E2EBuild:
+        directory = versions.artifact_dir(artifact, root)
+        if not is_built(artifact, root):
             raise NotBuiltError(
                 f"KubeRay's e2e test binaries are not built ({directory} missing)",
                 hint="`raykube conformance --build-only` builds them (about 6 minutes the first time)",
@@ -242,6 +429,7 @@ SUITES: dict[str, Suite] = {
                     SERVE_WORKLOADS + " " + LOCUST,
                 ),
                 "TestRayServiceGCSFaultTolerance": SERVE_WORKLOADS + " " + LOCUST + " It also needs a Redis image.",
+                "TestRayServiceSuspendResume": FRUIT_APP + " " + CURL_POD,  # v1.7.0
             },
         ),
         Suite("autoscaler", "e2eautoscaler", "test/e2eautoscaler: RayCluster with the Ray autoscaler sidecar"),
@@ -253,6 +441,11 @@ SUITES: dict[str, Suite] = {
             "incrementalupgrade",
             "e2eincrementalupgrade",
             "test/e2eincrementalupgrade: RayService incremental upgrades (Gateway API)",
+        ),
+        Suite(
+            "kuberneteswas",
+            "e2ekuberneteswas",
+            "test/e2ekuberneteswas: the kubernetes-was-v1alpha2 batch scheduler (v1.7.0, gate KubernetesWAS)",
         ),
     )
 }
@@ -276,6 +469,10 @@ class Source:
 SOURCE_LINE = re.compile(
     r"^Source: commit `(?P<commit>[0-9a-f]{40})` \([0-9a-f]+\), clean tree: (?P<clean>yes|no)\.$", re.MULTILINE
 )
+INVOCATION_LINE = re.compile(r"^Invocation: `(?P<id>[^`]+)`\.$", re.MULTILINE)
+ROW_LINE = re.compile(
+    r"^\| (?P<package>[^|]*) \| (?P<test>Test\S*) \| (?P<subtest>[^|]*) \| (?P<result>[^|]+) \|", re.M
+)
 RUN_LINE = re.compile(r"^Run (?P<date>\d{4}-\d{2}-\d{2}) (?P<time>\d{2}:\d{2}) UTC: (?P<summary>[^(]*)\(", re.M)
 
 
@@ -293,6 +490,7 @@ class SuiteRun:
     exit_code: int
     started_at: str  # ISO date and time, UTC
     source: Source | None = None  # the checkout under test (None: not recorded)
+    invocation: str = ""  # the command that ran it: every operator's sections of one command share it
 
 
 def table_rows(tests: Sequence[GoTest]) -> list[tuple[str, str, str, str, str, str]]:
@@ -331,6 +529,7 @@ def markdown_section(run: SuiteRun) -> str:
         "",
         (run.source or Source("", clean=False)).markdown(),
         "",
+        *([f"Invocation: `{run.invocation}`.", ""] if run.invocation else []),
         "Versions: " + ", ".join(f"{k} {v}" for k, v in run.versions.items()) + ".",
         "",
         f"Selection: package `test/{run.suite.package}`"
@@ -397,6 +596,8 @@ class RecordedRun:
     summary: str
     commit: str  # "" if the section records none (written before commits were recorded, or no git checkout)
     clean: bool
+    invocation: str = ""  # "" if not recorded
+    results: Mapping[str, str] = field(default_factory=dict)  # top-level test -> PASS, FAIL, SKIP, NO RESULT
 
 
 def recorded_runs(document: str) -> list[RecordedRun]:
@@ -404,7 +605,12 @@ def recorded_runs(document: str) -> list[RecordedRun]:
     for match in _SECTION.finditer(document):
         suite, _, operator = match.group("key").partition("@")
         body = match.group("body")
-        run, source = RUN_LINE.search(body), SOURCE_LINE.search(body)
+        run, source, invocation = RUN_LINE.search(body), SOURCE_LINE.search(body), INVOCATION_LINE.search(body)
+        results = {
+            row.group("test"): row.group("result").strip()
+            for row in ROW_LINE.finditer(body)
+            if not row.group("subtest").strip()
+        }
         runs.append(
             RecordedRun(
                 suite=suite,
@@ -414,6 +620,8 @@ def recorded_runs(document: str) -> list[RecordedRun]:
                 summary=run.group("summary").strip() if run else "",
                 commit=source.group("commit") if source else "",
                 clean=source is not None and source.group("clean") == "yes",
+                invocation=invocation.group("id") if invocation else "",
+                results=results,
             )
         )
     return runs
@@ -431,6 +639,61 @@ def summary_table(document: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+@dataclass(frozen=True)
+class Comparison:
+    """raykube against KubeRay's operator on one suite, both run by the same command."""
+
+    suite: str
+    invocation: str
+    kuberay_passed: tuple[str, ...]
+    raykube_passed: tuple[str, ...]
+    raykube_missed: tuple[str, ...]  # passed against KubeRay, not against raykube
+
+    def line(self) -> str:
+        missed = ", ".join(f"`{t}`" for t in self.raykube_missed) or "none"
+        return (
+            f"- `{self.suite}` (invocation `{self.invocation}`): KubeRay passes {len(self.kuberay_passed)}, raykube "
+            f"passes {len(self.raykube_passed)}; passed against KubeRay and not against raykube: {missed}."
+        )
+
+
+def comparisons(document: str) -> list[Comparison]:
+    """For each suite whose raykube and KubeRay sections come from one invocation: which tests KubeRay passes that
+    raykube does not. Sections from different commands are not compared (the claim needs the same input, same run)."""
+    runs = recorded_runs(document)
+    found = []
+    for mine in (r for r in runs if r.operator == "raykube" and r.invocation):
+        theirs = next(
+            (r for r in runs if r.suite == mine.suite and r.operator != "raykube" and r.invocation == mine.invocation),
+            None,
+        )
+        if theirs is None:
+            continue
+        passed = tuple(t for t, result in theirs.results.items() if result == "PASS")
+        found.append(
+            Comparison(
+                mine.suite,
+                mine.invocation,
+                passed,
+                tuple(t for t, result in mine.results.items() if result == "PASS"),
+                tuple(t for t in passed if mine.results.get(t) != "PASS"),
+            )
+        )
+    return found
+
+
+def comparison_block(document: str) -> str:
+    lines = [c.line() for c in comparisons(document)]
+    if not lines:
+        return "No suite has raykube's and KubeRay's results from the same invocation yet.\n"
+    return "Compared within one invocation (the same tests, the same sandbox build, one after the other):\n\n" + (
+        "\n".join(lines) + "\n"
+    )
+
+
 def update_summary(document: str) -> str:
-    block = f"<!-- conformance:summary -->\n{summary_table(document)}<!-- /conformance:summary -->"
+    block = (
+        f"<!-- conformance:summary -->\n{summary_table(document)}\n{comparison_block(document)}"
+        "<!-- /conformance:summary -->"
+    )
     return _SUMMARY.sub(lambda _: block, document) if _SUMMARY.search(document) else document

@@ -20,6 +20,10 @@ HELM_VERSION = "4.3.2"
 # The KubeRay release raykube re-implements; its module holds config/crd/bases and config/samples.
 KUBERAY_VERSION = "1.6.1"
 KUBERAY_MODULE = "github.com/ray-project/kuberay/ray-operator"
+# The release `make conformance` tests by default: the one teams install (the module proxy refuses ray-operator v1.7.x,
+# so its tests and operator are built from a checkout: $KUBERAY_SRC, or a clone of the tag from this repository).
+KUBERAY_CONFORMANCE_VERSION = "1.7.0"
+KUBERAY_REPOSITORY = "https://github.com/ray-project/kuberay"
 
 # The oldest Go that builds all of the above: k8s.io/kubernetes v1.36.3 and kwok v0.8.0 both declare `go 1.26.0`.
 MIN_GO_VERSION = (1, 26, 0)
