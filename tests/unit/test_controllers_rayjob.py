@@ -589,3 +589,60 @@ async def test_volcano_podgroup_is_emptied_once_the_finished_rayjobs_cluster_is_
     events = len(world.reasons())
     await world.reconcile()  # nothing left to change: no write, no event
     assert len(world.reasons()) == events
+
+
+async def test_volcano_podgroup_is_emptied_when_suspending_before_the_reset() -> None:
+    """KubeRay v1.7.0 (RJ-5): Suspending cleans up the batch scheduler once the cluster and the submitter are gone;
+    a failed clean-up fails the pass (Warning FailedToCleanupBatchScheduler, action Cleanup) and holds the reset."""
+    world = volcano_world(rayjob(shutdownAfterJobFinishes=True))
+    await world.until("Initializing")
+    await world.reconcile()
+    world.cluster_ready()
+    await world.until("Running")
+    podgroup = world.fake.stored(VOLCANO, NS, f"ray-{NAME}-pg")
+    assert podgroup is not None and podgroup["spec"]["minMember"] == 2
+    world.edit(suspend=True)
+    await world.reconcile()
+    assert world.state == "Suspending"
+    await world.reconcile()  # deletes the cluster and the submitter Job
+    assert world.cluster is None
+    world.fake.fail("update", VOLCANO, times=1)
+    with pytest.raises(RayJobError, match=r"^failed to cleanup batch scheduler resources: "):
+        await world.reconcile()
+    assert world.state == "Suspending"  # not reset while the reservation stands
+    (failed,) = [e for e in world.fake.events if e.reason == c.EVENT_FAILED_TO_CLEANUP_BATCH_SCHEDULER]
+    assert (failed.type, failed.action) == ("Warning", "Cleanup")
+    assert failed.note.startswith(f"Failed to cleanup batch scheduler resources for RayJob {NS}/{NAME}: ")
+    await world.reconcile()
+    assert world.state == "Suspended"
+    podgroup = world.fake.stored(VOLCANO, NS, f"ray-{NAME}-pg")
+    assert podgroup is not None
+    assert (podgroup["spec"]["minMember"], podgroup["spec"]["minResources"]) == (0, {})
+    (cleaned,) = [e for e in world.fake.events if e.reason == c.EVENT_BATCH_SCHEDULER_CLEANED_UP]
+    assert (cleaned.type, cleaned.action, cleaned.note) == (
+        "Normal",
+        "Cleanup",
+        f"Cleaned up batch scheduler resources for RayJob {NS}/{NAME}",
+    )
+
+
+async def test_volcano_cleanup_failure_after_the_job_ended_is_only_logged() -> None:
+    """KubeRay v1.7.0 (RJ-5): in Complete/Failed the clean-up is deferred and log-only: the pass still ends as the
+    deletion strategy says, and the next pass tries again."""
+    world = volcano_world(rayjob(shutdownAfterJobFinishes=True))
+    await world.until("Initializing")
+    await world.reconcile()
+    world.cluster_ready()
+    await world.until("Running")
+    world.job_info("SUCCEEDED")
+    world.submitter_finished()
+    await world.reconcile()
+    assert world.state == "Complete"
+    world.fake.fail("update", VOLCANO, times=1)
+    assert await world.reconcile() == Result()  # ttl 0: the cluster is deleted; the failed clean-up does not raise
+    assert world.cluster is None
+    assert c.EVENT_FAILED_TO_CLEANUP_BATCH_SCHEDULER in world.reasons()
+    await world.reconcile()
+    podgroup = world.fake.stored(VOLCANO, NS, f"ray-{NAME}-pg")
+    assert podgroup is not None
+    assert podgroup["spec"]["minMember"] == 0
