@@ -299,7 +299,6 @@ GATE_KUBERNETES_WAS: Final = "KubernetesWAS"
 # start-up (raykube.api.config), as an unimplemented batch scheduler is, rather than accepting the fields and silently
 # making none of their objects (no NetworkPolicy, no certificates, ...).
 UNIMPLEMENTED_FEATURE_GATES: Final = (
-    GATE_SIDECAR_SUBMITTER_RESTART,
     GATE_RAYCLUSTER_NETWORK_POLICY,
     GATE_GCS_FT_EMBEDDED_STORAGE,
     GATE_RAYCLUSTER_MTLS,
