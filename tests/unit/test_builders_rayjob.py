@@ -1,4 +1,5 @@
-"""RayJob builders (raykube.builders.rayjob) against KubeRay v1.6.1.
+"""RayJob builders (raykube.builders.rayjob) against KubeRay v1.6.1, and v1.7.0 where v1.7.0 changed them (the
+submit command's GCS wait and ``--metadata-json``, the submitter Pod template's labels, SidecarSubmitterRestart).
 
 Expected values come from KubeRay v1.6.1's own unit tests where they exist (named in each test: ``common/job_test.go``,
 ``rayjob_controller_unit_test.go``, ``rayservice_controller_unit_test.go``, ``dashboardclient/
