@@ -727,7 +727,8 @@ RAY_DASHBOARD_GCS_HEALTH_CHECK_TIMEOUT_SECONDS: Final = 10
 # KubeRay v1.7.0 common/job.go BuildJobSubmitCommand: SidecarMode polls the dashboard on localhost (the address it
 # submits to is 127.0.0.1); K8sJobMode polls "<dashboard address>/<path>".
 SIDECAR_GCS_HEALTH_URL_FORMAT: Final = "http://localhost:{port}/{path}"
-# KubeRay common/job.go GetMetadataJson: --metadata-json needs this Ray version (Masterminds semver ">= 2.6.0").
+# KubeRay v1.7.0 common/job.go getMetadataJSONForSubmitCommand: --metadata-json needs this Ray version (Masterminds
+# semver ">= 2.6.0") when rayClusterSpec.rayVersion is set; unset (or clusterSelector) is taken as recent enough.
 MIN_RAY_VERSION_JOB_METADATA: Final = "2.6.0"
 # KubeRay utils/util.go GenerateRayJobId / GenerateRayClusterName: the random suffix (k8s.io/apimachinery
 # util/rand.String: 5 characters from this alphabet, which has no vowels and no 0, 1, 3).
