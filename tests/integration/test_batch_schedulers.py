@@ -321,6 +321,30 @@ async def test_volcano_rayjob_sample_gets_its_own_podgroup_before_its_cluster(
     assert [p["metadata"]["name"] for p in listed.items] == [f"ray-{name}-pg"]
 
 
+async def test_volcano_rayjob_suspended_releases_its_podgroup_before_it_is_suspended(
+    runtime_kube: Kube, namespace: str, volcano_operator: Manager
+) -> None:
+    """KubeRay v1.7.0 (RJ-5): suspending the RayJob deletes its cluster and submitter, then zeroes its PodGroup
+    (``minMember`` 0, no ``minResources``) so Volcano frees the queue, before the RayJob is ``Suspended``."""
+    (doc,) = [
+        d for d in yaml.safe_load_all((SAMPLES / "ray-job.volcano-scheduler-queue.yaml").read_text())
+        if d and d["kind"] == "RayJob"
+    ]  # fmt: skip
+    job = await runtime_kube.create(RAYJOBS, doc, namespace)
+    name = job["metadata"]["name"]
+    await wait_podgroup(runtime_kube, namespace, f"ray-{name}-pg", minMember=3)
+    # KubeRay suspends only a RayJob that deletes its cluster when it finishes.
+    await runtime_kube.patch(RAYJOBS, name, {"spec": {"suspend": True, "shutdownAfterJobFinishes": True}}, namespace)
+
+    async def suspended() -> dict[str, Any] | NotYet:
+        status = (await runtime_kube.get(RAYJOBS, name, namespace)).get("status") or {}
+        return status if status.get("jobDeploymentStatus") == "Suspended" else NotYet(str(status))
+
+    await wait_for(suspended, 90, what=f"RayJob {name} to be Suspended")
+    podgroup = await runtime_kube.get(PODGROUPS, f"ray-{name}-pg", namespace)
+    assert (podgroup["spec"]["minMember"], podgroup["spec"]["minResources"]) == (0, {})
+
+
 async def test_yunikorn_sample_pods_carry_the_gang(
     runtime_kube: Kube, namespace: str, yunikorn_operator: Manager
 ) -> None:

@@ -3,12 +3,16 @@
 The operator runs in the test process, outside the cluster, so it reaches each cluster's dashboard through the API
 server (``--use-kubernetes-proxy``), as KubeRay must when it runs outside a cluster. The submitter Pod runs KubeRay's
 ``ray job submit`` command from the Ray venv on a process node.
+
+The last tests run on the kwok sandbox (no Ray): what the API server and its Job controller make of the submitters
+KubeRay v1.7.0 builds (the K8sJobMode Pods' labels, the SidecarSubmitterRestart container on Kubernetes 1.36).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
 from lightkube import AsyncClient
@@ -16,6 +20,12 @@ from lightkube.codecs import from_dict
 from lightkube.generic_resource import create_namespaced_resource
 from lightkube.resources.core_v1 import Event, Pod
 
+from raykube.api import constants as c
+from raykube.api.rbac import LEADER_ELECTION_RULES, OPERATOR_RULES
+from raykube.api.resources import RAYJOBS
+from raykube.builders.options import BuildOptions
+from raykube.kube.client import Kube
+from raykube.kube.resources import JOBS, PODS
 from raykube.runtime.manager import Manager
 from raykube.waiting import NotYet, wait_for
 from tests.integration.process import ProcessSandbox
@@ -154,3 +164,92 @@ async def test_http_mode_submits_through_the_dashboard(
     status = await wait_job(pkube, ns, "http", ("Complete", "Failed"), "to finish")
     assert (status["jobDeploymentStatus"], status["jobStatus"]) == ("Complete", "SUCCEEDED")
     assert proc.kubectl("get", "job", "-n", ns, "http").returncode != 0  # HTTPMode has no submitter Job
+
+
+# ---------------------------------------------------------------------------------------------------- kwok sandbox
+
+ORIGINATED = {
+    "ray.io/originated-from-cr-name": "labelled",
+    "ray.io/originated-from-crd": "RayJob",
+    "app.kubernetes.io/created-by": "kuberay-operator",
+}
+
+
+async def rayjob_status(kube: Kube, namespace: str, name: str, key: str) -> str:
+    async def value() -> str | NotYet:
+        current = await kube.get(RAYJOBS, name, namespace)
+        found = (current.get("status") or {}).get(key)
+        return str(found) if found else NotYet(f"no status.{key} yet: {current.get('status')}")
+
+    found: str = await wait_for(value, 90, what=f"RayJob {namespace}/{name} status.{key}")
+    return found
+
+
+async def test_the_k8s_job_submitter_waits_for_gcs_and_its_pods_carry_the_rayjobs_labels(
+    runtime_kube: Kube, namespace: str, operator: Manager
+) -> None:
+    """KubeRay v1.7.0 RJ-2 and RJ-4: the submitter Job's Pod template (a user's, with labels of its own) gets
+    ``ray.io/originated-from-cr-name``, ``ray.io/originated-from-crd: RayJob`` and
+    ``app.kubernetes.io/created-by: kuberay-operator`` over the user's, the Pod the Job controller makes carries
+    them, and its command first waits for the dashboard's ``api/gcs_healthz`` at the RayJob's dashboard URL."""
+    body = rayjob("labelled", "python -c 'print(1)'")
+    user_labels = {"team": "a", "app.kubernetes.io/created-by": "me"}
+    body["spec"]["submitterPodTemplate"] = {
+        "metadata": {"labels": user_labels},
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "mine", "image": IMAGE}]},
+    }
+    await runtime_kube.create(RAYJOBS, body, namespace)
+    url = await rayjob_status(runtime_kube, namespace, "labelled", "dashboardURL")
+
+    async def submitter_pods() -> list[dict[str, Any]] | NotYet:
+        listed = await runtime_kube.list(PODS, namespace, label_selector="ray.io/originated-from-crd=RayJob")
+        pods = [p for p in listed.items if p["metadata"].get("labels", {}).get("job-name") == "labelled"]
+        return pods or NotYet("the Job controller has made no submitter Pod yet")
+
+    pods = await wait_for(submitter_pods, 90, what="the submitter Job's Pod")
+    job = await runtime_kube.get(JOBS, "labelled", namespace)
+    template = job["spec"]["template"]
+    labels = template["metadata"]["labels"]  # the API server adds the Job's own (job-name, controller-uid)
+    assert {k: labels.get(k) for k in (*ORIGINATED, "team")} == {"team": "a", **ORIGINATED}
+    for pod in pods:
+        assert {k: pod["metadata"]["labels"].get(k) for k in (*ORIGINATED, "team")} == {"team": "a", **ORIGINATED}
+    (command,) = template["spec"]["containers"][0]["args"]
+    wait = (
+        f"until python -c \"import urllib.request; r=urllib.request.urlopen('http://{url}/api/gcs_healthz', "
+        "timeout=10); exit(0 if b'success' in r.read() else 1)\" >/dev/null 2>&1 ; do echo "
+        f'"Waiting for Ray Dashboard GCS to become healthy at http://{url} ..." ; sleep 2 ; done ; if ! ray job status '
+    )
+    assert command.startswith(wait), command
+
+
+async def test_sidecar_submitter_restart_gives_the_submitter_container_on_failure(
+    kubeconfig: Path, runtime_kube: Kube, namespace: str, ray_crds: list[str]
+) -> None:
+    """KubeRay v1.7.0 RJ-6 on Kubernetes 1.36 (ContainerRestartRules): with SidecarSubmitterRestart the API server
+    takes the head Pod whose ``ray-job-submitter`` container has ``restartPolicy: OnFailure`` (the Pod's own stays
+    Never) and whose command submits idempotently."""
+    options = BuildOptions(features={**c.FEATURE_GATE_DEFAULTS, c.GATE_SIDECAR_SUBMITTER_RESTART: True})
+    client = Kube.from_config(kubeconfig, qps=200, burst=400, rules=OPERATOR_RULES + LEADER_ELECTION_RULES)
+    manager = Manager(client, options=options, namespaces=[namespace], reconcile_concurrency=4)
+    await asyncio.wait_for(manager.start(), 60)
+    try:
+        await runtime_kube.create(RAYJOBS, rayjob("restartable", "python -c 'print(1)'", submissionMode="SidecarMode"),
+                                  namespace)  # fmt: skip
+        cluster = await rayjob_status(runtime_kube, namespace, "restartable", "rayClusterName")
+
+        async def head() -> dict[str, Any] | NotYet:
+            selector = f"ray.io/cluster={cluster},ray.io/node-type=head"
+            listed = await runtime_kube.list(PODS, namespace, label_selector=selector)
+            return listed.items[0] if listed.items else NotYet("no head Pod yet")
+
+        pod = await wait_for(head, 90, what=f"the head Pod of {cluster}")
+        assert pod["spec"]["restartPolicy"] == "Never"
+        submitter = pod["spec"]["containers"][1]
+        assert (submitter["name"], submitter.get("restartPolicy")) == ("ray-job-submitter", "OnFailure")
+        assert "; if ! ray job status --address http://127.0.0.1:8265 " in submitter["args"][0]
+        assert pod["spec"]["containers"][0].get("restartPolicy") is None
+        state = await rayjob_status(runtime_kube, namespace, "restartable", "jobDeploymentStatus")
+        assert state in ("Initializing", "Running"), state  # the Pod was taken: no creation error failed the RayJob
+    finally:
+        await manager.stop()
+        await client.close()

@@ -245,6 +245,13 @@ def test_turning_on_a_v170_gate_raykube_does_not_implement_is_refused(gate: str)
     assert config is not None and config.feature_gates == {gate: False, "RayServiceIncrementalUpgrade": False}
 
 
+def test_sidecar_submitter_restart_is_implemented_and_may_be_turned_on() -> None:
+    """RJ-6: raykube builds what the gate asks for (the restartable SidecarMode submitter), so it is accepted."""
+    assert c.GATE_SIDECAR_SUBMITTER_RESTART not in c.UNIMPLEMENTED_FEATURE_GATES
+    config = parse_flags(["--feature-gates=SidecarSubmitterRestart=true"])
+    assert config is not None and config.feature_gates == {"SidecarSubmitterRestart": True}
+
+
 def test_v170s_gates_and_defaults_and_v161s_removed_gate() -> None:
     assert len(c.FEATURE_GATE_DEFAULTS) == 11 and c.FEATURE_GATE_DEFAULTS["RayServiceIncrementalUpgrade"] is True
     with pytest.raises(ConfigError, match="unknown feature gate 'AsyncJobInfoQuery'"):

@@ -190,6 +190,27 @@ def test_volcano_with_autoscaling_uses_minimum_replicas() -> None:
     assert podgroup["spec"]["minResources"] == {"cpu": "6500m", "google.com/tpu": "8", "memory": "13Gi"}
 
 
+def test_volcano_rayjob_podgroup_sizes_skip_suspended_groups_and_take_nil_replicas_as_zero() -> None:
+    """KubeRay v1.7.0 (BS-2, POD-10): ``CalculateMinResources`` skips suspended worker groups (v1.6.1 counted them)
+    and ``CalculateDesiredResources`` takes a nil ``replicas`` as 0 (v1.6.1 dereferenced it), while the replica count
+    (``GetWorkerGroupDesiredReplicas``) clamps nil up to ``minReplicas``. Shown on the clean-up PodGroup a RayJob's
+    cluster with a suspended group (a DeleteWorkers rule) and an unset ``replicas`` gets."""
+    doc = _doc("ray-cluster.volcano-scheduler-queue.yaml")
+    doc["spec"]["workerGroupSpecs"] = [
+        _worker("unset", "1", "1Gi", minReplicas=2, maxReplicas=4),
+        _worker("off", "8", "16Gi", replicas=5, minReplicas=5, maxReplicas=5, suspend=True),
+    ]
+    head = {"cpu": "1", "memory": "2Gi"}  # the sample's head requests
+    min_member, resources = batch.Volcano.gang(_cluster(doc))
+    assert min_member == 1 + 2  # head + clamp(nil → min 2); the suspended group counts nothing
+    assert {name: str(q) for name, q in resources.items()} == head  # nil replicas: no worker resources
+    doc["spec"]["enableInTreeAutoscaling"] = True
+    min_member, resources = batch.Volcano.gang(_cluster(doc))
+    assert min_member == 1 + 2
+    # head + "unset" 2 x (1 CPU, 1Gi); "off" (min 5 x 8 CPU) left out
+    assert {name: str(q) for name, q in resources.items()} == {"cpu": "3", "memory": "4Gi"}
+
+
 def test_volcano_priority_topology_and_annotations() -> None:
     doc = _doc("ray-cluster.volcano-scheduler-queue.yaml")
     doc["metadata"]["labels"].update(

@@ -1,4 +1,5 @@
-"""RayJob builders (raykube.builders.rayjob) against KubeRay v1.6.1.
+"""RayJob builders (raykube.builders.rayjob) against KubeRay v1.6.1, and v1.7.0 where v1.7.0 changed them (the
+submit command's GCS wait and ``--metadata-json``, the submitter Pod template's labels, SidecarSubmitterRestart).
 
 Expected values come from KubeRay v1.6.1's own unit tests where they exist (named in each test: ``common/job_test.go``,
 ``rayjob_controller_unit_test.go``, ``rayservice_controller_unit_test.go``, ``dashboardclient/
@@ -31,11 +32,32 @@ UID = "5f0c6a2e-1b7d-4c3e-9a8f-2d6e4b1c0a97"
 CLUSTER_UID = "c1a2b3d4-0000-4000-8000-000000000001"
 OPTIONS = BuildOptions()
 ENTRYPOINT = "echo no quote 'single quote' \"double quote\""
-HEALTH = (
-    'python -c "import urllib.request; '
-    "r=urllib.request.urlopen('http://localhost:8265/api/gcs_healthz', timeout=10); "
-    "exit(0 if b'success' in r.read() else 1)\""
-)
+
+
+def _health(url: str) -> str:
+    """KubeRay v1.7.0 ``fmt.Sprintf(utils.BasePythonHealthCommand, url, RayDashboardGCSHealthCheckTimeoutSeconds)``."""
+    return (
+        f"python -c \"import urllib.request; r=urllib.request.urlopen('{url}', timeout=10); "
+        "exit(0 if b'success' in r.read() else 1)\""
+    )
+
+
+def _wait_loop(url: str, address: str) -> list[str]:
+    """The tokens of v1.7.0's GCS wait loop, ahead of both modes' submission."""
+    return [
+        "until", _health(url), ">/dev/null", "2>&1", ";",
+        "do", "echo", f'"Waiting for Ray Dashboard GCS to become healthy at {address} ..."', ";",
+        "sleep", "2", ";", "done", ";",
+    ]  # fmt: skip
+
+
+def _k8s_wait(address: str) -> str:
+    """The K8sJobMode command's start in v1.7.0 (RJ-2): the wait loop on ``<address>/api/gcs_healthz``, joined."""
+    return " ".join(_wait_loop(f"{address}/api/gcs_healthz", address)) + " "
+
+
+HEALTH = _health("http://localhost:8265/api/gcs_healthz")
+LOCAL_WAIT = _wait_loop("http://127.0.0.1:8265/api/gcs_healthz", "http://127.0.0.1:8265")
 OWNER = {
     "apiVersion": "ray.io/v1",
     "kind": "RayJob",
@@ -115,8 +137,9 @@ TEMPLATE_OPTIONS = [
 
 
 def test_build_job_submit_command_with_k8s_job_mode() -> None:
-    """TestBuildJobSubmitCommandWithK8sJobMode."""
+    """TestBuildJobSubmitCommandWithK8sJobMode (v1.7.0: the GCS wait loop first, RJ-2)."""
     expected = [
+        *LOCAL_WAIT,
         "if",
         "!", "ray", "job", "status", "--address", "http://127.0.0.1:8265", "testJobId", ">/dev/null", "2>&1",
         ";", "then",
@@ -177,14 +200,44 @@ def test_build_job_submit_command_with_sidecar_mode_custom_dashboard_port() -> N
     )
 
 
-def test_build_job_submit_command_with_k8s_job_mode_no_sidecar_health_wait_loop() -> None:
-    """TestBuildJobSubmitCommandWithK8sJobModeNoSidecarHealthWaitLoop."""
+def test_build_job_submit_command_with_k8s_job_mode_health_wait_loop() -> None:
+    """TestBuildJobSubmitCommandWithK8sJobModeHealthWaitLoop (v1.7.0): the wait polls the dashboard URL, with
+    ``http://`` added when the status has none, before the status check."""
     command = rayjob.submit_command_tokens(_template_rayjob(), c.SUBMISSION_MODE_K8S_JOB)
-    assert "until" not in command
-    for token in command:
-        assert "api/gcs_healthz" not in token
-        assert "python -c" not in token
-        assert "wget" not in token
+    assert command[0] == "until"
+    assert "python -c" in command[1]
+    assert "api/gcs_healthz" in command[1]
+    assert "127.0.0.1:8265" in command[1]
+    assert "wget" not in command[1]
+    assert command.index("until") < command.index("if")
+    job = _rayjob({"entrypoint": "x"}, status={"jobId": "j", "dashboardURL": "svc.ns.svc.cluster.local:8265"})
+    address = "http://svc.ns.svc.cluster.local:8265"
+    assert rayjob.submit_command_tokens(job, c.SUBMISSION_MODE_K8S_JOB)[:14] == _wait_loop(
+        f"{address}/api/gcs_healthz", address
+    )
+
+
+def test_build_job_submit_command_with_sidecar_mode_and_feature_gate() -> None:
+    """TestBuildJobSubmitCommandWithSidecarModeAndFeatureGate (RJ-6): with SidecarSubmitterRestart the SidecarMode
+    command is the idempotent one (status check, --no-wait, logs --follow), still waiting on localhost."""
+    expected = [
+        "until",
+        HEALTH,
+        ">/dev/null", "2>&1", ";",
+        "do", "echo", '"Waiting for Ray Dashboard GCS to become healthy at http://127.0.0.1:8265 ..."', ";",
+        "sleep", "2", ";", "done", ";",
+        "if", "!", "ray", "job", "status", "--address", "http://127.0.0.1:8265", "testJobId", ">/dev/null", "2>&1",
+        ";", "then",
+        "ray", "job", "submit", "--address", "http://127.0.0.1:8265", "--no-wait",
+        *TEMPLATE_OPTIONS,
+        "--",
+        ENTRYPOINT,
+        ";", "fi", ";",
+        "ray", "job", "logs", "--address", "http://127.0.0.1:8265", "--follow", "testJobId",
+    ]  # fmt: skip
+    job = _template_rayjob(_with_dashboard_port(8265))
+    assert rayjob.submit_command_tokens(job, c.SUBMISSION_MODE_SIDECAR, sidecar_restart=True) == expected
+    assert rayjob.sidecar_submit_command(job, sidecar_restart=True) == " ".join(expected)
 
 
 RUNTIME_ENV_YAML = """
@@ -209,6 +262,7 @@ def test_build_job_submit_command_with_k8s_job_mode_and_yaml() -> None:
         'archive/b393e77bbd6aba0881e3d94c05f968f05a387b96.zip"}'
     )
     expected = [
+        *LOCAL_WAIT,
         "if",
         "!", "ray", "job", "status", "--address", "http://127.0.0.1:8265", "testJobId", ">/dev/null", "2>&1",
         ";", "then",
@@ -236,7 +290,8 @@ def test_runtime_env_and_metadata_json() -> None:
     assert rayjob.runtime_env_json(_rayjob({"entrypoint": "x"})) == ""
 
 
-# (rayVersion, GetMetadataJson's error or None) from KubeRay v1.6.1 with Masterminds semver v3.4.0.
+# (rayVersion, GetMetadataJson's error or None) from KubeRay v1.6.1 with Masterminds semver v3.4.0; v1.7.0's
+# getMetadataJSONForSubmitCommand gives the same for every set version and checks nothing when it is unset (RJ-3).
 METADATA_VERSIONS = [
     ("2.6.0", None),
     ("2.6", None),
@@ -249,7 +304,7 @@ METADATA_VERSIONS = [
     ("2.5.0", "the Ray version must be at least 2.6.0 to use the metadata field"),  # TestMetadataRaisesErrorBeforeRay26
     ("2.7.0-rc1", "the Ray version must be at least 2.6.0 to use the metadata field"),
     ("v2", "the Ray version must be at least 2.6.0 to use the metadata field"),
-    ("", "failed to parse Ray version: : invalid semantic version"),
+    ("", None),  # TestBuildJobSubmitCommandWithUnsetRayVersion (v1.6.1: "failed to parse Ray version: : ...")
     ("latest", "failed to parse Ray version: latest: invalid semantic version"),
     ("2.6.0 ", "failed to parse Ray version: 2.6.0 : invalid semantic version"),
     ("2.6.0\n", "failed to parse Ray version: 2.6.0\n: invalid semantic version"),
@@ -273,12 +328,28 @@ def test_metadata_json_ray_version(version: str, error: str | None) -> None:
         assert str(caught.value) == error
 
 
-def test_metadata_is_dropped_without_a_cluster_spec_and_the_command_fails_on_an_old_version() -> None:
+def test_metadata_is_sent_with_a_cluster_selector_and_the_command_fails_on_an_old_version() -> None:
+    """TestBuildJobSubmitCommandWithClusterSelector, ...WithUnsetRayVersion, ...WithOldRayVersion and
+    ...WithUnparseableRayVersion (v1.7.0, RJ-3): v1.6.1 dropped the metadata without a rayClusterSpec and failed on an
+    unset rayVersion."""
     selector = _rayjob(
-        {"clusterSelector": {"ray.io/cluster": "existing"}, "metadata": {"k": "v"}, "entrypoint": "x"},
+        {
+            "clusterSelector": {"ray.io/cluster": "existing"},
+            "metadata": {"tenant": "tenant1", "team": "ml-platform"},
+            "entrypoint": "x",
+        },
         status={"jobId": "j", "dashboardURL": "d:8265"},
     )
-    assert "--metadata-json" not in rayjob.submit_command_tokens(selector, c.SUBMISSION_MODE_K8S_JOB)
+    command = rayjob.submit_command_tokens(selector, c.SUBMISSION_MODE_K8S_JOB)
+    assert command[command.index("--metadata-json") + 1] == strconv.quote('{"team":"ml-platform","tenant":"tenant1"}')
+    unset = _rayjob({"rayClusterSpec": _head(), "metadata": {"k": "v"}, "entrypoint": "x"}, status={"jobId": "j"})
+    assert '--metadata-json "{\\"k\\":\\"v\\"}"' in rayjob.k8s_job_submit_command(unset, dashboard_url="d:8265")
+    bad = _rayjob(
+        {"rayClusterSpec": {**_head(), "rayVersion": "not-a-version"}, "metadata": {"k": "v"}, "entrypoint": "x"},
+        status={"jobId": "j"},
+    )
+    with pytest.raises(rayjob.RayJobBuildError, match=r"^failed to parse Ray version: not-a-version: "):
+        rayjob.k8s_job_submit_command(bad, dashboard_url="d:8265")
     old = _rayjob(
         {"rayClusterSpec": {**_head(), "rayVersion": "2.5.0"}, "metadata": {"k": "v"}, "entrypoint": "x"},
         status={"jobId": "j"},
@@ -288,12 +359,15 @@ def test_metadata_is_dropped_without_a_cluster_spec_and_the_command_fails_on_an_
 
 
 def test_k8s_job_command_vector_with_go_numbers_and_trimmed_entrypoint() -> None:
-    """Go: no rayClusterSpec, so no --metadata-json; float32 %f; raw --entrypoint-resources; TrimSpace."""
+    """Go: --metadata-json without a rayClusterSpec too since v1.7.0 (json.Marshal escapes <>&, strconv.Quote the
+    backslashes); float32 %f; raw --entrypoint-resources; TrimSpace."""
     job = _rayjob(_ODD_SPEC, status={"jobId": "x-abcde", "dashboardURL": "svc:8265"}, name="x")
-    assert rayjob.k8s_job_submit_command(job) == (
+    assert rayjob.k8s_job_submit_command(job) == _k8s_wait("http://svc:8265") + (
         "if ! ray job status --address http://svc:8265 x-abcde >/dev/null 2>&1 ; then ray job submit --address "
         'http://svc:8265 --no-wait --runtime-env-json "{\\"b\\":1,\\"c\\":12345678901234567890,\\"config\\":'
-        '{\\"setup_timeout_seconds\\":600},\\"d\\":1e-7,\\"e\\":[1.5,true,null]}" --submission-id x-abcde '
+        '{\\"setup_timeout_seconds\\":600},\\"d\\":1e-7,\\"e\\":[1.5,true,null]}" '
+        '--metadata-json "{\\"a\\":\\"1\\",\\"owner\\":\\"\\\\u003cme \\\\u0026 you\\\\u003e\\"}" '
+        "--submission-id x-abcde "
         "--entrypoint-num-cpus 1.100000 --entrypoint-num-gpus 2.200000 --entrypoint-resources "
         '"{\\"r2\\": 0.2, \\"r1\\": 0.1, \\"tiny\\": 1e-7, \\"big\\": 1e30, \\"nothing\\": null}" '
         "-- python -c 'print(1 < 2 & 3 > 2)' ; fi ; ray job logs --address http://svc:8265 --follow x-abcde"
@@ -309,7 +383,7 @@ def test_k8s_job_sample_command() -> None:
         '\\"pendulum==2.1.2\\"]}"'
     )
     sample = _sample_rayjob("ray-job.sample.yaml", status)
-    assert rayjob.k8s_job_submit_command(sample) == (
+    assert rayjob.k8s_job_submit_command(sample) == _k8s_wait(address) + (
         f"if ! ray job status --address {address} rayjob-sample-x7k2p >/dev/null 2>&1 ; then ray job submit "
         f"--address {address} --no-wait --runtime-env-json {runtime_env} --submission-id rayjob-sample-x7k2p "
         f"-- python /home/ray/samples/sample_code.py ; fi ; ray job logs --address {address} --follow "
@@ -343,7 +417,7 @@ def test_unsupported_mode_and_missing_head_container() -> None:
 # The submitter template and Job (KubeRay rayjob_controller_unit_test.go, common/job_test.go)
 # --------------------------------------------------------------------------------------------------------------------
 
-TEST_ARGS = (
+TEST_ARGS = _k8s_wait("http://test-url") + (
     "if ! ray job status --address http://test-url test-job-id >/dev/null 2>&1 ; then ray job submit --address "
     "http://test-url --no-wait --submission-id test-job-id -- echo no quote 'single quote' \"double quote\" ; fi ; "
     "ray job logs --address http://test-url --follow test-job-id"
@@ -433,6 +507,7 @@ def test_submitter_job_default() -> None:
                             "resources": DEFAULT_RESOURCES,
                             "command": ["/bin/bash", "-ce", "--"],
                             "args": [
+                                f"{_k8s_wait(address)}"
                                 f"if ! ray job status --address {address} test-rayjob-q2w4e >/dev/null 2>&1 ; then "
                                 f"ray job submit --address {address} --no-wait --submission-id test-rayjob-q2w4e -- "
                                 f"python main.py ; fi ; ray job logs --address {address} --follow test-rayjob-q2w4e"
@@ -448,7 +523,14 @@ def test_submitter_job_default() -> None:
                         }
                     ],
                     "restartPolicy": "Never",
-                }
+                },
+                "metadata": {
+                    "labels": {
+                        "ray.io/originated-from-cr-name": "test-rayjob",
+                        "ray.io/originated-from-crd": "RayJob",
+                        "app.kubernetes.io/created-by": "kuberay-operator",
+                    }
+                },
             },
         },
     }
@@ -457,7 +539,9 @@ def test_submitter_job_default() -> None:
 def test_submitter_job_user_template_backoff_login_shell_and_auth() -> None:
     user_env = [{"name": "PYTHONUNBUFFERED", "value": "0"}, {"name": "RAY_AUTH_MODE", "value": "token"}]
     template = {
-        "metadata": {"labels": {"team": "a"}},
+        "metadata": {
+            "labels": {"team": "a", "ray.io/originated-from-crd": "mine", "app.kubernetes.io/created-by": "me"}
+        },
         "spec": {"containers": [{"name": "mine", "image": "me", "args": ["dropped"], "env": user_env}]},
     }
     spec = {**_head(), "authOptions": {"mode": "token"}}
@@ -473,12 +557,20 @@ def test_submitter_job_user_template_backoff_login_shell_and_auth() -> None:
     built = rayjob.submitter_job(job, _cluster(spec, name="0-cluster"), BuildOptions(login_shell=True))
     assert built["spec"]["backoffLimit"] == 0
     pod = built["spec"]["template"]
-    assert pod["metadata"] == {"labels": {"team": "a"}}
+    assert pod["metadata"] == {  # v1.7.0 (RJ-4): KubeRay's three labels win over the user's
+        "labels": {
+            "team": "a",
+            "ray.io/originated-from-crd": "RayJob",
+            "app.kubernetes.io/created-by": "kuberay-operator",
+            "ray.io/originated-from-cr-name": "test-rayjob",
+        }
+    }
     assert "restartPolicy" not in pod["spec"]  # used as given: KubeRay adds none
     ray = pod["spec"]["containers"][0]
     assert ray["command"] == ["/bin/bash", "-cel", "--"]
     assert ray["args"] == [
-        "if ! ray job status --address http://d:1 j >/dev/null 2>&1 ; then ray job submit --address http://d:1 "
+        _k8s_wait("http://d:1")
+        + "if ! ray job status --address http://d:1 j >/dev/null 2>&1 ; then ray job submit --address http://d:1 "
         "--no-wait --submission-id j -- x ; fi ; ray job logs --address http://d:1 --follow j"
     ]
     # appended whatever is there (a second PYTHONUNBUFFERED), RAY_AUTH_MODE only if missing, the token from the
@@ -513,7 +605,12 @@ def test_submitter_job_batch_schedulers() -> None:
         "scheduling.k8s.io/group-name": "ray-rayjob-sample-pg",
         "volcano.sh/task-spec": "submittergroup",
     }
-    assert pod["metadata"]["labels"] == labels
+    assert pod["metadata"]["labels"] == {
+        **labels,
+        "ray.io/originated-from-cr-name": "rayjob-sample",
+        "ray.io/originated-from-crd": "RayJob",
+        "app.kubernetes.io/created-by": "kuberay-operator",
+    }
     assert pod["spec"]["schedulerName"] == "volcano"
 
     head = {
@@ -544,7 +641,13 @@ def test_submitter_job_batch_schedulers() -> None:
     }
     job = _rayjob({"rayClusterSpec": gang, "entrypoint": "x"}, labels=labels)
     pod = rayjob.submitter_job(job, _cluster(gang), BuildOptions(batch_scheduler="yunikorn"))["spec"]["template"]
-    assert pod["metadata"]["labels"] == {"applicationId": "job-1-01234", "queue": "root.default"}
+    assert pod["metadata"]["labels"] == {
+        "applicationId": "job-1-01234",
+        "queue": "root.default",
+        "ray.io/originated-from-cr-name": "test-rayjob",
+        "ray.io/originated-from-crd": "RayJob",
+        "app.kubernetes.io/created-by": "kuberay-operator",
+    }
     assert pod["spec"]["schedulerName"] == "yunikorn"
     assert pod["metadata"]["annotations"]["yunikorn.apache.org/task-group-name"] == "submittergroup"
     assert json.loads(pod["metadata"]["annotations"]["yunikorn.apache.org/task-groups"]) == [
@@ -624,6 +727,30 @@ def test_rayjob_cluster_sidecar_mode() -> None:
     # No batch scheduler metadata outside K8sJobMode [KubeRay quirk]; the RayJob's own spec is untouched.
     assert "scheduling.k8s.io/group-name" not in built["metadata"]["annotations"]
     assert len(job.spec.ray_cluster_spec.head_group_spec.template["spec"]["containers"]) == 1  # type: ignore[union-attr]
+
+
+def test_rayjob_cluster_sidecar_mode_with_sidecar_submitter_restart() -> None:
+    """rayjob_controller_unit_test.go (v1.7.0) with SidecarSubmitterRestart (RJ-6): the submitter container gets
+    ``restartPolicy: OnFailure`` and the idempotent command; the head Pod's own restartPolicy stays Never."""
+    job = _rayjob(
+        {"rayClusterSpec": _head(), "entrypoint": "python run.py", "submissionMode": "SidecarMode"},
+        status={"jobId": "test-rayjob-zz9zz"},
+    )
+    options = BuildOptions(features={**c.FEATURE_GATE_DEFAULTS, "SidecarSubmitterRestart": True})
+    head = rayjob.rayjob_cluster(job, "test-rayjob-abcde", options)["spec"]["headGroupSpec"]["template"]["spec"]
+    assert head["restartPolicy"] == "Never"
+    submitter = head["containers"][1]
+    assert submitter["name"] == "ray-job-submitter"
+    assert submitter["restartPolicy"] == "OnFailure"
+    assert submitter["args"] == [rayjob.sidecar_submit_command(job, sidecar_restart=True)]
+    assert " ; if ! ray job status --address http://127.0.0.1:8265 test-rayjob-zz9zz " in submitter["args"][0]
+    assert submitter["args"][0].endswith(
+        " ; fi ; ray job logs --address http://127.0.0.1:8265 --follow test-rayjob-zz9zz"
+    )
+    # Gate off (the default): no container restartPolicy, the blocking submit.
+    off = rayjob.rayjob_cluster(job, "test-rayjob-abcde", OPTIONS)["spec"]["headGroupSpec"]["template"]["spec"]
+    assert "restartPolicy" not in off["containers"][1]
+    assert "if ! ray job status" not in off["containers"][1]["args"][0]
 
 
 def test_rayjob_cluster_batch_scheduler_metadata_in_k8s_job_mode() -> None:

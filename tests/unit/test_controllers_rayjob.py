@@ -589,3 +589,139 @@ async def test_volcano_podgroup_is_emptied_once_the_finished_rayjobs_cluster_is_
     events = len(world.reasons())
     await world.reconcile()  # nothing left to change: no write, no event
     assert len(world.reasons()) == events
+
+
+async def test_volcano_podgroup_is_emptied_when_suspending_before_the_reset() -> None:
+    """KubeRay v1.7.0 (RJ-5): Suspending cleans up the batch scheduler once the cluster and the submitter are gone;
+    a failed clean-up fails the pass (Warning FailedToCleanupBatchScheduler, action Cleanup) and holds the reset."""
+    world = volcano_world(rayjob(shutdownAfterJobFinishes=True))
+    await world.until("Initializing")
+    await world.reconcile()
+    world.cluster_ready()
+    await world.until("Running")
+    podgroup = world.fake.stored(VOLCANO, NS, f"ray-{NAME}-pg")
+    assert podgroup is not None and podgroup["spec"]["minMember"] == 2
+    world.edit(suspend=True)
+    await world.reconcile()
+    assert world.state == "Suspending"
+    await world.reconcile()  # deletes the cluster and the submitter Job
+    assert world.cluster is None
+    world.fake.fail("update", VOLCANO, times=1)
+    with pytest.raises(RayJobError, match=r"^failed to cleanup batch scheduler resources: "):
+        await world.reconcile()
+    assert world.state == "Suspending"  # not reset while the reservation stands
+    (failed,) = [e for e in world.fake.events if e.reason == c.EVENT_FAILED_TO_CLEANUP_BATCH_SCHEDULER]
+    assert (failed.type, failed.action) == ("Warning", "Cleanup")
+    assert failed.note.startswith(f"Failed to cleanup batch scheduler resources for RayJob {NS}/{NAME}: ")
+    await world.reconcile()
+    assert world.state == "Suspended"
+    podgroup = world.fake.stored(VOLCANO, NS, f"ray-{NAME}-pg")
+    assert podgroup is not None
+    assert (podgroup["spec"]["minMember"], podgroup["spec"]["minResources"]) == (0, {})
+    (cleaned,) = [e for e in world.fake.events if e.reason == c.EVENT_BATCH_SCHEDULER_CLEANED_UP]
+    assert (cleaned.type, cleaned.action, cleaned.note) == (
+        "Normal",
+        "Cleanup",
+        f"Cleaned up batch scheduler resources for RayJob {NS}/{NAME}",
+    )
+
+
+async def test_volcano_cleanup_failure_after_the_job_ended_is_only_logged() -> None:
+    """KubeRay v1.7.0 (RJ-5): in Complete/Failed the clean-up is deferred and log-only: the pass still ends as the
+    deletion strategy says, and the next pass tries again."""
+    world = volcano_world(rayjob(shutdownAfterJobFinishes=True))
+    await world.until("Initializing")
+    await world.reconcile()
+    world.cluster_ready()
+    await world.until("Running")
+    world.job_info("SUCCEEDED")
+    world.submitter_finished()
+    await world.reconcile()
+    assert world.state == "Complete"
+    world.fake.fail("update", VOLCANO, times=1)
+    assert await world.reconcile() == Result()  # ttl 0: the cluster is deleted; the failed clean-up does not raise
+    assert world.cluster is None
+    assert c.EVENT_FAILED_TO_CLEANUP_BATCH_SCHEDULER in world.reasons()
+    await world.reconcile()
+    podgroup = world.fake.stored(VOLCANO, NS, f"ray-{NAME}-pg")
+    assert podgroup is not None
+    assert podgroup["spec"]["minMember"] == 0
+
+
+# ---------------------------------------------------------------------------------------------------- SidecarMode
+
+RESTART_GATE = BuildOptions(features={**c.FEATURE_GATE_DEFAULTS, c.GATE_SIDECAR_SUBMITTER_RESTART: True})
+
+
+def _terminated(code: int) -> dict[str, Any]:
+    return {"terminated": {"exitCode": code, "reason": "Completed" if code == 0 else "Error",
+                           "finishedAt": times.format_time(START)}}  # fmt: skip
+
+
+async def sidecar_world(options: BuildOptions, submitter: dict[str, Any]) -> World:
+    """A Running SidecarMode RayJob whose Ray job is RUNNING and whose head Pod's submitter has ``submitter`` status."""
+    world = new_world(rayjob(submissionMode="SidecarMode"), options=options)
+    await world.until("Initializing")
+    await world.reconcile()
+    world.cluster_ready()
+    await world.until("Running")
+    world.job_info("RUNNING", ended=False)
+    head = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": f"{CLUSTER}-head", "namespace": NS,
+                     "labels": {c.RAY_CLUSTER_LABEL: CLUSTER, c.RAY_NODE_TYPE_LABEL: "head"}},
+        "status": {"containerStatuses": [{"name": "ray-head", "state": {"running": {}}, "restartCount": 0},
+                                         {"name": "ray-job-submitter", **submitter}]},
+    }  # fmt: skip
+    world.fake.add(head, PODS)
+    return world
+
+
+RESTARTS_EXHAUSTED = (
+    "Ray head pod submitter container ray-job-submitter terminated after exceeding the maximum restart count"
+)
+
+
+@pytest.mark.parametrize(
+    ("options", "submitter", "outcome"),
+    [
+        # Gate off: a failed exit fails the RayJob at once (v1.6.1's rule, kept).
+        (BuildOptions(), {"state": _terminated(1), "restartCount": 0},
+         ("Failed", "SubmissionFailed", "Ray head pod container ray-job-submitter terminated with exit code 1: Error")),
+        (BuildOptions(), {"state": {"running": {}}, "lastState": _terminated(1), "restartCount": 5},
+         ("Running", "", "")),
+        # Gate on (RJ-6): a failed exit is a restart; only reaching backoffLimit (2 without submitterConfig) fails.
+        (RESTART_GATE, {"state": _terminated(1), "restartCount": 0}, ("Running", "", "")),
+        (RESTART_GATE, {"state": {"waiting": {"reason": "CrashLoopBackOff"}}, "lastState": _terminated(1),
+                        "restartCount": 1}, ("Running", "", "")),
+        (RESTART_GATE, {"state": {"waiting": {"reason": "CrashLoopBackOff"}}, "lastState": _terminated(1),
+                        "restartCount": 2}, ("Failed", "SubmissionFailed", RESTARTS_EXHAUSTED)),
+        (RESTART_GATE, {"state": {"running": {}}, "lastState": _terminated(1), "restartCount": 3},
+         ("Failed", "SubmissionFailed", RESTARTS_EXHAUSTED)),
+        (RESTART_GATE, {"state": _terminated(0), "lastState": _terminated(1), "restartCount": 2},
+         ("Running", "", "")),
+    ],
+)  # fmt: skip
+async def test_sidecar_submitter_failures_with_and_without_sidecar_submitter_restart(
+    options: BuildOptions, submitter: dict[str, Any], outcome: tuple[str, str, str]
+) -> None:
+    """KubeRay v1.7.0 ``checkSubmitterAndUpdateStatusIfNeeded`` in SidecarMode: ``checkSidecarContainerStatus``
+    without the gate, ``checkIsRestartCountExceeded`` with it."""
+    world = await sidecar_world(options, submitter)
+    await world.reconcile()
+    status = world.status
+    assert (world.state, status.get("reason", ""), status.get("message", "")) == outcome
+
+
+async def test_sidecar_submitter_out_of_restarts_after_the_ray_job_failed_is_an_app_failure() -> None:
+    world = await sidecar_world(RESTART_GATE, {"state": {"running": {}}, "restartCount": 0})
+    world.job_info("FAILED", message="boom", ended=False)
+    await world.reconcile()  # the Ray job's FAILED status is recorded (the submitter has not ended yet)
+    assert (world.state, world.status["jobStatus"]) == ("Running", "FAILED")
+    pod = world.fake.stored(PODS, NS, f"{CLUSTER}-head")
+    assert pod is not None
+    pod["status"]["containerStatuses"][1].update(lastState=_terminated(1), restartCount=2)
+    world.fake.add(pod, PODS)
+    await world.reconcile()
+    assert (world.state, world.status["reason"]) == ("Failed", "AppFailed")

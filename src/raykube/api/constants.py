@@ -299,7 +299,6 @@ GATE_KUBERNETES_WAS: Final = "KubernetesWAS"
 # start-up (raykube.api.config), as an unimplemented batch scheduler is, rather than accepting the fields and silently
 # making none of their objects (no NetworkPolicy, no certificates, ...).
 UNIMPLEMENTED_FEATURE_GATES: Final = (
-    GATE_SIDECAR_SUBMITTER_RESTART,
     GATE_RAYCLUSTER_NETWORK_POLICY,
     GATE_GCS_FT_EMBEDDED_STORAGE,
     GATE_RAYCLUSTER_MTLS,
@@ -701,6 +700,11 @@ SUBMITTER_DEFAULT_LIMITS: Final[Mapping[str, str]] = MappingProxyType({"cpu": "1
 SUBMITTER_DEFAULT_REQUESTS: Final[Mapping[str, str]] = MappingProxyType({"cpu": "500m", "memory": "200Mi"})
 # KubeRay rayjob_controller.go createNewK8sJob: the submitter Job's backoffLimit without spec.submitterConfig.
 SUBMITTER_DEFAULT_BACKOFF_LIMIT: Final = 2
+# KubeRay v1.7.0 rayjob_controller.go getSubmitterContainer: with the SidecarSubmitterRestart gate the SidecarMode
+# submitter container gets this per-container restartPolicy (Kubernetes 1.35+ ContainerRestartRules); the head Pod's
+# own restartPolicy stays Never. submitterConfig.backoffLimit (default SUBMITTER_DEFAULT_BACKOFF_LIMIT) then bounds
+# its restartCount.
+SUBMITTER_CONTAINER_RESTART_POLICY: Final = "OnFailure"
 # KubeRay rayjob_controller.go configureSubmitterContainer: bash options of the submitter command ("-ce", or "-cel"
 # with ENABLE_LOGIN_SHELL), given to utils.GetContainerCommand.
 SUBMITTER_SHELL_OPTIONS: Final = "e"
@@ -709,15 +713,22 @@ PYTHONUNBUFFERED_ENV: Final = "PYTHONUNBUFFERED"
 # KubeRay utils/constant.go RAY_DASHBOARD_ADDRESS / RAY_JOB_SUBMISSION_ID: the submitter's dashboard and job id.
 RAY_DASHBOARD_ADDRESS_ENV: Final = "RAY_DASHBOARD_ADDRESS"
 RAY_JOB_SUBMISSION_ID_ENV: Final = "RAY_JOB_SUBMISSION_ID"
-# KubeRay utils/constant.go BasePythonHealthCommand: SidecarMode waits for the dashboard with this (Python % slots
-# for the port, the path and the urlopen timeout, which KubeRay fills with DefaultReadinessProbeFailureThreshold).
+# KubeRay v1.7.0 utils/constant.go BasePythonHealthCommand: both submitters (K8sJobMode since v1.7.0) wait for the
+# dashboard's GCS with this (Python % slots for the full URL and the urlopen timeout).
 BASE_PYTHON_HEALTH_COMMAND: Final = (
-    "python -c \"import urllib.request; r=urllib.request.urlopen('http://localhost:%d/%s', timeout=%d); "
+    "python -c \"import urllib.request; r=urllib.request.urlopen('%s', timeout=%d); "
     "exit(0 if b'success' in r.read() else 1)\""
 )
 # KubeRay utils/constant.go RayDashboardGCSHealthPath: the dashboard path BASE_PYTHON_HEALTH_COMMAND polls.
 RAY_DASHBOARD_GCS_HEALTH_PATH: Final = "api/gcs_healthz"
-# KubeRay common/job.go GetMetadataJson: --metadata-json needs this Ray version (Masterminds semver ">= 2.6.0").
+# KubeRay v1.7.0 utils/constant.go RayDashboardGCSHealthCheckTimeoutSeconds: the urlopen timeout of that wait (v1.6.1
+# used DefaultReadinessProbeFailureThreshold, also 10).
+RAY_DASHBOARD_GCS_HEALTH_CHECK_TIMEOUT_SECONDS: Final = 10
+# KubeRay v1.7.0 common/job.go BuildJobSubmitCommand: SidecarMode polls the dashboard on localhost (the address it
+# submits to is 127.0.0.1); K8sJobMode polls "<dashboard address>/<path>".
+SIDECAR_GCS_HEALTH_URL_FORMAT: Final = "http://localhost:{port}/{path}"
+# KubeRay v1.7.0 common/job.go getMetadataJSONForSubmitCommand: --metadata-json needs this Ray version (Masterminds
+# semver ">= 2.6.0") when rayClusterSpec.rayVersion is set; unset (or clusterSelector) is taken as recent enough.
 MIN_RAY_VERSION_JOB_METADATA: Final = "2.6.0"
 # KubeRay utils/util.go GenerateRayJobId / GenerateRayClusterName: the random suffix (k8s.io/apimachinery
 # util/rand.String: 5 characters from this alphabet, which has no vowels and no 0, 1, 3).

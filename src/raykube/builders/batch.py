@@ -21,9 +21,10 @@ One plugin per operator, chosen with ``--batch-scheduler`` (KubeRay v1.5+ applie
 
 **volcano** — a PodGroup ``ray-<cluster>-pg`` (``scheduling.volcano.sh/v1beta1``) with ``minMember`` = head + the
 desired workers (``clamp(replicas, min, max) * numOfHosts`` over groups that are not suspended), or + the minimum
-workers when in-tree autoscaling is on; ``minResources`` = the head Pod's resources plus each group's Pod resources
-times ``replicas * numOfHosts`` (``minReplicas * numOfHosts`` with autoscaling), requests winning over limits per
-container, as ``status.desiredCPU`` is computed; ``queue`` from the cluster label ``volcano.sh/queue-name``,
+workers when in-tree autoscaling is on; ``minResources`` = the head Pod's resources plus, for each group that is not
+suspended, its Pod resources times ``replicas * numOfHosts`` (unset ``replicas``: 0; ``minReplicas * numOfHosts``
+with autoscaling, where v1.7.0 also leaves suspended groups out), requests winning over limits per container, as
+``status.desiredCPU`` is computed; ``queue`` from the cluster label ``volcano.sh/queue-name``,
 ``priorityClassName`` from ``ray.io/priority-class-name``, ``networkTopology`` from
 ``volcano.sh/network-topology-mode`` and ``volcano.sh/network-topology-highest-tier-allowed``; the cluster's
 annotations copied onto it; ``status.phase: Pending``. Kept in step afterwards: ``minMember`` and ``minResources``

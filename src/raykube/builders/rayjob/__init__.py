@@ -1,4 +1,5 @@
-"""What a RayJob makes, as KubeRay v1.6.1 makes it, as plain dicts ready to POST. Pure: no I/O, inputs never mutated.
+"""What a RayJob makes, as KubeRay makes it (its submitters as v1.7.0 builds them), as plain dicts ready to POST.
+Pure: no I/O, inputs never mutated.
 
 One module per thing made, each mapping its functions to KubeRay's and listing the quirks it keeps:
 

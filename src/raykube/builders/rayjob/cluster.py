@@ -10,7 +10,9 @@
 KubeRay's quirk kept:
 
 * In SidecarMode ``RAY_DASHBOARD_ADDRESS`` is empty (the cluster is built before the dashboard URL is known), the
-  head gets ``restartPolicy: Never``, and no batch scheduler metadata goes on the cluster (K8sJobMode only).
+  head gets ``restartPolicy: Never`` (with the v1.7.0 ``SidecarSubmitterRestart`` gate too: only the submitter
+  container's own ``restartPolicy`` says OnFailure), and no batch scheduler metadata goes on the cluster (K8sJobMode
+  only).
 """
 
 from __future__ import annotations

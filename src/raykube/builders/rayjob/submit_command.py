@@ -1,14 +1,18 @@
-"""The command the RayJob's submitters run (KubeRay v1.6.1 ``ray-operator/controllers/ray/common/job.go``).
+"""The command the RayJob's submitters run (KubeRay v1.7.0 ``ray-operator/controllers/ray/common/job.go``).
 
 * :func:`submit_command_tokens` is ``common.BuildJobSubmitCommand`` (``controllers/ray/common/job.go``);
   :func:`k8s_job_submit_command` and :func:`sidecar_submit_command` join its tokens into the submitter's one
   argument, as ``configureSubmitterContainer`` does.
-* :func:`metadata_json` is ``GetMetadataJson``, :func:`runtime_env_json` ``getRuntimeEnvJson``.
+* :func:`metadata_json` is ``getMetadataJSONForSubmitCommand``, :func:`runtime_env_json` ``getRuntimeEnvJson``.
+
+v1.7.0: both modes first wait for the dashboard's GCS health (K8sJobMode through the dashboard URL, SidecarMode on
+localhost); ``--metadata-json`` is also sent in clusterSelector mode and with no ``rayVersion``; with the
+``SidecarSubmitterRestart`` gate the SidecarMode submitter uses K8sJobMode's idempotent form (its container restarts).
 
 KubeRay's quirks kept:
 
-* ``--metadata-json`` needs ``rayClusterSpec`` (silently dropped in clusterSelector mode) and a Ray version of at least
-  2.6.0 by Masterminds semver's rules: ``2.6``, ``v2.6.0`` and ``02.6.0`` pass, ``2.7.0-rc1`` does not.
+* A ``rayClusterSpec.rayVersion`` that is set must be at least 2.6.0 for ``--metadata-json``, by Masterminds semver's
+  rules: ``2.6``, ``v2.6.0`` and ``02.6.0`` pass, ``2.7.0-rc1`` does not.
 * K8sJobMode trims the entrypoint (``strings.TrimSpace``); HTTPMode sends it as written.
 """
 
@@ -41,7 +45,7 @@ __all__ = [
     "submit_command_tokens",
 ]
 
-# KubeRay common/job.go GetMetadataJson: the error when rayVersion is below 2.6.0.
+# KubeRay v1.7.0 common/job.go getMetadataJSONForSubmitCommand: the error when rayVersion is below 2.6.0.
 METADATA_VERSION_MESSAGE = "the Ray version must be at least 2.6.0 to use the metadata field"
 _HTTP = "http://"
 
@@ -79,14 +83,17 @@ def _ray_version_at_least_2_6(version: str) -> bool:
 
 
 def metadata_json(metadata: Mapping[str, str], ray_version: str) -> str:
-    """``GetMetadataJson``: the metadata as Go's JSON (keys sorted), or :class:`RayJobBuildError` with KubeRay's
+    """``getMetadataJSONForSubmitCommand``: the metadata as Go's JSON (keys sorted). ``ray_version`` is
+    ``rayClusterSpec.rayVersion`` (``""`` when unset or in clusterSelector mode: the cluster is taken to be recent
+    enough); one that is set and cannot be parsed or is below 2.6.0 raises :class:`RayJobBuildError` with KubeRay's
     ``failed to parse Ray version: <v>: <err>`` or :data:`METADATA_VERSION_MESSAGE`."""
-    try:
-        recent = _ray_version_at_least_2_6(ray_version)
-    except RayJobBuildError as error:
-        raise RayJobBuildError(f"failed to parse Ray version: {ray_version}: {error}") from None
-    if not recent:
-        raise RayJobBuildError(METADATA_VERSION_MESSAGE)
+    if ray_version:
+        try:
+            recent = _ray_version_at_least_2_6(ray_version)
+        except RayJobBuildError as error:
+            raise RayJobBuildError(f"failed to parse Ray version: {ray_version}: {error}") from None
+        if not recent:
+            raise RayJobBuildError(METADATA_VERSION_MESSAGE)
     return gojson.json_marshal(dict(metadata))
 
 
@@ -124,11 +131,15 @@ def submit_command_tokens(
     job_id: str | None = None,
     dashboard_url: str | None = None,
     dashboard_port: int | None = None,
+    sidecar_restart: bool = False,
 ) -> list[str]:
-    """``BuildJobSubmitCommand(rayjob, mode)``: the shell tokens of the submitter, for K8sJobMode (a status check
-    against ``dashboard_url``, then ``ray job submit --no-wait`` and ``ray job logs --follow``) or SidecarMode (a wait
-    for the dashboard's GCS health on ``127.0.0.1:<dashboard_port>``, then a blocking ``ray job submit``).
-    ``dashboard_port`` defaults to the head container's port named ``dashboard`` (8265 when none)."""
+    """``BuildJobSubmitCommand(rayjob, mode)``: the shell tokens of the submitter. Both modes first wait until the
+    dashboard's ``api/gcs_healthz`` answers ``success`` (K8sJobMode at ``dashboard_url``, SidecarMode at
+    ``localhost:<dashboard_port>``). K8sJobMode, whose Job may run the command again, then submits idempotently (a
+    status check, ``ray job submit --no-wait``, ``ray job logs --follow``); SidecarMode runs a blocking
+    ``ray job submit`` against ``127.0.0.1:<dashboard_port>``, or the idempotent form when ``sidecar_restart`` (the
+    ``SidecarSubmitterRestart`` gate: its container restarts on failure). ``dashboard_port`` defaults to the head
+    container's port named ``dashboard`` (8265 when none)."""
     spec = _spec(rayjob)
     job = _job_id(rayjob, job_id)
     if mode == c.SUBMISSION_MODE_SIDECAR:
@@ -141,25 +152,24 @@ def submit_command_tokens(
     else:
         raise RayJobBuildError(f"unsupported submission mode for job submit command: {mode}")
 
-    tokens: list[str] = []
     if mode == c.SUBMISSION_MODE_SIDECAR:
-        health = c.BASE_PYTHON_HEALTH_COMMAND % (
-            port,
-            c.RAY_DASHBOARD_GCS_HEALTH_PATH,
-            c.DEFAULT_READINESS_FAILURE_THRESHOLD,
-        )
-        waiting = strconv.quote(f"Waiting for Ray Dashboard GCS to become healthy at {address} ...")
-        tokens += ["until", health, ">/dev/null", "2>&1", ";", "do", "echo", waiting, ";", "sleep", "2", ";", "done"]
-        tokens.append(";")
+        health_url = c.SIDECAR_GCS_HEALTH_URL_FORMAT.format(port=port, path=c.RAY_DASHBOARD_GCS_HEALTH_PATH)
     else:
+        health_url = f"{address}/{c.RAY_DASHBOARD_GCS_HEALTH_PATH}"
+    health = c.BASE_PYTHON_HEALTH_COMMAND % (health_url, c.RAY_DASHBOARD_GCS_HEALTH_CHECK_TIMEOUT_SECONDS)
+    waiting = strconv.quote(f"Waiting for Ray Dashboard GCS to become healthy at {address} ...")
+    tokens = ["until", health, ">/dev/null", "2>&1", ";", "do", "echo", waiting, ";", "sleep", "2", ";", "done", ";"]
+
+    idempotent = mode == c.SUBMISSION_MODE_K8S_JOB or sidecar_restart
+    if idempotent:
         tokens += ["if", "!", "ray", "job", "status", "--address", address, job, ">/dev/null", "2>&1", ";", "then"]
     tokens += ["ray", "job", "submit", "--address", address]
-    if mode == c.SUBMISSION_MODE_K8S_JOB:
+    if idempotent:
         tokens.append("--no-wait")
 
     tokens += _submit_options(rayjob, job)
     tokens += ["--", trim_space(spec.entrypoint or ""), ";"]
-    if mode == c.SUBMISSION_MODE_K8S_JOB:
+    if idempotent:
         tokens += ["fi", ";", "ray", "job", "logs", "--address", address, "--follow", job]
     return tokens
 
@@ -171,8 +181,9 @@ def _submit_options(rayjob: RayJob, job: str) -> list[str]:
     runtime_env = runtime_env_json(rayjob)
     if runtime_env:
         tokens += ["--runtime-env-json", strconv.quote(runtime_env)]
-    if spec.metadata and spec.ray_cluster_spec is not None:
-        metadata = metadata_json(spec.metadata, spec.ray_cluster_spec.ray_version or "")
+    if spec.metadata:
+        version = spec.ray_cluster_spec.ray_version if spec.ray_cluster_spec is not None else None
+        metadata = metadata_json(spec.metadata, version or "")
         tokens += ["--metadata-json", strconv.quote(metadata)]
     if job:
         tokens += ["--submission-id", job]
@@ -194,8 +205,16 @@ def k8s_job_submit_command(rayjob: RayJob, *, dashboard_url: str | None = None, 
     )
 
 
-def sidecar_submit_command(rayjob: RayJob, *, job_id: str | None = None, dashboard_port: int | None = None) -> str:
+def sidecar_submit_command(
+    rayjob: RayJob, *, job_id: str | None = None, dashboard_port: int | None = None, sidecar_restart: bool = False
+) -> str:
     """The SidecarMode submitter's one argument: :func:`submit_command_tokens` joined by spaces."""
     return " ".join(
-        submit_command_tokens(rayjob, c.SUBMISSION_MODE_SIDECAR, job_id=job_id, dashboard_port=dashboard_port)
+        submit_command_tokens(
+            rayjob,
+            c.SUBMISSION_MODE_SIDECAR,
+            job_id=job_id,
+            dashboard_port=dashboard_port,
+            sidecar_restart=sidecar_restart,
+        )
     )

@@ -1,11 +1,14 @@
-"""The RayJob's submitters, as KubeRay v1.6.1 ``ray-operator/controllers/ray/rayjob_controller.go`` configures
+"""The RayJob's submitters, as KubeRay v1.7.0 ``ray-operator/controllers/ray/rayjob_controller.go`` configures
 them: the K8sJobMode Job and the SidecarMode container on the head, both from the template of
 :mod:`raykube.builders.submitter` and running :func:`~raykube.builders.rayjob.submit_command.submit_command_tokens`.
 
 * :func:`submitter_job` is ``createK8sJobIfNeed`` + ``getSubmitterTemplate`` + ``createNewK8sJob``: the K8sJobMode
   submitter, a ``batch/v1`` Job named like the RayJob.
-* :func:`submitter_template` is ``getSubmitterTemplate`` with ``configureSubmitterContainer``;
-  :func:`sidecar_container` is ``getSubmitterContainer``.
+* :func:`submitter_template` is ``getSubmitterTemplate`` with ``configureSubmitterContainer``: since v1.7.0 its Pod
+  template carries ``ray.io/originated-from-cr-name``, ``ray.io/originated-from-crd: RayJob`` and
+  ``app.kubernetes.io/created-by: kuberay-operator``, over whatever the user's template says.
+* :func:`sidecar_container` is ``getSubmitterContainer``; with the ``SidecarSubmitterRestart`` gate (v1.7.0) the
+  container gets ``restartPolicy: OnFailure`` and the idempotent command.
 
 KubeRay's quirks kept:
 
@@ -58,7 +61,13 @@ def _configure_submitter(
 ) -> None:
     """``configureSubmitterContainer``: the command (K8sJobMode: only when the container has none), the env, and
     token auth when the cluster has ``authOptions.mode: token``."""
-    tokens = submit_command_tokens(rayjob, mode, job_id=job_id, dashboard_url=dashboard_url)
+    tokens = submit_command_tokens(
+        rayjob,
+        mode,
+        job_id=job_id,
+        dashboard_url=dashboard_url,
+        sidecar_restart=options.gate(c.GATE_SIDECAR_SUBMITTER_RESTART),
+    )
     if not container.get("command") or mode == c.SUBMISSION_MODE_SIDECAR:
         container["command"] = container_command(login_shell=options.login_shell, options=c.SUBMITTER_SHELL_OPTIONS)
         container["args"] = [" ".join(tokens)]
@@ -82,7 +91,9 @@ def sidecar_container(
     dashboard_url: str | None = None,
 ) -> dict[str, Any]:
     """``getSubmitterContainer``: the SidecarMode submitter container for the head of ``cluster_name`` (whose spec is
-    ``cluster_spec``): the default submitter container, always KubeRay's command, the env, token auth."""
+    ``cluster_spec``): the default submitter container, always KubeRay's command, the env, token auth; with the
+    ``SidecarSubmitterRestart`` gate, ``restartPolicy: OnFailure`` (only this container restarts; the head Pod's
+    ``restartPolicy`` stays ``Never``)."""
     try:
         container = submitter.default_submitter_container(cluster_spec)
     except submitter.SubmitterError as error:
@@ -97,6 +108,8 @@ def sidecar_container(
         dashboard_url=_dashboard_url(rayjob, dashboard_url),
         options=options,
     )
+    if options.gate(c.GATE_SIDECAR_SUBMITTER_RESTART):
+        container["restartPolicy"] = c.SUBMITTER_CONTAINER_RESTART_POLICY
     return container
 
 
@@ -110,7 +123,9 @@ def submitter_template(
 ) -> dict[str, Any]:
     """``getSubmitterTemplate``: the K8sJobMode submitter's Pod template for the RayCluster the job runs on (the one it
     created, or the one ``clusterSelector`` names: the default image is that cluster's head image, the auth that
-    cluster's). No batch scheduler metadata (see :func:`submitter_job`)."""
+    cluster's), labelled ``ray.io/originated-from-cr-name``, ``ray.io/originated-from-crd: RayJob`` and
+    ``app.kubernetes.io/created-by: kuberay-operator`` (these win over the user's labels of the same keys). No batch
+    scheduler metadata (see :func:`submitter_job`)."""
     spec = _spec(rayjob)
     try:
         template = submitter.submitter_pod_template(spec, cluster.spec)
@@ -133,6 +148,12 @@ def submitter_template(
     )
     if auth is not None and auth.enable_k8s_token_auth is True:  # KubeRay IsK8sAuthEnabled: the mode is not looked at
         pods.add_ray_token_volume(pod_spec)
+    metadata = template.setdefault("metadata", {})
+    metadata["labels"] = {
+        **(metadata.get("labels") or {}),
+        **_originated_labels(rayjob),
+        c.K8S_CREATED_BY_LABEL: c.COMPONENT_NAME,
+    }
     return template
 
 

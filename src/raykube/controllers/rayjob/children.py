@@ -1,7 +1,8 @@
 """What a RayJob creates, as KubeRay v1.6.1 ``rayjob_controller.go`` creates it: its RayCluster
 (``getOrCreateRayClusterInstance``) and the dashboard URL of its head Service, the RayJob's ``<rayjob>-head-svc``,
 the K8sJobMode submitter Job (``createK8sJobIfNeed``), and the batch scheduler's objects (Volcano's PodGroup) on
-submission and on completion. The deletions are :mod:`raykube.controllers.rayjob.cleanup`'s.
+submission and on clean-up (v1.7.0: when the job ends and between attempts). The deletions are
+:mod:`raykube.controllers.rayjob.cleanup`'s.
 """
 
 from __future__ import annotations
@@ -46,9 +47,12 @@ class Children(WithDeps):
             raise RayJobError(str(exc)) from exc
         await self._sync_batch_objects(plugin, ctx.namespace, desired)
 
-    async def batch_on_completion(self, ctx: JobContext) -> None:
-        """KubeRay ``batchSchedulerOnCompletion`` (every pass of a finished RayJob): the PodGroup resized to what is
-        left of the cluster, so the scheduler frees the rest; an event when it changed, a Warning when it failed."""
+    async def cleanup_batch_scheduler(self, ctx: JobContext) -> None:
+        """KubeRay v1.7.0 ``cleanupBatchSchedulerResources``: the scheduler's objects resized to what is left of the
+        cluster (Volcano: the PodGroup, zeroed once the cluster is gone), so the scheduler frees the rest. A Normal
+        ``BatchSchedulerCleanedUp`` event when anything was written; on failure a Warning
+        ``FailedToCleanupBatchScheduler`` and :class:`RayJobError` (the Suspending/Retrying caller requeues on it,
+        the Complete/Failed one only logs it)."""
         plugin = batch.get(self.options.batch_scheduler)
         if plugin is None:
             return
@@ -62,7 +66,7 @@ class Children(WithDeps):
         except (ApiError, batch.BatchSchedulingError, ValueError) as exc:
             note = f"Failed to cleanup batch scheduler resources for RayJob {where}: {exc}"
             self.recorder.event(ctx.obj, WARNING, c.EVENT_FAILED_TO_CLEANUP_BATCH_SCHEDULER, "Cleanup", note)
-            return
+            raise RayJobError(f"failed to cleanup batch scheduler resources: {exc}") from exc
         if changed:
             note = f"Cleaned up batch scheduler resources for RayJob {where}"
             self.recorder.event(ctx.obj, NORMAL, c.EVENT_BATCH_SCHEDULER_CLEANED_UP, "Cleanup", note)

@@ -17,13 +17,15 @@ cache and acts on ``status.jobDeploymentStatus``:
     head Service ``<rayjob>-head-svc``; the submitter (Job or sidecar container) finished or failed; then the job's
     status from the dashboard (HTTPMode submits it here) → ``Complete`` / ``Failed``.
 ``Suspending`` / ``Retrying``
-    delete the cluster and the submitter Job; once both are gone, reset → ``Suspended`` / ``""`` (a new cluster and
-    job id: one attempt of ``backoffLimit``).
+    delete the cluster and the submitter Job; once both are gone, release the batch scheduler's reservation (v1.7.0:
+    a failure fails the pass, so the reset waits for it), then reset → ``Suspended`` / ``""`` (a new cluster and job
+    id: one attempt of ``backoffLimit``).
 ``Suspended``
     ``spec.suspend: false`` → ``""``.
 ``Complete`` / ``Failed``
     the deletion rules, the legacy deletion policies, or ``shutdownAfterJobFinishes`` with
-    ``ttlSecondsAfterFinished`` (:mod:`raykube.controllers.rayjob.cleanup`).
+    ``ttlSecondsAfterFinished`` (:mod:`raykube.controllers.rayjob.cleanup`); then, whatever happened, the batch
+    scheduler's reservation is resized to what is left (a failure is only logged).
 
 The status is written through ``/status`` only when KubeRay would (``jobStatus``, ``jobDeploymentStatus`` or the
 mirrored cluster status changed), with ``failed``/``succeeded`` counted and ``Failed`` turned into ``Retrying`` in the
@@ -252,11 +254,14 @@ class RayJobReconciler(WithDeps):
         return info
 
     async def _delete_resources(self, ctx: JobContext) -> Result | None:
-        """Suspending and Retrying: the cluster and the submitter Job go first; then the attempt is reset."""
+        """Suspending and Retrying: the cluster and the submitter Job go first, then the batch scheduler's objects are
+        cleaned up (KubeRay v1.7.0: a failure raises, the pass is retried and the attempt not reset yet); then the
+        attempt is reset."""
         cluster_gone = await self.cleanup.delete_cluster(ctx)
         job_gone = await self.cleanup.delete_submitter_job(ctx)
         if not (cluster_gone and job_gone):
             return Result(REQUEUE)
+        await self.children.cleanup_batch_scheduler(ctx)
         status = ctx.status
         for key in ("rayClusterName", "dashboardURL", "jobId", "message", "reason", "jobStatus"):
             status[key] = ""
@@ -274,9 +279,21 @@ class RayJobReconciler(WithDeps):
         return None
 
     async def _finished(self, ctx: JobContext) -> Result:
-        result = await self.cleanup.after_finish(ctx)
-        await self.children.batch_on_completion(ctx)
-        return result
+        """Complete and Failed: the deletion strategy, then (KubeRay's ``defer``: also when it failed) the batch
+        scheduler's clean-up, whose failure is logged and does not fail the pass."""
+        try:
+            return await self.cleanup.after_finish(ctx)
+        finally:
+            await self._cleanup_batch_scheduler_logged(ctx)
+
+    async def _cleanup_batch_scheduler_logged(self, ctx: JobContext) -> None:
+        failure: RayJobError | None = None
+        try:
+            await self.children.cleanup_batch_scheduler(ctx)
+        except RayJobError as exc:
+            failure = exc
+        if failure is not None:
+            log.error("Failed to cleanup batch scheduler resources: %s", failure)
 
     # -------------------------------------------------------------------------------------------------- checks
     def _started(self, ctx: JobContext) -> dt.datetime | None:

@@ -7,6 +7,10 @@ Failing status checks (v1.7.0): the first failed ``GetJobInfo`` (or HTTPMode res
 ``status.jobStatusCheckFailureStartTime`` and is written; later failures only requeue; a good check clears it; once
 it is older than ``RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS`` (300) the RayJob fails with ``JobStatusCheckTimeoutExceeded``
 (:meth:`Submission.status_check_timed_out`), which, like ``DeadlineExceeded``, is never retried.
+
+With the ``SidecarSubmitterRestart`` gate (v1.7.0) the SidecarMode submitter container restarts on failure, so a
+failed exit no longer fails the RayJob: only a submitter that has restarted ``submitterConfig.backoffLimit`` times
+(2 without) does, with ``SubmissionFailed`` (``AppFailed`` when the Ray job was seen FAILED).
 """
 
 from __future__ import annotations
@@ -82,22 +86,49 @@ class Submission(WithDeps):
             ctx.status.update(jobDeploymentStatus=FAILED, reason=REASON_APP_FAILED, message="Ray head pod not found.")
             return True, None
         for container in (heads[0].get("status") or {}).get("containerStatuses") or []:
-            if container.get("name") != c.SUBMITTER_CONTAINER_NAME:
-                continue
-            terminated = (container.get("state") or {}).get("terminated")
-            if not terminated:
-                return False, None
-            finished = times.parse_time(terminated.get("finishedAt"))
-            code = int(terminated.get("exitCode") or 0)
-            if code == 0:
+            if container.get("name") == c.SUBMITTER_CONTAINER_NAME:
+                return self._check_sidecar_container(ctx, container)
+        return False, None
+
+    def _check_sidecar_container(self, ctx: JobContext, container: Obj) -> tuple[bool, dt.datetime | None]:
+        """The submitter container's status: without SidecarSubmitterRestart a failed exit fails the RayJob
+        (``checkSidecarContainerStatus``), with it only running out of restarts does; finished when terminated."""
+        terminated = (container.get("state") or {}).get("terminated")
+        finished = times.parse_time(terminated.get("finishedAt")) if terminated else None
+        if self.options.gate(c.GATE_SIDECAR_SUBMITTER_RESTART):
+            if not self._restarts_exhausted(ctx, container):
                 return False, finished
             self._submitter_failed(
                 ctx,
-                f"Ray head pod container {c.SUBMITTER_CONTAINER_NAME} terminated with exit code {code}: "
-                f"{terminated.get('reason', '')}",
+                f"Ray head pod submitter container {c.SUBMITTER_CONTAINER_NAME} terminated after exceeding the "
+                "maximum restart count",
             )
             return True, finished
-        return False, None
+        code = int(terminated.get("exitCode") or 0) if terminated else 0
+        if code == 0:
+            return False, finished
+        self._submitter_failed(
+            ctx,
+            f"Ray head pod container {c.SUBMITTER_CONTAINER_NAME} terminated with exit code {code}: "
+            f"{terminated.get('reason', '') if terminated else ''}",
+        )
+        return True, finished
+
+    @staticmethod
+    def _restarts_exhausted(ctx: JobContext, container: Obj) -> bool:
+        """KubeRay v1.7.0 ``checkIsRestartCountExceeded`` (SidecarSubmitterRestart): once the submitter has
+        terminated at least once (``lastState.terminated``) and is not now a clean exit, its ``restartCount`` has
+        reached ``submitterConfig.backoffLimit`` (2 without)."""
+        if not (container.get("lastState") or {}).get("terminated"):
+            return False
+        terminated = (container.get("state") or {}).get("terminated")
+        if terminated and int(terminated.get("exitCode") or 0) == 0:
+            return False
+        config = ctx.spec.submitter_config
+        limit = c.SUBMITTER_DEFAULT_BACKOFF_LIMIT
+        if config is not None and config.backoff_limit is not None:
+            limit = config.backoff_limit
+        return int(container.get("restartCount") or 0) >= limit
 
     def submitter_timed_out(self, ctx: JobContext, finished_at: dt.datetime | None) -> bool:
         """KubeRay ``checkSubmitterFinishedTimeoutAndUpdateStatusIfNeeded``: the submitter ended 30 s ago and the Ray
