@@ -287,6 +287,28 @@ async def test_exit_codes_and_restart_policies(proc: ProcessSandbox, pkube: Asyn
     await wait_events(pkube, ns, "onfailure", lambda found: any(r == "BackOff" for r, _ in found), "a BackOff event")
 
 
+async def test_a_containers_own_restart_policy_restarts_it_in_a_never_pod(pkube: AsyncClient, ns: str) -> None:
+    """Container restart rules (Kubernetes 1.34+), as KubeRay v1.7.0's SidecarSubmitterRestart uses them: in a
+    ``restartPolicy: Never`` Pod, a container with its own ``restartPolicy: OnFailure`` that fails is restarted, and
+    the Pod succeeds once both containers exited 0."""
+    flaky = {
+        "name": "flaky",
+        "image": IMAGE,
+        "restartPolicy": "OnFailure",
+        "command": ["bash", "-c", "test -f /work/ran || { touch /work/ran; exit 5; }; echo second"],
+        "volumeMounts": [{"name": "work", "mountPath": "/work"}],
+    }
+    body = pod("never-but", "sleep 4", restartPolicy="Never", volumes=[{"name": "work", "emptyDir": {}}])
+    body["spec"]["containers"].append(flaky)
+    await create(pkube, ns, body)
+    done = await wait_status(pkube, ns, "never-but", lambda s: s.get("phase") in ("Succeeded", "Failed"), "to end")
+    assert done["phase"] == "Succeeded", done
+    assert container(done, "flaky")["restartCount"] == 1
+    assert container(done, "flaky")["lastState"]["terminated"]["exitCode"] == 5
+    assert container(done, "flaky")["state"]["terminated"]["exitCode"] == 0
+    assert container(done)["restartCount"] == 0
+
+
 async def test_init_containers_run_in_order_before_the_containers(
     proc: ProcessSandbox, pkube: AsyncClient, ns: str
 ) -> None:

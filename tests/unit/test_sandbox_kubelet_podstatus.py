@@ -78,6 +78,29 @@ def test_a_container_restarting_under_always_keeps_the_pod_running() -> None:
     assert ps.phase(spec("Always"), [], [backing_off], initialized=True) == ps.RUNNING
 
 
+def test_a_containers_own_restart_policy_wins_over_the_pods() -> None:
+    """Container restart rules (Kubernetes 1.34+; KubeRay v1.7.0's SidecarSubmitterRestart): in a ``Never`` head Pod
+    the submitter container with ``restartPolicy: OnFailure`` that failed is being restarted (Running), and once it
+    succeeds, with the other container stopped too, the Pod is Succeeded; a ``Never`` container in an ``Always`` Pod
+    stays down."""
+    head = {
+        "restartPolicy": "Never",
+        "containers": [{"name": "ray-head"}, {"name": "submitter", "restartPolicy": "OnFailure"}],
+    }
+    assert ps.phase(head, [], [exited("ray-head", 0), exited("submitter", 1)], initialized=True) == ps.RUNNING
+    assert ps.phase(head, [], [exited("ray-head", 0), waiting("submitter", "CrashLoopBackOff", last_code=1)],
+                    initialized=True) == ps.RUNNING  # fmt: skip
+    assert ps.phase(head, [], [exited("ray-head", 0), exited("submitter", 0)], initialized=True) == ps.SUCCEEDED
+    assert ps.phase(head, [], [exited("ray-head", 1), exited("submitter", 0)], initialized=True) == ps.FAILED
+    assert ps.phase(head, [], [exited("ray-head", 0), exited("submitter", 1)], initialized=True, terminal=True) == (
+        ps.FAILED
+    )
+    once = {"restartPolicy": "Always", "containers": [{"name": "main", "restartPolicy": "Never"}]}
+    assert ps.phase(once, [], [exited("main", 1)], initialized=True) == ps.FAILED
+    assert ps.container_restart_policy(head, "ray-head") == "Never"
+    assert ps.container_restart_policy(head, "submitter") == "OnFailure"
+
+
 def test_a_container_not_started_yet_keeps_the_pod_pending() -> None:
     assert ps.phase(spec(), [], [waiting(reason="CreateContainerConfigError")], initialized=True) == ps.PENDING
 

@@ -27,6 +27,7 @@ from raykube.sandbox.kubelet.env import ContainerConfigError, command_line, cont
 from raykube.sandbox.kubelet.imagepull import ImageError, ImagePuller
 from raykube.sandbox.kubelet.podcontext import Container, PodContext, Terminating
 from raykube.sandbox.kubelet.podsandbox import PodSandbox, spawn_helper, wait_any_file
+from raykube.sandbox.kubelet.podstatus import container_restart_policy
 
 log = logging.getLogger("raykube.sandbox.kubelet.pod")  # the Pod worker's log
 
@@ -55,8 +56,7 @@ class ContainerRunner:
     async def run(self) -> None:
         """Run the container, again and again as its restart policy says (a sidecar's is ``Always``), until the Pod
         terminates."""
-        c = self.c
-        policy = "Always" if c.kind == "sidecar" else self.ctx.pod["spec"].get("restartPolicy", "Always")
+        policy = self._policy()
         while not self.ctx.terminating.is_set():
             code = await self.run_once()
             if self.ctx.terminating.is_set():
@@ -299,10 +299,17 @@ class ContainerRunner:
         except (OSError, ValueError):
             return {"exitCode": 137, "startedAt": (c.state.get("running") or {}).get("startedAt")}
 
-    def _will_restart(self, code: int) -> bool:
+    def _policy(self) -> str:
+        """A sidecar's is ``Always``; an init container's the Pod's; a regular container's its own ``restartPolicy``
+        if it has one (container restart rules), else the Pod's."""
         if self.c.kind == "sidecar":
-            return True
-        policy = self.ctx.pod["spec"].get("restartPolicy", "Always")
+            return "Always"
+        if self.c.kind == "main":
+            return container_restart_policy(self.ctx.pod["spec"], self.c.name)
+        return str(self.ctx.pod["spec"].get("restartPolicy") or "Always")
+
+    def _will_restart(self, code: int) -> bool:
+        policy = self._policy()
         return policy == "Always" or (policy == "OnFailure" and code != 0)
 
     # ------------------------------------------------------------------------------------------------ probes

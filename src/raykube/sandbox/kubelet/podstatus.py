@@ -48,6 +48,15 @@ def restart_policy(spec: Mapping[str, Any]) -> str:
     return str(spec.get("restartPolicy") or ALWAYS)
 
 
+def container_restart_policy(spec: Mapping[str, Any], name: str) -> str:
+    """A regular container's restart policy: its own ``restartPolicy`` (Kubernetes 1.34+ container restart rules,
+    what KubeRay v1.7.0's SidecarSubmitterRestart sets on the ``ray-job-submitter`` container), else the Pod's."""
+    for container in spec.get("containers") or []:
+        if container.get("name") == name and container.get("restartPolicy"):
+            return str(container["restartPolicy"])
+    return restart_policy(spec)
+
+
 def is_sidecar(init_container: Mapping[str, Any]) -> bool:
     """A restartable init container (``restartPolicy: Always`` on an init container): it keeps running."""
     return init_container.get("restartPolicy") == ALWAYS
@@ -100,7 +109,7 @@ def phase(  # noqa: PLR0912 - the kubelet's rules, one case at a time
             pending_init += 1
     if failed_init and policy == NEVER:
         return FAILED
-    running = waiting = stopped = succeeded = 0
+    running = waiting = stopped = succeeded = restarting = 0
     for status in init_statuses:
         if status.get("name") in sidecars and "running" in (status.get("state") or {}):
             running += 1
@@ -108,27 +117,24 @@ def phase(  # noqa: PLR0912 - the kubelet's rules, one case at a time
         state = status.get("state") or {}
         if "running" in state:
             running += 1
-        elif "terminated" in state:
-            stopped += 1
-            succeeded += _terminated_code(state) == 0
+            continue
+        if "terminated" in state:
+            code = _terminated_code(state)
         elif (status.get("lastState") or {}).get("terminated"):
-            stopped += 1
+            code = _terminated_code(status["lastState"])
         else:
             waiting += 1
+            continue
+        stopped += 1
+        succeeded += code == 0
+        own = container_restart_policy(spec, str(status.get("name", "")))
+        restarting += not terminal and (own == ALWAYS or (own == ON_FAILURE and code != 0))
     if (pending_init > 0 and not initialized) or waiting > 0:
         found = PENDING
-    elif running > 0:
-        found = RUNNING
+    elif running > 0 or restarting > 0:
+        found = RUNNING  # Always, or OnFailure after a failure: being restarted
     elif stopped > 0:
-        if terminal or policy != ALWAYS:
-            if stopped == succeeded:
-                found = SUCCEEDED
-            elif terminal or policy == NEVER:
-                found = FAILED
-            else:
-                found = RUNNING  # OnFailure: being restarted
-        else:
-            found = RUNNING  # Always: every container is being restarted
+        found = SUCCEEDED if stopped == succeeded else FAILED
     else:
         found = PENDING
     if terminal and found not in TERMINAL:
