@@ -22,6 +22,7 @@ from raykube.sandbox.conformance import (
     proxy_release,
     recorded_runs,
     release,
+    served_by_proxy,
     table_rows,
     update_document,
     upstream_defaults,
@@ -244,3 +245,12 @@ def test_raykube_is_compared_with_kuberay_only_within_one_invocation() -> None:
     # and when raykube passes what KubeRay passes, it says none
     same = update_document(later, dataclasses.replace(run(), tests=parse("e2e", kuberay_output), invocation="A"))
     assert "not against raykube: none." in comparison_block(same)
+
+
+def test_releases_the_module_proxy_serves_come_from_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """v1.6.x from the module proxy (v1.6.2 for the live swap), v1.7.x only from a checkout (the proxy refuses it)."""
+    monkeypatch.delenv("KUBERAY_SRC", raising=False)
+    v162 = release("v1.6.2")
+    assert v162.checkout is None and v162.version == "1.6.2"
+    assert v162.operator.dirname == f"kuberay-operator-v1.6.2-r{versions.CONFORMANCE_RECIPE_REVISION}"
+    assert served_by_proxy("1.6.2") and served_by_proxy("1.5.1") and not served_by_proxy("1.7.0")

@@ -29,6 +29,7 @@ tests that cannot run here and why), upstream's test defaults read from the sour
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -100,31 +101,53 @@ class Release:
         return f"v{self.version} (built from a checkout{at})"
 
     def crd_dir(self) -> Path:
-        """KubeRay's CRDs of this release (``config/crd/bases``)."""
+        """KubeRay's CRDs of this release (``config/crd/bases``): the checkout's, or the module's in Go's module
+        cache (downloaded from the proxy if missing)."""
         if self.checkout is not None:
             return self.checkout / "ray-operator" / "config" / "crd" / "bases"
-        from raykube.sandbox.reference import kuberay_reference  # noqa: PLC0415 - fetches on first use
+        if self.version == versions.KUBERAY_VERSION:
+            from raykube.sandbox.reference import kuberay_reference  # noqa: PLC0415 - fetches on first use
 
-        return kuberay_reference() / "crd"
+            return kuberay_reference() / "crd"
+        go = find_go(purpose=f"raykube reads KubeRay v{self.version}'s CRDs from the Go module proxy")
+        found = subprocess.run(
+            [go.path, "mod", "download", "-json", module_ref(self.version)],
+            capture_output=True, text=True, check=False, timeout=600,
+        )  # fmt: skip
+        info = json.loads(found.stdout or "{}")
+        if found.returncode != 0 or not info.get("Dir"):
+            raise SandboxError(
+                f"`go mod download {module_ref(self.version)}` failed: {info.get('Error') or found.stderr}"
+            )
+        return Path(info["Dir"]) / "config" / "crd" / "bases"
 
 
-def proxy_release() -> Release:
-    """KubeRay v1.6.1 (``versions.KUBERAY_VERSION``) from the Go module proxy."""
-    return Release(
-        versions.KUBERAY_VERSION,
-        versions.KUBERAY_E2E,
-        versions.KUBERAY_OPERATOR,
-        versions.KUBERAY_E2E_PACKAGES,
-        V161_E2E_FEATURE_GATES,
-    )
+# The last minor release the Go module proxy serves ray-operator for (it refuses v1.7.x).
+_PROXY_SERVES = (1, 6)
+
+
+def served_by_proxy(version: str) -> bool:
+    numbers = tuple(int(n) for n in re.findall(r"\d+", version)[:2])
+    return numbers <= _PROXY_SERVES
+
+
+def proxy_release(version: str = versions.KUBERAY_VERSION) -> Release:
+    """A KubeRay release the Go module proxy serves (v1.6.1, ``versions.KUBERAY_VERSION``, or another v1.6.x)."""
+    if version == versions.KUBERAY_VERSION:
+        e2e, operator = versions.KUBERAY_E2E, versions.KUBERAY_OPERATOR
+    else:
+        revision = versions.CONFORMANCE_RECIPE_REVISION
+        e2e = dataclasses.replace(versions.KUBERAY_E2E, version=version, recipe=revision)
+        operator = dataclasses.replace(versions.KUBERAY_OPERATOR, version=version, recipe=revision)
+    return Release(version, e2e, operator, versions.KUBERAY_E2E_PACKAGES, V161_E2E_FEATURE_GATES)
 
 
 def release(version: str, source: Path | None = None, report: Report | None = None) -> Release:
     """The release a run names: v1.6.1 from the module proxy, any other from ``source``, ``$KUBERAY_SRC``, or a clone
     of its tag (made once, into the cache)."""
     version = version.removeprefix("v")
-    if version == versions.KUBERAY_VERSION and source is None and not os.environ.get(SOURCE_ENV):
-        return proxy_release()
+    if served_by_proxy(version) and source is None and not os.environ.get(SOURCE_ENV):
+        return proxy_release(version)
     if source is None and (env := os.environ.get(SOURCE_ENV)):
         source = Path(env).expanduser()
     checkout = source.resolve() if source is not None else clone_tag(version, report or _quiet)
@@ -215,35 +238,40 @@ def clone_tag(version: str, report: Report) -> Path:
 
 
 # --------------------------------------------------------------------------------------------------- recipes
-def _download(go: GoRunner, work: Path) -> dict[str, str]:
-    info = json.loads(go.run("mod", "download", "-json", module_ref(), cwd=work))
+Recipe = Callable[[GoRunner, Path, Path], None]
+
+
+def _download(go: GoRunner, work: Path, version: str) -> dict[str, str]:
+    info = json.loads(go.run("mod", "download", "-json", module_ref(version), cwd=work))
     if not isinstance(info, dict) or info.get("Error") or not info.get("Dir"):
-        raise BuildError(f"`go mod download -json {module_ref()}` gave no module: {info}")
+        raise BuildError(f"`go mod download -json {module_ref(version)}` gave no module: {info}")
     return {str(k): str(v) for k, v in info.items() if isinstance(v, str)}
 
 
-def _build_e2e(go: GoRunner, work: Path, out: Path) -> None:
-    (work / "go.sum").unlink(missing_ok=True)
-    (work / "go.mod").write_text(wrapper_go_mod("go 1.25.0"))
-    info = _download(go, work)
-    (work / "go.mod").write_text(wrapper_go_mod(upstream_go_line(Path(info["GoMod"]).read_text())))
-    packages = [package_path(p) for p in versions.KUBERAY_E2E_PACKAGES]
-    go.run("get", "-t", *(f"{p}@v{versions.KUBERAY_VERSION}" for p in packages), cwd=work)
-    # No -trimpath: see the module docstring. -s -w only drop the symbol table and DWARF (runtime.Caller still works).
-    go.run("test", "-c", "-ldflags=-s -w", "-o", f"{out}/", *packages, cwd=work)
-    record = {
-        "module": module_ref(),
-        "dir": info["Dir"],
-        "packages": {p: f"test/{p}" for p in versions.KUBERAY_E2E_PACKAGES},
-    }
-    (out / MODULE_FILE).write_text(json.dumps(record, indent=2) + "\n")
+def _proxy_recipes(version: str) -> dict[str, Recipe]:
+    """The two recipes of a release from the module proxy: the tests through a wrapper module, the operator with
+    ``go install`` (the module has no replace directives)."""
 
+    def e2e(go: GoRunner, work: Path, out: Path) -> None:
+        (work / "go.sum").unlink(missing_ok=True)
+        (work / "go.mod").write_text(wrapper_go_mod("go 1.25.0"))
+        info = _download(go, work, version)
+        (work / "go.mod").write_text(wrapper_go_mod(upstream_go_line(Path(info["GoMod"]).read_text())))
+        packages = [package_path(p) for p in versions.KUBERAY_E2E_PACKAGES]
+        go.run("get", "-t", *(f"{p}@v{version}" for p in packages), cwd=work)
+        # No -trimpath: see the module docstring. -s -w only drop the symbol table and DWARF (runtime.Caller works).
+        go.run("test", "-c", "-ldflags=-s -w", "-o", f"{out}/", *packages, cwd=work)
+        record = {
+            "module": module_ref(version),
+            "dir": info["Dir"],
+            "packages": {p: f"test/{p}" for p in versions.KUBERAY_E2E_PACKAGES},
+        }
+        (out / MODULE_FILE).write_text(json.dumps(record, indent=2) + "\n")
 
-def _build_operator(go: GoRunner, work: Path, out: Path) -> None:
-    go.run("install", "-trimpath", "-ldflags=-s -w", module_ref(), cwd=work, env={"GOBIN": str(out)})
+    def operator(go: GoRunner, work: Path, out: Path) -> None:
+        go.run("install", "-trimpath", "-ldflags=-s -w", module_ref(version), cwd=work, env={"GOBIN": str(out)})
 
-
-Recipe = Callable[[GoRunner, Path, Path], None]
+    return {versions.KUBERAY_E2E.name: e2e, versions.KUBERAY_OPERATOR.name: operator}
 
 
 def _checkout_recipes(rel: Release, checkout: Path) -> dict[str, Recipe]:
@@ -280,9 +308,7 @@ def build_optional(
     if all(is_built(a, root) for a in chosen):
         return [BuildResult(a, built=False, seconds=0.0) for a in chosen]
     recipes: dict[str, Recipe] = (
-        _checkout_recipes(rel, rel.checkout)
-        if rel.checkout is not None
-        else {versions.KUBERAY_E2E.name: _build_e2e, versions.KUBERAY_OPERATOR.name: _build_operator}
+        _checkout_recipes(rel, rel.checkout) if rel.checkout is not None else _proxy_recipes(rel.version)
     )
     with exclusive((root or versions.cache_root()) / "build.lock", report):
         go = find_go(purpose=f"raykube builds KubeRay's e2e tests and operator ({rel.origin()}) from Go sources")
