@@ -249,7 +249,7 @@ def test_raykube_is_compared_with_kuberay_only_within_one_invocation() -> None:
 
 def test_releases_the_module_proxy_serves_come_from_it(monkeypatch: pytest.MonkeyPatch) -> None:
     """v1.6.x from the module proxy (v1.6.2 for the live swap), v1.7.x only from a checkout (the proxy refuses it)."""
-    monkeypatch.delenv("KUBERAY_SRC", raising=False)
+    monkeypatch.setenv("KUBERAY_SRC", "/nowhere")  # the checkout of v1.7.0: not used for a release the proxy serves
     v162 = release("v1.6.2")
     assert v162.checkout is None and v162.version == "1.6.2"
     assert v162.operator.dirname == f"kuberay-operator-v1.6.2-r{versions.CONFORMANCE_RECIPE_REVISION}"

@@ -143,10 +143,10 @@ def proxy_release(version: str = versions.KUBERAY_VERSION) -> Release:
 
 
 def release(version: str, source: Path | None = None, report: Report | None = None) -> Release:
-    """The release a run names: v1.6.1 from the module proxy, any other from ``source``, ``$KUBERAY_SRC``, or a clone
-    of its tag (made once, into the cache)."""
+    """The release a run names: v1.6.x from the module proxy unless ``source`` is given; v1.7.x from ``source``,
+    ``$KUBERAY_SRC``, or a clone of its tag (made once, into the cache)."""
     version = version.removeprefix("v")
-    if served_by_proxy(version) and source is None and not os.environ.get(SOURCE_ENV):
+    if served_by_proxy(version) and source is None:  # $KUBERAY_SRC is the checkout of a release the proxy refuses
         return proxy_release(version)
     if source is None and (env := os.environ.get(SOURCE_ENV)):
         source = Path(env).expanduser()
