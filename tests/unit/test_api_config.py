@@ -252,6 +252,12 @@ def test_sidecar_submitter_restart_is_implemented_and_may_be_turned_on() -> None
     assert config is not None and config.feature_gates == {"SidecarSubmitterRestart": True}
 
 
+def test_the_v170_gates_raykube_implements_can_be_turned_on() -> None:
+    assert c.GATE_RAYCLUSTER_NETWORK_POLICY not in c.UNIMPLEMENTED_FEATURE_GATES
+    config = parse_flags(["--feature-gates=RayClusterNetworkPolicy=true"])
+    assert config is not None and config.feature_gates == {"RayClusterNetworkPolicy": True}
+
+
 def test_v170s_gates_and_defaults_and_v161s_removed_gate() -> None:
     assert len(c.FEATURE_GATE_DEFAULTS) == 11 and c.FEATURE_GATE_DEFAULTS["RayServiceIncrementalUpgrade"] is True
     with pytest.raises(ConfigError, match="unknown feature gate 'AsyncJobInfoQuery'"):

@@ -517,6 +517,61 @@ CASES: list[Case] = [
         ],
     ),
     (
+        "network-policy-ingress-rules-under-deny-egress",
+        "RayCluster",
+        {
+            "spec.networkPolicy": {
+                "mode": "DenyAllEgress",
+                "worker": {"ingressRules": [{}]},
+                "workerGroups": [{"groupName": "small-group", "ingressRules": [{}]}],
+            }
+        },
+        {"RayClusterNetworkPolicy": True},
+        [
+            (
+                "spec.networkPolicy.worker.ingressRules",
+                'networkPolicy.worker.ingressRules cannot be set when mode is "DenyAllEgress" (ingress is not '
+                "restricted)",
+            ),
+            (
+                "spec.networkPolicy.workerGroups[0].ingressRules",
+                'networkPolicy.workerGroups["small-group"].ingressRules cannot be set when mode is "DenyAllEgress" '
+                "(ingress is not restricted)",
+            ),
+        ],
+    ),
+    (
+        # KubeRay v1.7.0's order: every group name before the workerGroups entries.
+        "network-policy-group-names",
+        "RayCluster",
+        {
+            f"{W1}.groupName": "GPU-Group",
+            "spec.networkPolicy": {
+                "mode": "DenyAllIngress",
+                "workerGroups": [{"groupName": "samll-group", "egressRules": [{}]}],
+            },
+        },
+        {"RayClusterNetworkPolicy": True},
+        [
+            (
+                f"{W1}.groupName",
+                'worker group name "GPU-Group" must be a valid DNS1123 label when networkPolicy is enabled (it is '
+                "embedded in the NetworkPolicy name): [a lowercase RFC 1123 label must consist of lower case "
+                "alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. "
+                "'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')]",
+            ),
+            (
+                "spec.networkPolicy.workerGroups[0].egressRules",
+                'networkPolicy.workerGroups["samll-group"].egressRules cannot be set when mode is "DenyAllIngress" '
+                "(egress is not restricted)",
+            ),
+            (
+                "spec.networkPolicy.workerGroups[0].groupName",
+                'networkPolicy.workerGroups["samll-group"] does not match any group name in workerGroupSpecs',
+            ),
+        ],
+    ),
+    (
         "tls-needs-gate",
         "RayCluster",
         {"spec.tlsOptions": {"enabled": True}},

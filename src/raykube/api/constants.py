@@ -297,9 +297,8 @@ GATE_KUBERNETES_WAS: Final = "KubernetesWAS"
 
 # raykube's own list: the v1.7.0 gates whose features raykube does not build yet. Turning one on is refused at
 # start-up (raykube.api.config), as an unimplemented batch scheduler is, rather than accepting the fields and silently
-# making none of their objects (no NetworkPolicy, no certificates, ...).
+# making none of their objects (no certificates, no collector, ...).
 UNIMPLEMENTED_FEATURE_GATES: Final = (
-    GATE_RAYCLUSTER_NETWORK_POLICY,
     GATE_GCS_FT_EMBEDDED_STORAGE,
     GATE_RAYCLUSTER_MTLS,
     GATE_RAYCLUSTER_HISTORY_SERVER,
@@ -688,6 +687,21 @@ RAY_CRONJOB_SCHEDULED_TIMESTAMP_ANNOTATION: Final = "ray.io/cronjob-scheduled-ti
 # KubeRay utils/constant.go K8sEventType: what the RayCronJob controller reports.
 EVENT_INVALID_RAYCRONJOB_SPEC: Final = "InvalidRayCronJobSpec"
 EVENT_SUSPENDED_RAYCRONJOB: Final = "SuspendedRayCronJob"
+
+# --- The NetworkPolicy controller (KubeRay v1.7.0 networkpolicy_controller.go, utils/constant.go; alpha, gated) ----
+
+# KubeRay v1.7.0 networkpolicy_controller.go GetEventRecorder: the reporting controller of its events.
+NETWORKPOLICY_CONTROLLER_NAME: Final = "networkpolicy-controller"
+# KubeRay v1.7.0 networkpolicy_controller.go getHeadPort: the rayStartParams key of the head's dashboard port.
+DASHBOARD_PORT_RAY_START_PARAM: Final = "dashboard-port"
+# KubeRay v1.7.0 utils/constant.go K8sEventType: what the NetworkPolicy controller reports.
+EVENT_CREATED_NETWORK_POLICY: Final = "CreatedNetworkPolicy"
+EVENT_UPDATED_NETWORK_POLICY: Final = "UpdatedNetworkPolicy"
+EVENT_DELETED_NETWORK_POLICY: Final = "DeletedNetworkPolicy"
+EVENT_FAILED_TO_CREATE_NETWORK_POLICY: Final = "FailedToCreateNetworkPolicy"
+EVENT_FAILED_TO_UPDATE_NETWORK_POLICY: Final = "FailedToUpdateNetworkPolicy"
+EVENT_FAILED_TO_DELETE_NETWORK_POLICY: Final = "FailedToDeleteNetworkPolicy"
+EVENT_NETWORK_POLICY_NAME_COLLISION: Final = "NetworkPolicyNameCollision"
 
 # --- RayJob submission (KubeRay v1.6.1 rayjob_controller.go, common/job.go, utils/constant.go) ------------------
 

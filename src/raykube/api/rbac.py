@@ -78,6 +78,10 @@ OPERATOR_RULES: tuple[Rule, ...] = (
         ("rayclusters/finalizers", "rayjobs/finalizers", "raycronjobs/finalizers", "rayservices/finalizers"),
         ("update",),
     ),
+    # The NetworkPolicy controller (raykube.controllers.networkpolicy) runs only with the RayClusterNetworkPolicy
+    # gate; its rule is granted always, as KubeRay v1.7.0's role.yaml grants it. get: a same-named policy the cache
+    # does not hold (a create answered AlreadyExists).
+    Rule("networking.k8s.io", ("networkpolicies",), ("create", "delete", "get", "list", "update", "watch")),
 )
 
 # What the --batch-scheduler plugins add (raykube.builders.batch): their objects are created, watched (KubeRay ``Owns``)

@@ -1,8 +1,8 @@
 """The operator's runtime: controllers from their registrations, informers, the cache, work queues and workers.
 
 A :class:`Manager` is given :class:`~raykube.controllers.base.Registration` s (:func:`default_registrations`: the
-RayCluster, RayJob and RayService controllers', and RayCronJob's behind its feature gate) and builds, as
-controller-runtime's manager does:
+RayCluster, RayJob and RayService controllers', and RayCronJob's and NetworkPolicy's behind their feature gates) and
+builds, as controller-runtime's manager does:
 
 * **informers**: one per watched resource and namespace, shared by every controller that watches it. Two
   controllers watching one resource must agree on its label selector (the cache would otherwise hold two partial
@@ -41,6 +41,7 @@ from raykube.api import constants as c
 from raykube.api.resources import RAYCLUSTERS, RAYJOBS, RAYSERVICES
 from raykube.builders.options import BuildOptions
 from raykube.controllers.base import Deps, Key, Reconciler, Registration, Watch
+from raykube.controllers.networkpolicy import registration as networkpolicy_registration
 from raykube.controllers.raycluster import registration as raycluster_registration
 from raykube.controllers.raycronjob import registration as raycronjob_registration
 from raykube.controllers.rayjob import registration as rayjob_registration
@@ -109,11 +110,13 @@ class Controller:
 
 
 def default_registrations(options: BuildOptions) -> list[Registration]:
-    """The controllers the operator runs: RayCluster, RayJob, RayService and, with ``--feature-gates=RayCronJob=true``
-    (KubeRay v1.6.1 starts it only then), RayCronJob."""
+    """The controllers the operator runs: RayCluster, RayJob, RayService and, each only with its feature gate (as
+    KubeRay v1.7.0 starts them), RayCronJob and NetworkPolicy."""
     registrations = [raycluster_registration(options), rayjob_registration(options), rayservice_registration(options)]
     if options.gate(c.GATE_RAY_CRON_JOB):
         registrations.append(raycronjob_registration(options))
+    if options.gate(c.GATE_RAYCLUSTER_NETWORK_POLICY):
+        registrations.append(networkpolicy_registration(options))
     return registrations
 
 

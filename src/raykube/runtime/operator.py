@@ -22,6 +22,7 @@ import socket
 import uuid
 from pathlib import Path
 
+from raykube.api import constants as c
 from raykube.api.config import OperatorConfig, describe
 from raykube.builders.options import BuildOptions
 from raykube.kube.client import Kube
@@ -111,6 +112,10 @@ class Operator:
         log.info("starting raykube operator", extra={"config": describe(self.config), "identity": self.identity})
         if self.config.batch_scheduler:
             log.info("batch scheduler %s: Ray Pods get its scheduling metadata", self.config.batch_scheduler)
+        if self.manager.options.gate(c.GATE_RAYCLUSTER_NETWORK_POLICY):  # KubeRay v1.7.0 main.go's words
+            log.info("RayClusterNetworkPolicy feature gate is enabled, starting NetworkPolicy controller")
+        else:
+            log.info("RayClusterNetworkPolicy feature gate is disabled, skipping NetworkPolicy controller setup")
         await self.manager.preflight()  # StartupError before anything listens, e.g. Volcano's CRD missing
         await self.probes.start()
         if self.metrics_server is not None:

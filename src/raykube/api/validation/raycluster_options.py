@@ -171,19 +171,22 @@ def _check_network_policy(errs: _Errors, spec: _View, workers: Sequence[_Group],
             f"spec.networkPolicy requires the {c.GATE_RAYCLUSTER_NETWORK_POLICY} feature gate to be enabled",
         )
     quoted_mode = quote(mode)
-    for label, rules in [*rule_sets, *((label, view) for _, label, view in per_group)]:
-        ingress = rules.array("ingressRules")
-        egress = rules.array("egressRules")
-        if mode == c.NETWORK_POLICY_DENY_ALL_EGRESS and ingress:
+
+    def check_rules(label: str, rules: _View) -> None:
+        if mode == c.NETWORK_POLICY_DENY_ALL_EGRESS and rules.array("ingressRules"):
             errs.kuberay(
                 rules.at("ingressRules"),
                 f"{label}.ingressRules cannot be set when mode is {quoted_mode} (ingress is not restricted)",
             )
-        if mode == c.NETWORK_POLICY_DENY_ALL_INGRESS and egress:
+        if mode == c.NETWORK_POLICY_DENY_ALL_INGRESS and rules.array("egressRules"):
             errs.kuberay(
                 rules.at("egressRules"),
                 f"{label}.egressRules cannot be set when mode is {quoted_mode} (egress is not restricted)",
             )
+
+    # validateNetworkPolicy's order: head, worker, every group name, then each workerGroups entry.
+    for label, rules in rule_sets:
+        check_rules(label, rules)
     group_names = set()
     for worker in workers:
         reasons = _dns1123_label_errors(worker.label)
@@ -195,6 +198,7 @@ def _check_network_policy(errs: _Errors, spec: _View, workers: Sequence[_Group],
             )
         group_names.add(worker.label)
     for name, label, item in per_group:
+        check_rules(label, item)
         if name not in group_names:
             errs.kuberay(item.at("groupName"), f"{label} does not match any group name in workerGroupSpecs")
 
