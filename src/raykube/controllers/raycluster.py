@@ -107,7 +107,9 @@ def registration(options: BuildOptions) -> Registration:
         .owns(ROLE_BINDINGS, label_selector=CREATED_BY_SELECTOR)
         .owns(JOBS, label_selector=CREATED_BY_SELECTOR)
         .owns(SECRETS, label_selector=c.RAY_CLUSTER_LABEL)
-        .owns(INGRESSES, label_selector=c.RAY_CLUSTER_LABEL)
+        # Every Ingress, as KubeRay's cache: v1.7.0 reads the dashboard Ingress by name, and one of that name the
+        # cluster does not control (a user's, unlabelled) must be seen to be reported and left alone.
+        .owns(INGRESSES)
     )
     plugin = batch.get(options.batch_scheduler)
     for res in plugin.kinds if plugin else ():
