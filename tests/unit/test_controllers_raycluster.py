@@ -908,3 +908,53 @@ async def test_an_ingress_update_on_a_stale_copy_is_left_to_the_next_pass_withou
     assert world.fake.events == []
     await world.reconcile()
     assert world.fake.reasons() == [c.EVENT_UPDATED_INGRESS]
+
+
+# ------------------------------------------------------------------------------------------------- autoscaler v1
+def _autoscaler_cluster(version: str | None, policies: list[str | None]) -> dict[str, Any]:
+    """Autoscaling on (``autoscalerOptions.version`` as given), one worker group per entry of ``policies`` (the
+    template's restartPolicy, or none)."""
+    body = raycluster(enableInTreeAutoscaling=True)
+    if version is not None:
+        body["spec"]["autoscalerOptions"] = {"version": version}
+    template_group = body["spec"]["workerGroupSpecs"][0]
+    body["spec"]["workerGroupSpecs"] = []
+    for index, policy in enumerate(policies):
+        group = copy.deepcopy(template_group)
+        group["groupName"] = f"g{index + 1}"
+        if policy is not None:
+            group["template"]["spec"]["restartPolicy"] = policy
+        body["spec"]["workerGroupSpecs"].append(group)
+    return body
+
+
+_V1_NOTE = (
+    f"RayCluster spec warning {NS}/{NAME}: restartPolicy for worker groups [g1, g3] should be Never or unset when "
+    "using autoscaler V1"
+)
+
+
+@pytest.mark.parametrize(
+    ("version", "policies", "autoscaling", "note"),
+    [
+        pytest.param("v1", ["Always", "Never", "OnFailure", None], True, _V1_NOTE, id="v1: g1 and g3, in spec order"),
+        pytest.param("v1", ["Never", None], True, None, id="v1: Never or unset is fine"),
+        pytest.param(None, ["Always"], True, None, id="version unset: no warning (only an explicit v1)"),
+        pytest.param("v1", ["Always"], False, None, id="autoscaling off: no warning"),
+    ],
+)  # KubeRay v1.7.0 rayClusterReconcile, after ValidateRayClusterSpec
+async def test_autoscaler_v1_restart_policy_warning_on_every_pass(
+    version: str | None, policies: list[str | None], autoscaling: bool, note: str | None
+) -> None:
+    body = _autoscaler_cluster(version, policies)
+    body["spec"]["enableInTreeAutoscaling"] = autoscaling
+    world = new_world(body)
+    for _ in range(2):
+        await world.reconcile()
+        warnings = [
+            (e.type, e.action, e.note) for e in world.fake.events if e.reason == c.EVENT_INVALID_RAYCLUSTER_SPEC
+        ]
+        assert warnings == ([("Warning", "Validate", note)] if note else [])
+        # The pass goes on: the head Pod is there (made by the first pass).
+        assert world.pods(**{c.RAY_NODE_TYPE_LABEL: c.NODE_TYPE_HEAD})
+        world.clear()

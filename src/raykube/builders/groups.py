@@ -139,3 +139,18 @@ def min_resources(spec: RayClusterSpec) -> dict[str, Quantity]:
     """``CalculateMinResources``: the head's resources and each group's ``minReplicas * numOfHosts`` times over
     (what a batch scheduler must reserve when the autoscaler is on); suspended groups count for nothing (v1.7.0)."""
     return _head_plus_groups(spec, lambda group: group.min_replicas)
+
+
+def autoscaler_v1_restart_policy_groups(spec: RayClusterSpec) -> list[str]:
+    """KubeRay v1.7.0 ``rayClusterReconcile``: with in-tree autoscaling and ``autoscalerOptions.version: v1`` set
+    explicitly, the worker groups (in spec order) whose template sets a ``restartPolicy`` other than ``Never`` (the
+    v1 autoscaler expects a failed worker Pod to go away, not to be restarted in place)."""
+    options = spec.autoscaler_options
+    if spec.enable_in_tree_autoscaling is not True or options is None or options.version != c.AUTOSCALER_VERSION_V1:
+        return []
+    found = []
+    for group in _groups(spec):
+        policy = (group.template.get("spec") or {}).get("restartPolicy")
+        if policy and policy != c.RESTART_POLICY_NEVER:
+            found.append(group.group_name)
+    return found
