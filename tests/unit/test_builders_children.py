@@ -216,3 +216,26 @@ def test_the_cleanup_job_is_built_from_the_head_pod() -> None:
     env = {e["name"] for e in container["env"]}
     assert {"RAY_REDIS_ADDRESS", "RAY_redis_db_connect_retries", "RAY_external_storage_namespace"} <= env
     assert template["spec"]["restartPolicy"] == "Never"
+
+
+def test_the_cleanup_job_carries_the_default_pod_metadata_and_not_create_head_pods_additions() -> None:
+    """KubeRay v1.7.0 buildRedisCleanupJob builds on buildHeadPod: the operator's default Pod labels and annotations
+    (only where missing), node type redis-cleanup; not createHeadPod's Recreate hash and version annotations, nor the
+    batch scheduler's metadata."""
+    c = cluster(gcsFaultToleranceOptions={"redisAddress": "redis:6379"})
+    options = BuildOptions(
+        default_pod_labels={"team": "ml", "ray.io/node-type": "nope"},
+        default_pod_annotations={"scrape": "true"},
+        batch_scheduler="volcano",
+    )
+    job = children.redis_cleanup_job(c, pods.build_head_pod(c, options))
+    for meta in (job["metadata"], job["spec"]["template"]["metadata"]):
+        assert meta["labels"]["team"] == "ml"
+        assert meta["labels"]["ray.io/node-type"] == "redis-cleanup"
+        assert meta["annotations"]["scrape"] == "true"
+        assert "ray.io/kuberay-version" not in meta["annotations"]
+        assert "ray.io/upgrade-strategy-recreate-hash" not in meta["annotations"]
+    assert "schedulerName" not in job["spec"]["template"]["spec"]
+    head = pods.head_pod(c, options)  # what createHeadPod POSTs has them
+    assert head["spec"]["schedulerName"] == "volcano"
+    assert head["metadata"]["annotations"]["ray.io/kuberay-version"]

@@ -733,6 +733,8 @@ async def test_gcs_ft_deletion_runs_the_redis_cleanup_job_then_drops_the_finaliz
     assert_writes(world, [("create", "jobs", f"{NAME}-redis-cleanup")])
     assert world.fake.reasons() == [c.EVENT_CREATED_REDIS_CLEANUP_JOB]
     job = world.fake.all(JOBS, NS)[0]
+    # Built from buildHeadPod: not createHeadPod's Recreate hash and version annotations (KubeRay v1.7.0).
+    assert c.RAY_KUBERAY_VERSION_ANNOTATION not in job["spec"]["template"]["metadata"].get("annotations", {})
     world.fake.add({**job, "status": {"conditions": [{"type": "Complete", "status": "True"}]}}, JOBS)
     world.clear()
     assert await world.reconcile() == Result()

@@ -242,7 +242,7 @@ class Children:
                 await self._remove_finalizer(ctx)
                 return None
             return JOB_REQUEUE
-        body = children.redis_cleanup_job(ctx.cluster, pods.head_pod(ctx.cluster, self.options))
+        body = children.redis_cleanup_job(ctx.cluster, pods.build_head_pod(ctx.cluster, self.options))
         await reported(
             self.recorder,
             ctx.obj,
