@@ -250,5 +250,74 @@ async def test_the_dashboard_ingress_is_created_and_kept_in_step(runtime_kube: K
     await wait_for(lambda: ingress("/ray"), 30, what="the Ingress to follow the new path")
 
 
+async def test_a_v16_dashboard_ingress_is_rewritten_and_a_foreign_one_left_alone(
+    runtime_kube: Kube, namespace: str
+) -> None:
+    """KubeRay v1.7.0 reconcileIngressKubernetes on a live swap: the Ingress a v1.6.x operator made for the cluster
+    (path ``/<cluster>/(.*)``, ``Exact``) is read by name and rewritten to ``/``, ``Prefix``; an Ingress of the same
+    name that the cluster does not control is never touched, and each pass says so."""
+    await runtime_kube.create(RAYCLUSTERS, small_cluster("old"), namespace)
+    cluster = await runtime_kube.get(RAYCLUSTERS, "old", namespace)
+    owner = {"apiVersion": "ray.io/v1", "kind": "RayCluster", "name": "old", "uid": cluster["metadata"]["uid"],
+             "controller": True, "blockOwnerDeletion": True}  # fmt: skip
+
+    def v16_ingress(name: str, cluster_name: str, owner_refs: list[dict[str, Any]]) -> dict[str, Any]:
+        backend = {"service": {"name": f"{cluster_name}-head-svc", "port": {"number": 8265}}}
+        path = {"path": f"/{cluster_name}/(.*)", "pathType": "Exact", "backend": backend}
+        meta: dict[str, Any] = {"name": name, "annotations": {"left": "over"}}
+        if owner_refs:
+            meta["labels"] = {
+                "ray.io/cluster": cluster_name,
+                "ray.io/identifier": f"{cluster_name}-head",
+                "app.kubernetes.io/name": "kuberay",
+                "app.kubernetes.io/created-by": "kuberay-operator",
+            }
+            meta["ownerReferences"] = owner_refs
+        return {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": meta,
+                "spec": {"rules": [{"http": {"paths": [path]}}]}}  # fmt: skip
+
+    await runtime_kube.create(INGRESSES, v16_ingress("old-head-ingress", "old", [owner]), namespace)
+    patch = [{"op": "add", "path": "/spec/headGroupSpec/enableIngress", "value": True}]
+    await runtime_kube.patch(RAYCLUSTERS, "old", patch, namespace, patch_type="json")
+
+    async def rewritten() -> dict[str, Any] | NotYet:
+        live = await runtime_kube.get(INGRESSES, "old-head-ingress", namespace)
+        path = live["spec"]["rules"][0]["http"]["paths"][0]
+        if (path["path"], path["pathType"]) != ("/", "Prefix"):
+            return NotYet(f"path {path['path']} {path['pathType']}")
+        return live
+
+    live = await wait_for(rewritten, 30, what="the v1.6.x Ingress rewritten to / Prefix")
+    assert live["metadata"]["uid"]  # the same object, updated in place
+    assert "left" not in (live["metadata"].get("annotations") or {})  # the annotations are the cluster's
+    assert live["metadata"]["ownerReferences"][0]["uid"] == cluster["metadata"]["uid"]
+    [event] = await wait_for(
+        lambda: _events_or_not_yet(runtime_kube, namespace, "UpdatedIngress"), 30, what="UpdatedIngress"
+    )
+    assert event["type"] == "Normal"
+    assert (event.get("note") or event.get("message")) == f"Updated ingress {namespace}/old-head-ingress"
+
+    # Someone else's Ingress (no owner, no labels: outside the operator's cache) holds the name of a new cluster's.
+    foreign = await runtime_kube.create(INGRESSES, v16_ingress("taken-head-ingress", "taken", []), namespace)
+    body = small_cluster("taken")
+    body["spec"]["headGroupSpec"]["enableIngress"] = True
+    await runtime_kube.create(RAYCLUSTERS, body, namespace)
+    [event, *_] = await wait_for(
+        lambda: _events_or_not_yet(runtime_kube, namespace, "FailedToCreateIngress"), 30, what="FailedToCreateIngress"
+    )
+    assert event["type"] == "Warning"
+    assert (event.get("note") or event.get("message")) == (
+        f"Ingress {namespace}/taken-head-ingress already exists and is not owned by this RayCluster; not modifying it"
+    )
+    await wait_ready(runtime_kube, namespace, workers=1, name="taken")  # the rest of the pass went on
+    after = await runtime_kube.get(INGRESSES, "taken-head-ingress", namespace)
+    assert after["metadata"]["resourceVersion"] == foreign["metadata"]["resourceVersion"]  # never modified
+
+
+async def _events_or_not_yet(kube: Kube, namespace: str, reason: str) -> list[dict[str, Any]] | NotYet:
+    found = await events_for(kube, namespace, reason)
+    return found or NotYet(f"no {reason} event yet")
+
+
 def test_the_operator_fixture_is_strict(operator: Manager) -> None:
     assert operator.kube.rules is not None  # every test above ran within the generated RBAC rules

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
+
+import pytest
 
 from raykube.api.resources import RayCluster
 from raykube.builders import children, pods
@@ -54,9 +57,149 @@ def test_the_ingress_points_at_the_dashboard_and_takes_the_class_from_the_annota
     path = ingress["spec"]["rules"][0]["http"]["paths"][0]
     assert path == {"path": "/", "pathType": "Prefix",
                     "backend": {"service": {"name": "c-head-svc", "port": {"number": 8265}}}}  # fmt: skip
-    assert not children.ingress_needs_update(ingress, ingress)
+    assert children.updated_ingress(ingress, ingress) is None
     changed = {**ingress, "metadata": {**ingress["metadata"], "labels": {}}}
-    assert children.ingress_needs_update(changed, ingress)
+    assert children.updated_ingress(changed, ingress) is not None
+
+
+def _ingress_cluster(options: dict[str, Any] | None, annotations: dict[str, str] | None = None) -> RayCluster:
+    body = cluster(annotations=annotations or {}).to_wire()
+    body["spec"]["headGroupSpec"]["enableIngress"] = True
+    if options is not None:
+        body["spec"]["headGroupSpec"]["ingressOptions"] = options
+    return RayCluster.model_validate(body)
+
+
+_TLS = [{"hosts": ["ray.example.test"], "secretName": "ray-tls"}]
+
+
+@pytest.mark.parametrize(
+    ("options", "annotations", "rule", "spec_extra"),
+    [
+        pytest.param(None, None, {"path": "/", "pathType": "Prefix"}, {}, id="defaults: / Prefix, no host, no tls"),
+        pytest.param({}, None, {"path": "/", "pathType": "Prefix"}, {}, id="empty options: the same"),
+        pytest.param(
+            {"path": "/ray", "pathType": "Exact", "host": "ray.example.test", "tls": _TLS},
+            None,
+            {"path": "/ray", "pathType": "Exact", "host": "ray.example.test"},
+            {"tls": _TLS},
+            id="every option",
+        ),
+        pytest.param(
+            {"pathType": "ImplementationSpecific"},
+            None,
+            {"path": "/", "pathType": "ImplementationSpecific"},
+            {},
+            id="pathType alone",
+        ),
+        pytest.param({"tls": []}, None, {"path": "/", "pathType": "Prefix"}, {}, id="empty tls: none"),
+        pytest.param(
+            None,
+            {"kubernetes.io/ingress.class": ""},
+            {"path": "/", "pathType": "Prefix"},
+            {"ingressClassName": ""},
+            id="an empty class annotation still sets the class (Go: the key is there)",
+        ),
+    ],
+)  # KubeRay v1.7.0 BuildIngressForHeadService
+def test_the_ingress_follows_ingress_options(
+    options: dict[str, Any] | None,
+    annotations: dict[str, str] | None,
+    rule: dict[str, Any],
+    spec_extra: dict[str, Any],
+) -> None:
+    ingress = children.head_ingress(_ingress_cluster(options, annotations))
+    assert ingress is not None
+    backend = {"service": {"name": "c-head-svc", "port": {"number": 8265}}}
+    http_rule: dict[str, Any] = {"http": {"paths": [{"path": rule["path"], "pathType": rule["pathType"],
+                                                      "backend": backend}]}}  # fmt: skip
+    if "host" in rule:
+        http_rule["host"] = rule["host"]
+    assert ingress["spec"] == {"rules": [http_rule], **spec_extra}
+    assert "kubernetes.io/ingress.class" not in ingress["metadata"]["annotations"]
+    if options and options.get("tls"):
+        assert ingress["spec"]["tls"] is not options["tls"]  # a copy
+
+
+def _v16_ingress(c: RayCluster, **spec: Any) -> dict[str, Any]:
+    """The dashboard Ingress as KubeRay v1.6.x made it, as read back from the API server."""
+    ingress = children.head_ingress(c)
+    assert ingress is not None
+    live: dict[str, Any] = json.loads(json.dumps(ingress))
+    live["metadata"].update(resourceVersion="7", uid="ingress-uid", finalizers=["example.com/keep"])
+    path = live["spec"]["rules"][0]["http"]["paths"][0]
+    path.update(path="/c/(.*)", pathType="Exact")
+    live["spec"].update(spec)
+    live["status"] = {"loadBalancer": {}}
+    return live
+
+
+def test_updated_ingress_rewrites_a_v16_ingress_and_keeps_the_rest_of_the_live_object() -> None:
+    c = _ingress_cluster(None, {"team": "ml"})
+    desired = children.head_ingress(c)
+    assert desired is not None
+    live = _v16_ingress(c)
+    body = children.updated_ingress(live, desired)
+    assert body is not None
+    assert body["spec"] == desired["spec"]
+    assert body["spec"]["rules"][0]["http"]["paths"][0]["path"] == "/"
+    assert body["metadata"]["resourceVersion"] == "7"  # an Update of the live object
+    assert body["metadata"]["finalizers"] == ["example.com/keep"]
+    assert body["status"] == {"loadBalancer": {}}
+    assert live["spec"]["rules"][0]["http"]["paths"][0]["path"] == "/c/(.*)"  # not mutated
+    assert children.updated_ingress(body, desired) is None  # in step after the update
+
+
+@pytest.mark.parametrize(
+    ("change", "desired_class", "expected"),
+    [
+        pytest.param(lambda live: None, None, None, id="in step"),
+        pytest.param(
+            lambda live: live["metadata"]["labels"].update(extra="x"), None, "labels", id="a label added by hand"
+        ),
+        pytest.param(
+            lambda live: live["metadata"].update(annotations={"team": "ml", "x": "y"}),
+            None,
+            "annotations",
+            id="an annotation added by hand",
+        ),
+        pytest.param(lambda live: live["metadata"].pop("annotations"), None, "annotations", id="annotations gone"),
+        pytest.param(
+            lambda live: live["spec"].update(ingressClassName="nginx"),
+            None,
+            None,
+            id="no class desired: the live one (DefaultIngressClass) is adopted",
+        ),
+        pytest.param(
+            lambda live: live["spec"].update(ingressClassName="nginx"),
+            "traefik",
+            "spec",
+            id="another class desired: replaced",
+        ),
+        pytest.param(lambda live: live["spec"].update(tls=_TLS), None, "spec", id="tls added by hand: removed"),
+    ],
+)  # KubeRay v1.7.0 ingressNeedsUpdate
+def test_updated_ingress(change: Any, desired_class: str | None, expected: str | None) -> None:
+    annotations = {"team": "ml"}
+    if desired_class is not None:
+        annotations["kubernetes.io/ingress.class"] = desired_class
+    c = _ingress_cluster(None, annotations)
+    desired = children.head_ingress(c)
+    assert desired is not None
+    live = json.loads(json.dumps(desired))
+    live["metadata"]["resourceVersion"] = "3"
+    live["spec"].pop("ingressClassName", None)
+    if desired_class is not None:
+        live["spec"]["ingressClassName"] = desired_class
+    change(live)
+    body = children.updated_ingress(live, desired)
+    if expected is None:
+        assert body is None
+        return
+    assert body is not None
+    assert body["metadata"]["labels"] == desired["metadata"]["labels"]
+    assert body["metadata"].get("annotations", {}) == desired["metadata"]["annotations"]
+    assert body["spec"] == desired["spec"]
 
 
 def test_the_cleanup_job_is_built_from_the_head_pod() -> None:
@@ -73,3 +216,26 @@ def test_the_cleanup_job_is_built_from_the_head_pod() -> None:
     env = {e["name"] for e in container["env"]}
     assert {"RAY_REDIS_ADDRESS", "RAY_redis_db_connect_retries", "RAY_external_storage_namespace"} <= env
     assert template["spec"]["restartPolicy"] == "Never"
+
+
+def test_the_cleanup_job_carries_the_default_pod_metadata_and_not_create_head_pods_additions() -> None:
+    """KubeRay v1.7.0 buildRedisCleanupJob builds on buildHeadPod: the operator's default Pod labels and annotations
+    (only where missing), node type redis-cleanup; not createHeadPod's Recreate hash and version annotations, nor the
+    batch scheduler's metadata."""
+    c = cluster(gcsFaultToleranceOptions={"redisAddress": "redis:6379"})
+    options = BuildOptions(
+        default_pod_labels={"team": "ml", "ray.io/node-type": "nope"},
+        default_pod_annotations={"scrape": "true"},
+        batch_scheduler="volcano",
+    )
+    job = children.redis_cleanup_job(c, pods.build_head_pod(c, options))
+    for meta in (job["metadata"], job["spec"]["template"]["metadata"]):
+        assert meta["labels"]["team"] == "ml"
+        assert meta["labels"]["ray.io/node-type"] == "redis-cleanup"
+        assert meta["annotations"]["scrape"] == "true"
+        assert "ray.io/kuberay-version" not in meta["annotations"]
+        assert "ray.io/upgrade-strategy-recreate-hash" not in meta["annotations"]
+    assert "schedulerName" not in job["spec"]["template"]["spec"]
+    head = pods.head_pod(c, options)  # what createHeadPod POSTs has them
+    assert head["spec"]["schedulerName"] == "volcano"
+    assert head["metadata"]["annotations"]["ray.io/kuberay-version"]

@@ -1062,3 +1062,103 @@ def test_command_helpers() -> None:
         '{"a":0.5,"b":4,"c":1e+21,"d":1.5e-7,"e":123456.25}'
     )
     assert go_json({"<&>": 1}) == '{"\\u003c\\u0026\\u003e":1}'
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# KubeRay v1.7.0 defaultPodLabels / defaultPodAnnotations (buildHeadPod / buildWorkerPod)
+# --------------------------------------------------------------------------------------------------------------------
+
+_DEFAULT_LABELS = {
+    "team": "platform",  # the user sets it on the head template: the user's wins
+    "tier": "gold",  # the worker group's `labels` set it: the group's wins
+    "cost-center": "42",  # nobody sets it: the default fills it in
+    "ray.io/node-type": "nope",  # KubeRay's labels (labelPod) always win
+    "ray.io/cluster": "nope",
+    "ray.io/group": "nope",
+    "ray.io/identifier": "nope",
+    "ray.io/is-ray-node": "no",
+    "app.kubernetes.io/created-by": "someone",
+    "app.kubernetes.io/name": "else",
+    "ray.io/worker-group-replica-index": "99",  # set before the defaults (multi-host indexing)
+    "ray.io/serve": "maybe",  # BuildPod sets it after the defaults for a RayService's cluster
+}
+_DEFAULT_ANNOTATIONS = {
+    "owner": "platform",  # the user sets it on the templates: the user's wins
+    "prometheus.io/scrape": "true",  # filled in
+    "ray.io/ft-enabled": "true",  # set by KubeRay before the defaults: kept
+    "ray.io/kuberay-version": "v0.0.0",  # createHeadPod sets it after buildHeadPod: KubeRay's
+    "ray.io/upgrade-strategy-recreate-hash": "nope",  # the same
+}
+
+
+def _default_metadata_cluster(*, rayservice: bool = False) -> RayCluster:
+    doc = _doc("ray-cluster.sample.yaml")
+    head_meta = doc["spec"]["headGroupSpec"]["template"].setdefault("metadata", {})
+    head_meta["labels"] = {"team": "ml"}
+    head_meta["annotations"] = {"owner": "ml"}
+    group = doc["spec"]["workerGroupSpecs"][0]
+    group["labels"] = {"tier": "silver"}
+    group["template"].setdefault("metadata", {})["annotations"] = {"owner": "ml"}
+    if rayservice:
+        doc["metadata"].setdefault("labels", {})["ray.io/originated-from-crd"] = "RayService"
+    return _cluster(doc)
+
+
+_DEFAULTS = BuildOptions(default_pod_labels=_DEFAULT_LABELS, default_pod_annotations=_DEFAULT_ANNOTATIONS)
+
+
+def test_default_pod_metadata_fills_only_what_is_missing_on_the_head() -> None:
+    head = _head(_default_metadata_cluster(), _DEFAULTS)
+    labels, annotations = head["metadata"]["labels"], head["metadata"]["annotations"]
+    assert labels["team"] == "ml"
+    assert labels["cost-center"] == "42"
+    assert labels["tier"] == "gold"  # no group labels on the head
+    assert {k: labels[k] for k in ("ray.io/node-type", "ray.io/cluster", "ray.io/group", "ray.io/identifier")} == {
+        "ray.io/node-type": "head",
+        "ray.io/cluster": "raycluster-kuberay",
+        "ray.io/group": "headgroup",
+        "ray.io/identifier": "raycluster-kuberay-head",
+    }
+    assert (labels["ray.io/is-ray-node"], labels["app.kubernetes.io/created-by"]) == ("yes", "kuberay-operator")
+    assert labels["app.kubernetes.io/name"] == "kuberay"
+    assert labels["ray.io/serve"] == "maybe"  # a plain RayCluster: BuildPod leaves it to the default
+    assert annotations["owner"] == "ml"
+    assert annotations["prometheus.io/scrape"] == "true"
+    assert annotations["ray.io/ft-enabled"] == "false"
+    assert annotations["ray.io/kuberay-version"] == OPTIONS.kuberay_version
+    assert annotations["ray.io/upgrade-strategy-recreate-hash"] not in ("", "nope")
+
+
+def test_default_pod_metadata_fills_only_what_is_missing_on_a_worker() -> None:
+    worker = _worker(_default_metadata_cluster(), options=_DEFAULTS, replica_index=3)
+    labels, annotations = worker["metadata"]["labels"], worker["metadata"]["annotations"]
+    assert labels["team"] == "platform"  # the worker template does not set it
+    assert labels["tier"] == "silver"
+    assert labels["cost-center"] == "42"
+    assert (labels["ray.io/node-type"], labels["ray.io/group"]) == ("worker", "workergroup")
+    assert labels["ray.io/worker-group-replica-index"] == "3"
+    # No ray.io/ft-enabled on workers (KubeRay sets it on the head only), so the default fills it in.
+    assert annotations == {
+        "owner": "ml",
+        "prometheus.io/scrape": "true",
+        "ray.io/ft-enabled": "true",
+        "ray.io/kuberay-version": "v0.0.0",  # createHeadPod's annotations are the head's only
+        "ray.io/upgrade-strategy-recreate-hash": "nope",
+    }
+
+
+def test_default_pod_metadata_under_a_rayservice_leaves_ray_io_serve_to_build_pod() -> None:
+    cluster = _default_metadata_cluster(rayservice=True)
+    assert _head(cluster, _DEFAULTS)["metadata"]["labels"]["ray.io/serve"] == "false"
+    assert _worker(cluster, options=_DEFAULTS)["metadata"]["labels"]["ray.io/serve"] == "true"
+
+
+def test_a_default_overwrite_annotation_turns_command_generation_off_as_in_kuberay() -> None:
+    options = BuildOptions(default_pod_annotations={"ray.io/overwrite-container-cmd": "true"})
+    head = _head(_sample("ray-cluster.sample.yaml"), options)
+    assert "ulimit" not in " ".join(_ray(head).get("args") or [])
+
+
+def test_no_default_pod_metadata_adds_nothing() -> None:
+    cluster = _sample("ray-cluster.sample.yaml")
+    assert _head(cluster) == _head(cluster, BuildOptions(default_pod_labels={}, default_pod_annotations={}))

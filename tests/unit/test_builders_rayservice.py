@@ -233,15 +233,15 @@ _UPGRADING = {"conditions": [{"type": "UpgradeInProgress", "status": "True", "re
         pytest.param(_config(), _cluster(version=None), True, None, True, id="active without version annotation"),
         pytest.param(_config(), _cluster(version="v1.5.1"), False, None, False, id="pending: version not checked"),
         pytest.param(_config(), _cluster(version="v1.5.1"), True, _UPGRADING, False, id="active during upgrade"),
-        pytest.param(_config(suspend=True), _cluster(), True, None, True, id="suspend flipped on (Kueue)"),
-        pytest.param(_config(suspend=True), _cluster(), False, None, True, id="pending suspend flipped on"),
+        pytest.param(_config(suspend=True), _cluster(), True, None, False, id="v1.7.0: suspend flipped on, no update"),
+        pytest.param(_config(suspend=True), _cluster(), False, None, False, id="v1.7.0: pending suspend flipped on"),
         pytest.param(
             _config(suspend=False),
             _cluster(config=_config(suspend=True)),
             True,
             None,
-            True,
-            id="suspend flipped off",
+            False,
+            id="v1.7.0: suspend flipped off, no update",
         ),
         pytest.param(_config(suspend=False), _cluster(), True, None, False, id="suspend false == nil"),
         pytest.param(_config(workerGroupSpecs=_two_groups()), _cluster(), True, None, True, id="group appended"),
@@ -255,7 +255,7 @@ _UPGRADING = {"conditions": [{"type": "UpgradeInProgress", "status": "True", "re
             id="[Q] replicas alone never propagated",
         ),
     ],
-)  # shouldUpdateCluster; TestShouldUpdateCluster_SuspendFlip, TestReconcileRayCluster_Update*Cluster
+)  # v1.7.0 shouldUpdateCluster (suspend no longer compared); TestReconcileRayCluster_Update*Cluster
 def test_should_update_cluster(
     config: dict[str, Any], cluster: RayCluster | None, active: bool, status: dict[str, Any] | None, expected: bool
 ) -> None:
@@ -356,6 +356,37 @@ def test_updated_cluster_replaces_spec_labels_annotations() -> None:
     assert live["metadata"]["labels"] == {"added-by-someone": "x"}  # not mutated
     with pytest.raises(rs.RayServiceBuildError, match="different names or namespaces"):
         rs.updated_cluster(live, rs.rayservice_cluster(service, "other"))
+
+
+@pytest.mark.parametrize(
+    ("goal_suspend", "live_suspend", "expected"),
+    [
+        pytest.param(True, None, None, id="goal suspends, live unset: stays unset"),
+        pytest.param(None, True, True, id="goal unset, live suspended (Kueue): stays suspended"),
+        pytest.param(False, True, True, id="goal false, live true: kept"),
+        pytest.param(True, False, False, id="goal true, live false: kept"),
+    ],
+)  # v1.7.0 modifyRayCluster: the existing cluster's Suspend is kept
+def test_updated_cluster_keeps_the_live_suspend(
+    goal_suspend: bool | None, live_suspend: bool | None, expected: bool | None
+) -> None:
+    goal_extra = {} if goal_suspend is None else {"suspend": goal_suspend}
+    live_extra = {} if live_suspend is None else {"suspend": live_suspend}
+    service = _service(_config(workerGroupSpecs=_two_groups(), **goal_extra))
+    live = {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCluster",
+        "metadata": {"name": "test-service-abcde", "namespace": "test-namespace", "resourceVersion": "1"},
+        "spec": _config(**live_extra),
+    }
+    goal = rs.rayservice_cluster(service, "test-service-abcde")
+    assert goal["spec"].get("suspend") == goal_suspend  # a new cluster is created with the RayService's suspend
+    updated = rs.updated_cluster(live, goal)
+    assert updated["spec"].get("suspend") == expected
+    assert ("suspend" in updated["spec"]) is (expected is not None)
+    assert {k: v for k, v in updated["spec"].items() if k != "suspend"} == {
+        k: v for k, v in goal["spec"].items() if k != "suspend"
+    }
 
 
 # --------------------------------------------------------------------------------------------------------------------

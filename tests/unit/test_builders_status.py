@@ -26,6 +26,7 @@ from raykube.golang.quantity import (
     BINARY_SI,
     DECIMAL_EXPONENT,
     DECIMAL_SI,
+    ZERO,
     Quantity,
     QuantityError,
     canonical,
@@ -832,3 +833,51 @@ def _cond(type_: str, value: str, reason: str = "") -> dict[str, str]:
 def test_progress_only_holds_back_only_what_reports_progress(old: dict[str, Any], new: dict[str, Any],
                                                              expected: bool) -> None:  # fmt: skip
     assert status.progress_only(old, new) is expected
+
+
+def _resources_spec(*group_fields: dict[str, Any]) -> Any:
+    """The sample cluster with a head asking for 1 CPU and worker groups of Pods asking for 500m CPU and 1Gi each."""
+    document = load("ray-cluster.sample.yaml")
+    document["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
+    worker = {"spec": {"containers": [{"name": "w", "resources": {"limits": {"cpu": "500m", "memory": "1Gi"}}}]}}
+    document["spec"]["workerGroupSpecs"] = [
+        {"groupName": f"g{i}", "template": copy.deepcopy(worker), **fields} for i, fields in enumerate(group_fields)
+    ]
+    spec = cluster_of(document).spec
+    assert spec is not None
+    return spec
+
+
+@pytest.mark.parametrize(
+    ("group_fields", "cpu", "memory"),
+    [
+        pytest.param([{"maxReplicas": 3}], "1", "0", id="v1.7.0: replicas unset is 0 (v1.6.1 panicked)"),
+        pytest.param([{"replicas": 2, "numOfHosts": 3}], "4", "6Gi", id="replicas x numOfHosts"),
+        pytest.param([{"replicas": 2}, {"replicas": 4, "suspend": True}], "2", "2Gi", id="suspended group left out"),
+        pytest.param(
+            [{"replicas": 2147483647, "numOfHosts": 2}],
+            "2147483648",
+            "4294967294Gi",
+            id="v1.7.0: one int64 product, no int32 wrap-around",
+        ),
+        pytest.param([{"replicas": -1}], "500m", "-1Gi", id="v1.7.0: a negative replicas multiplies as written"),
+    ],
+)  # KubeRay v1.7.0 CalculateDesiredResources
+def test_desired_resources_v170(group_fields: list[dict[str, Any]], cpu: str, memory: str) -> None:
+    resources = groups.desired_resources(_resources_spec(*group_fields))
+    assert format_quantity(resources.get("cpu", ZERO)) == cpu
+    assert format_quantity(resources.get("memory", ZERO)) == memory
+
+
+def test_min_resources_leave_out_suspended_groups_and_pod_resources_change_nothing() -> None:
+    spec = _resources_spec(
+        {"replicas": 5, "minReplicas": 2, "numOfHosts": 2},
+        {"replicas": 5, "minReplicas": 3, "suspend": True},
+    )
+    before = copy.deepcopy(spec.to_wire())
+    resources = groups.min_resources(spec)  # KubeRay v1.7.0 CalculateMinResources: suspended groups count 0
+    assert (format_quantity(resources["cpu"]), format_quantity(resources["memory"])) == ("3", "4Gi")
+    template = spec.worker_group_specs[0].template
+    assert groups.pod_resources(template) == {"cpu": parse_quantity("500m"), "memory": parse_quantity("1Gi")}
+    assert "requests" not in template["spec"]["containers"][0]["resources"]  # v1.6.1 copied the limits in
+    assert spec.to_wire() == before

@@ -701,6 +701,8 @@ def test_the_registration_watches_what_kuberays_controller_owns() -> None:
     assert reg.recorder == c.RAYCLUSTER_CONTROLLER_NAME
     owned = [w.res for w in reg.owned]
     assert owned == [PODS, SERVICES, SERVICE_ACCOUNTS, ROLES, ROLE_BINDINGS, JOBS, SECRETS, INGRESSES]
+    # Every Ingress is cached, as KubeRay's: an unlabelled one holding the dashboard Ingress's name must be seen.
+    assert [w.label_selector for w in reg.owned if w.res == INGRESSES] == [None]
     volcano = registration(BuildOptions(batch_scheduler=c.BATCH_SCHEDULER_VOLCANO))
     assert [w.res.kind for w in volcano.owned][-1] == "PodGroup"
     assert volcano.owned[-1].missing_hint is not None
@@ -731,6 +733,8 @@ async def test_gcs_ft_deletion_runs_the_redis_cleanup_job_then_drops_the_finaliz
     assert_writes(world, [("create", "jobs", f"{NAME}-redis-cleanup")])
     assert world.fake.reasons() == [c.EVENT_CREATED_REDIS_CLEANUP_JOB]
     job = world.fake.all(JOBS, NS)[0]
+    # Built from buildHeadPod: not createHeadPod's Recreate hash and version annotations (KubeRay v1.7.0).
+    assert c.RAY_KUBERAY_VERSION_ANNOTATION not in job["spec"]["template"]["metadata"].get("annotations", {})
     world.fake.add({**job, "status": {"conditions": [{"type": "Complete", "status": "True"}]}}, JOBS)
     world.clear()
     assert await world.reconcile() == Result()
@@ -771,3 +775,188 @@ def test_the_pod_cache_keeps_what_the_controllers_read_and_drops_the_rest() -> N
     assert "env" not in kept["spec"]["containers"][0]
     assert pod_builder.should_delete_pod(kept) is pod_builder.should_delete_pod(before) is True
     assert len(json.dumps(kept)) < len(json.dumps(before)) / 2
+
+
+# ------------------------------------------------------------------------------------------------- dashboard Ingress
+INGRESS = f"{NAME}-head-ingress"
+INGRESS_KEY = f"{NS}/{INGRESS}"
+
+
+def _ingress_on(body: dict[str, Any]) -> None:
+    body["spec"]["headGroupSpec"]["enableIngress"] = True
+
+
+def _v16_ingress(world: World, *, owned: bool = True, labelled: bool = True) -> dict[str, Any]:
+    """The dashboard Ingress as KubeRay v1.6.x made it (path ``/<cluster>/(.*)``, ``Exact``), owned by the cluster or
+    not, labelled ``ray.io/cluster`` (in the operator's cache) or not."""
+    from raykube.api.resources import RayCluster  # noqa: PLC0415
+    from raykube.builders import children  # noqa: PLC0415
+
+    desired = children.head_ingress(RayCluster.model_validate(world.cluster))
+    assert desired is not None
+    body: dict[str, Any] = json.loads(json.dumps(desired))
+    body["metadata"]["ownerReferences"][0]["uid"] = objects.uid(world.cluster) if owned else "someone-else"
+    if not labelled:
+        body["metadata"].pop("labels")
+        body["metadata"].pop("ownerReferences")
+    body["spec"]["rules"][0]["http"]["paths"][0].update(path=f"/{NAME}/(.*)", pathType="Exact")
+    return body
+
+
+async def _ingress_world(*, owned: bool = True, labelled: bool = True) -> World:
+    """A ready cluster with ``enableIngress`` on and a v1.6.x Ingress under its Ingress name."""
+    world = await ready_world(raycluster())
+    world.edit(_ingress_on)
+    await world.reconcile()  # creates the v1.7.0 Ingress
+    stale = _v16_ingress(world, owned=owned, labelled=labelled)
+    await world.fake.api.delete(INGRESSES, INGRESS, NS)
+    world.fake.add(stale)
+    world.clear()
+    return world
+
+
+def _path(ingress: dict[str, Any] | None) -> tuple[str, str]:
+    assert ingress is not None
+    path = ingress["spec"]["rules"][0]["http"]["paths"][0]
+    return path["path"], path["pathType"]
+
+
+async def test_enabling_the_ingress_creates_it_with_kuberays_note() -> None:
+    world = await ready_world()
+    world.edit(_ingress_on)
+    await world.reconcile()
+    assert [w for w in world.writes() if "ingresses" in w] == [f"create ingresses {INGRESS_KEY}"]
+    [event] = world.fake.events
+    assert (event.type, event.reason, event.action, event.note) == (
+        "Normal",
+        c.EVENT_CREATED_INGRESS,
+        "Create",
+        f"Created ingress {INGRESS_KEY}",
+    )
+    assert _path(world.fake.stored(INGRESSES, NS, INGRESS)) == ("/", "Prefix")
+
+
+async def test_a_v16_ingress_owned_by_the_cluster_is_rewritten_on_the_first_pass() -> None:
+    world = await _ingress_world()
+    await world.reconcile()
+    assert_writes(world, [("update", "ingresses", INGRESS)])
+    [event] = world.fake.events
+    assert (event.type, event.reason, event.action, event.note) == (
+        "Normal",
+        c.EVENT_UPDATED_INGRESS,
+        "Update",
+        f"Updated ingress {INGRESS_KEY}",
+    )
+    assert _path(world.fake.stored(INGRESSES, NS, INGRESS)) == ("/", "Prefix")
+    world.clear()
+    await world.reconcile()  # in step now: nothing more
+    assert world.fake.writes == []
+    assert world.fake.events == []
+
+
+async def test_an_ingress_class_set_by_admission_is_adopted_not_fought() -> None:
+    world = await ready_world()
+    world.edit(_ingress_on)
+    await world.reconcile()
+    live = copy.deepcopy(world.fake.stored(INGRESSES, NS, INGRESS))
+    assert live is not None
+    live["spec"]["ingressClassName"] = "nginx"  # the DefaultIngressClass admission plugin's doing
+    world.fake.add(live)
+    world.clear()
+    await world.reconcile()
+    assert world.fake.writes == []
+    assert world.fake.events == []
+
+
+@pytest.mark.parametrize("labelled", [True, False], ids=["labelled ray.io/cluster", "a user's, unlabelled"])
+async def test_an_ingress_of_another_owner_is_left_alone_with_a_warning_every_pass(labelled: bool) -> None:
+    world = await _ingress_world(owned=False, labelled=labelled)
+    before = copy.deepcopy(world.fake.stored(INGRESSES, NS, INGRESS))
+    for _ in range(2):
+        await world.reconcile()
+        assert world.fake.writes == []
+        [event] = world.fake.events
+        assert (event.type, event.reason, event.action, event.note) == (
+            "Warning",
+            c.EVENT_FAILED_TO_CREATE_INGRESS,
+            "Create",
+            f"Ingress {INGRESS_KEY} already exists and is not owned by this RayCluster; not modifying it",
+        )
+        world.clear()
+    assert world.fake.stored(INGRESSES, NS, INGRESS) == before
+
+
+async def test_a_failed_ingress_update_is_a_warning_and_fails_the_pass() -> None:
+    world = await _ingress_world()
+    world.fake.fail("update", INGRESSES, code=422, reason="Invalid", message="spec.rules: Invalid value")
+    with pytest.raises(ReconcileError):
+        await world.reconcile()
+    ingress_events = [e for e in world.fake.events if "Ingress" in e.reason]
+    assert [(e.type, e.reason, e.action, e.note) for e in ingress_events] == [
+        (
+            "Warning",
+            c.EVENT_FAILED_TO_UPDATE_INGRESS,
+            "Update",
+            f"Failed updating ingress {INGRESS_KEY}, spec.rules: Invalid value",
+        )
+    ]
+    assert _path(world.fake.stored(INGRESSES, NS, INGRESS)) == (f"/{NAME}/(.*)", "Exact")
+
+
+async def test_an_ingress_update_on_a_stale_copy_is_left_to_the_next_pass_without_a_warning() -> None:
+    world = await _ingress_world()
+    world.fake.fail("update", INGRESSES, code=409, reason="Conflict", message="the object has been modified", times=1)
+    await world.reconcile()
+    assert world.fake.events == []
+    await world.reconcile()
+    assert world.fake.reasons() == [c.EVENT_UPDATED_INGRESS]
+
+
+# ------------------------------------------------------------------------------------------------- autoscaler v1
+def _autoscaler_cluster(version: str | None, policies: list[str | None]) -> dict[str, Any]:
+    """Autoscaling on (``autoscalerOptions.version`` as given), one worker group per entry of ``policies`` (the
+    template's restartPolicy, or none)."""
+    body = raycluster(enableInTreeAutoscaling=True)
+    if version is not None:
+        body["spec"]["autoscalerOptions"] = {"version": version}
+    template_group = body["spec"]["workerGroupSpecs"][0]
+    body["spec"]["workerGroupSpecs"] = []
+    for index, policy in enumerate(policies):
+        group = copy.deepcopy(template_group)
+        group["groupName"] = f"g{index + 1}"
+        if policy is not None:
+            group["template"]["spec"]["restartPolicy"] = policy
+        body["spec"]["workerGroupSpecs"].append(group)
+    return body
+
+
+_V1_NOTE = (
+    f"RayCluster spec warning {NS}/{NAME}: restartPolicy for worker groups [g1, g3] should be Never or unset when "
+    "using autoscaler V1"
+)
+
+
+@pytest.mark.parametrize(
+    ("version", "policies", "autoscaling", "note"),
+    [
+        pytest.param("v1", ["Always", "Never", "OnFailure", None], True, _V1_NOTE, id="v1: g1 and g3, in spec order"),
+        pytest.param("v1", ["Never", None], True, None, id="v1: Never or unset is fine"),
+        pytest.param(None, ["Always"], True, None, id="version unset: no warning (only an explicit v1)"),
+        pytest.param("v1", ["Always"], False, None, id="autoscaling off: no warning"),
+    ],
+)  # KubeRay v1.7.0 rayClusterReconcile, after ValidateRayClusterSpec
+async def test_autoscaler_v1_restart_policy_warning_on_every_pass(
+    version: str | None, policies: list[str | None], autoscaling: bool, note: str | None
+) -> None:
+    body = _autoscaler_cluster(version, policies)
+    body["spec"]["enableInTreeAutoscaling"] = autoscaling
+    world = new_world(body)
+    for _ in range(2):
+        await world.reconcile()
+        warnings = [
+            (e.type, e.action, e.note) for e in world.fake.events if e.reason == c.EVENT_INVALID_RAYCLUSTER_SPEC
+        ]
+        assert warnings == ([("Warning", "Validate", note)] if note else [])
+        # The pass goes on: the head Pod is there (made by the first pass).
+        assert world.pods(**{c.RAY_NODE_TYPE_LABEL: c.NODE_TYPE_HEAD})
+        world.clear()

@@ -575,6 +575,28 @@ async def test_a_worker_group_appended_updates_the_active_cluster_in_place() -> 
     assert world.writes() == []  # the hash is equal now
 
 
+async def test_suspend_reaches_a_cluster_only_when_it_is_created() -> None:
+    """KubeRay v1.7.0 (RS-3): rayClusterConfig.suspend no longer updates a cluster in place (v1.6.1 did), nor starts
+    a new one (it is not hashed); an in-place update for another reason keeps the cluster's own suspend."""
+    world = await serving_world()
+    cluster = world.active
+    world.edit_cluster_config(lambda cfg: cfg.update(suspend=True))
+    await world.reconcile()
+    assert world.writes() == [f"update rayservices/status {NS}/{NAME}"]  # observedGeneration only
+    assert world.pending == ""
+    live = world.fake.stored(RAYCLUSTERS, NS, cluster)
+    assert live is not None and "suspend" not in live["spec"]
+
+    world.edit_cluster_config(lambda cfg: cfg["workerGroupSpecs"].append(_group("more")))
+    world.clear()
+    await world.reconcile()
+    assert world.writes()[0] == f"update rayclusters {NS}/{cluster}"
+    updated = world.fake.stored(RAYCLUSTERS, NS, cluster)
+    assert updated is not None
+    assert [g["groupName"] for g in updated["spec"]["workerGroupSpecs"]] == ["workers", "more"]
+    assert "suspend" not in updated["spec"]  # the cluster's own (unset), not rayClusterConfig's true
+
+
 async def test_upgrade_strategy_none_ignores_cluster_changes_and_still_applies_serve_config() -> None:
     world = await serving_world(rayservice(upgradeStrategy={"type": "None"}))
     cluster = world.active

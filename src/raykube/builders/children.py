@@ -1,4 +1,4 @@
-"""The other objects KubeRay creates for a RayCluster (v1.6.1 ``controllers/ray/common/rbac.go`` and ``ingress.go``;
+"""The other objects KubeRay creates for a RayCluster (v1.7.0 ``controllers/ray/common/rbac.go`` and ``ingress.go``;
 ``reconcileAuthSecret`` and ``buildRedisCleanupJob`` in ``controllers/ray/raycluster_controller.go``):
 
 * the autoscaler's ServiceAccount, Role and RoleBinding (``enableInTreeAutoscaling``), created if missing and never
@@ -110,7 +110,11 @@ def auth_secret(cluster: RayCluster, token: str) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------------------------- ingress
 def head_ingress(cluster: RayCluster) -> dict[str, Any] | None:
-    """The dashboard Ingress (``CheckName("<cluster>-head-ingress")``), or None when ``enableIngress`` is off."""
+    """KubeRay v1.7.0 ``BuildIngressForHeadService``: the dashboard Ingress (``CheckName("<cluster>-head-ingress")``),
+    or None when ``enableIngress`` is off. One rule to the head Service's dashboard port: ``ingressOptions.path``
+    (default ``/``) and ``pathType`` (default ``Prefix``; v1.6.1 had ``/<cluster>/(.*)``, ``Exact``), its ``host``;
+    ``spec.tls`` a copy of ``ingressOptions.tls``; the cluster's annotations less ``kubernetes.io/ingress.class``,
+    which becomes ``ingressClassName``."""
     head = cluster.spec.head_group_spec if cluster.spec else None
     if head is None or not head.enable_ingress:
         return None
@@ -149,23 +153,44 @@ def head_ingress(cluster: RayCluster) -> dict[str, Any] | None:
     spec: dict[str, Any] = {"rules": [rule]}
     if options and options.tls:
         spec["tls"] = copy.deepcopy(options.tls)
-    if ingress_class:
+    if ingress_class is not None:  # KubeRay: whenever the annotation is there, even empty
         spec["ingressClassName"] = ingress_class
     return {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": meta, "spec": spec}
 
 
-def ingress_needs_update(live: Mapping[str, Any], desired: Mapping[str, Any]) -> bool:
-    """KubeRay keeps labels, annotations and spec in step; a live class is kept when none is desired."""
+def updated_ingress(live: Mapping[str, Any], desired: Mapping[str, Any]) -> dict[str, Any] | None:
+    """KubeRay v1.7.0 ``ingressNeedsUpdate``: the Update body for an Ingress this cluster owns (the live object, its
+    resourceVersion kept, with the desired labels, annotations and spec), or None when it is already in step.
+
+    Labels and annotations are compared as maps (absent equals empty) and replaced whole; a desired spec without
+    ``ingressClassName`` adopts the live one (the DefaultIngressClass admission plugin may have set it: no fight);
+    the spec is then compared and replaced whole. An Ingress of v1.6.x (path ``/<cluster>/(.*)``, ``Exact``) is thus
+    rewritten to the current path on the first pass."""
     live_meta, want_meta = live.get("metadata") or {}, desired.get("metadata") or {}
-    if (live_meta.get("labels") or {}) != want_meta.get("labels") or (live_meta.get("annotations") or {}) != (
-        want_meta.get("annotations") or {}
-    ):
-        return True
-    live_spec = dict(live.get("spec") or {})
-    want_spec = dict(desired.get("spec") or {})
-    if "ingressClassName" not in want_spec:
-        live_spec.pop("ingressClassName", None)
-    return live_spec != want_spec
+    metadata = copy.deepcopy(dict(live_meta))
+    changed = False
+    for key in ("labels", "annotations"):
+        want = dict(want_meta.get(key) or {})
+        if dict(live_meta.get(key) or {}) != want:
+            changed = True
+            if want:
+                metadata[key] = want
+            else:
+                metadata.pop(key, None)
+    spec = copy.deepcopy(dict(desired.get("spec") or {}))
+    live_spec = live.get("spec") or {}
+    if "ingressClassName" not in spec and live_spec.get("ingressClassName") is not None:
+        spec["ingressClassName"] = live_spec["ingressClassName"]
+    if dict(live_spec) != spec:
+        changed = True
+    else:
+        spec = copy.deepcopy(dict(live_spec))
+    if not changed:
+        return None
+    body = copy.deepcopy(dict(live))
+    body["metadata"] = metadata
+    body["spec"] = spec
+    return body
 
 
 # ---------------------------------------------------------------------------------------------- GCS FT cleanup

@@ -3,8 +3,12 @@
 * :func:`desired_worker_replicas` is ``GetWorkerGroupDesiredReplicas``: the Pods one group should have.
 * :func:`total_desired_workers`, :func:`total_min_workers` and :func:`total_max_workers` are
   ``CalculateDesiredReplicas``, ``CalculateMinReplicas`` and ``CalculateMaxReplicas`` (``status.*WorkerReplicas``).
-* :func:`pod_resources` and :func:`desired_resources` are ``CalculatePodResource`` and ``CalculateDesiredResources``
-  (``status.desiredCPU`` etc.).
+* :func:`pod_resources`, :func:`desired_resources` and :func:`min_resources` are ``CalculatePodResource``,
+  ``CalculateDesiredResources`` (``status.desiredCPU`` etc.) and ``CalculateMinResources`` (a batch scheduler's
+  reservation), as KubeRay v1.7.0 computes them: a group's Pod resources times ``replicas`` (unset: 0) or
+  ``minReplicas``, times ``numOfHosts``, in one exact product (Go ``int64``, no ``int32`` wrap-around), suspended
+  groups left out of both; the template is never changed (v1.6.1's ``CalculatePodResource`` wrote limit-only
+  resources into the container's requests).
 
 KubeRay computes in Go ``int32``. The desired and minimum totals therefore wrap around on overflow exactly like
 KubeRay's (only absurd specs get there); the maximum total saturates at 2^31-1, as KubeRay v1.6.1 does
@@ -21,12 +25,12 @@ Details that follow v1.6.1's ``utils/util.go`` and ``utils/util_test.go`` to the
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from raykube.api import constants as c
 from raykube.api.raycluster import MAX_INT32, RayClusterSpec, WorkerGroupSpec
-from raykube.golang.quantity import Quantity, multiply, parse_quantity
+from raykube.golang.quantity import Quantity, parse_quantity
 
 _MIG = re.compile(c.NVIDIA_MIG_RESOURCE_PATTERN)
 _INT32_SPAN = 2**32
@@ -90,7 +94,7 @@ def is_gpu_resource_name(name: str) -> bool:
 
 def pod_resources(template: Mapping[str, Any] | None) -> dict[str, Quantity]:
     """``CalculatePodResource``: per resource name, Σ over the template's containers (not init containers) of the
-    request, or of the limit where the container requests nothing of that resource."""
+    request, or of the limit where the container requests nothing of that resource. ``template`` is only read."""
     containers = (((template or {}).get("spec") or {}).get("containers")) or []
     total: dict[str, Quantity] = {}
     for container in containers:
@@ -105,30 +109,48 @@ def pod_resources(template: Mapping[str, Any] | None) -> dict[str, Quantity]:
     return total
 
 
-def desired_resources(spec: RayClusterSpec) -> dict[str, Quantity]:
-    """``CalculateDesiredResources``: the head Pod's resources plus, for every group that is not suspended, its Pod's
-    resources ``replicas * numOfHosts`` times. ``replicas`` is taken as written (0 when unset), *not* clamped to
-    min/max as the replica counters are."""
+def _scaled(quantity: Quantity, times: int) -> Quantity:
+    """Go ``Quantity.Mul(int64)``: exact, in the quantity's own format (0 and negative factors included)."""
+    return Quantity(quantity.value * times, quantity.format)
+
+
+def _head_plus_groups(spec: RayClusterSpec, count: Callable[[WorkerGroupSpec], int]) -> dict[str, Quantity]:
+    """The head Pod's resources plus, for each group that is not suspended, its Pod's resources times
+    ``count(group) * numOfHosts`` (KubeRay v1.7.0 ``calculatePodResources`` with ``int64(numOfHosts) * int64(n)``)."""
     total = dict(pod_resources(spec.head_group_spec.template))
     for group in _groups(spec):
         if _suspended(group):
             continue
-        times = int32((group.replicas or 0) * group.num_of_hosts)
+        times = count(group) * group.num_of_hosts
         for name, quantity in pod_resources(group.template).items():
-            added = multiply(quantity, times)
+            added = _scaled(quantity, times)
             total[name] = total[name] + added if name in total else added
     return total
+
+
+def desired_resources(spec: RayClusterSpec) -> dict[str, Quantity]:
+    """``CalculateDesiredResources``: the head's resources and each group's ``replicas * numOfHosts`` times over.
+    ``replicas`` is taken as written (0 when unset: v1.7.0 dereferences it with a default), *not* clamped to
+    min/max as the replica counters are."""
+    return _head_plus_groups(spec, lambda group: group.replicas or 0)
 
 
 def min_resources(spec: RayClusterSpec) -> dict[str, Quantity]:
-    """``CalculateMinResources``: the head Pod's resources plus, for every group that is not suspended, its Pod's
-    resources ``minReplicas * numOfHosts`` times (what a batch scheduler must reserve when the autoscaler is on)."""
-    total = dict(pod_resources(spec.head_group_spec.template))
+    """``CalculateMinResources``: the head's resources and each group's ``minReplicas * numOfHosts`` times over
+    (what a batch scheduler must reserve when the autoscaler is on); suspended groups count for nothing (v1.7.0)."""
+    return _head_plus_groups(spec, lambda group: group.min_replicas)
+
+
+def autoscaler_v1_restart_policy_groups(spec: RayClusterSpec) -> list[str]:
+    """KubeRay v1.7.0 ``rayClusterReconcile``: with in-tree autoscaling and ``autoscalerOptions.version: v1`` set
+    explicitly, the worker groups (in spec order) whose template sets a ``restartPolicy`` other than ``Never`` (the
+    v1 autoscaler expects a failed worker Pod to go away, not to be restarted in place)."""
+    options = spec.autoscaler_options
+    if spec.enable_in_tree_autoscaling is not True or options is None or options.version != c.AUTOSCALER_VERSION_V1:
+        return []
+    found = []
     for group in _groups(spec):
-        if _suspended(group):
-            continue
-        times = int32(group.min_replicas * group.num_of_hosts)
-        for name, quantity in pod_resources(group.template).items():
-            added = multiply(quantity, times)
-            total[name] = total[name] + added if name in total else added
-    return total
+        policy = (group.template.get("spec") or {}).get("restartPolicy")
+        if policy and policy != c.RESTART_POLICY_NEVER:
+            found.append(group.group_name)
+    return found

@@ -28,7 +28,10 @@ What v1.7.0 changed from v1.6.1 on every cluster, and raykube follows:
 * ``rayStartParams`` ``include-log-monitor`` keeps ``=true``/``=false`` like ``log-color`` and ``include-dashboard``
   (PR #4857), so ``"false"`` turns Ray's log monitor off.
 * ``BuildOptions.default_pod_labels``/``default_pod_annotations`` (the Configuration's, PR #4987) are applied only
-  where a key is missing.
+  where a key is missing: after ``labelPod`` (KubeRay's labels, then the template's and the group's), the replica
+  index labels and KubeRay's template annotations, so all of those win; before ``BuildPod``'s ``ray.io/serve`` and
+  ``createHeadPod``'s annotations, which win over them. The Redis cleanup Job, built from :func:`build_head_pod`,
+  carries them too.
 
 Not yet built here (each behind a v1.7.0 feature gate that is off by default, and refused by validation while raykube
 lacks it): the mTLS volumes, env and ``wait-for-tls-ip-san`` init container (``RayClusterMTLS``), the rocksdb GCS
@@ -167,7 +170,19 @@ def ray_start_command(cluster: RayCluster, group_index: int | None, options: Bui
 
 
 def head_pod(cluster: RayCluster, options: BuildOptions) -> dict[str, Any]:
-    """The head Pod KubeRay creates for ``cluster`` (``buildHeadPod``)."""
+    """The head Pod KubeRay creates for ``cluster`` (``createHeadPod``): :func:`build_head_pod` with the Recreate hash
+    and ``ray.io/kuberay-version`` annotations and the batch scheduler's metadata."""
+    pod = build_head_pod(cluster, options)
+    pod_annotations: dict[str, str] = pod["metadata"].setdefault("annotations", {})
+    spec_hash = cluster_spec_hash(_Context.of(cluster, options).spec)
+    pod_annotations[c.RAY_UPGRADE_STRATEGY_RECREATE_HASH_ANNOTATION] = spec_hash
+    pod_annotations[c.RAY_KUBERAY_VERSION_ANNOTATION] = options.kuberay_version
+    return batch.decorate_pod(options.batch_scheduler, cluster, c.HEAD_GROUP_NAME, pod)
+
+
+def build_head_pod(cluster: RayCluster, options: BuildOptions) -> dict[str, Any]:
+    """KubeRay ``buildHeadPod``: the head Pod before ``createHeadPod`` adds its annotations and the batch scheduler
+    its metadata. The Redis cleanup Job is built from it (with the operator's default Pod labels and annotations)."""
     ctx = _Context.of(cluster, options)
     head = ctx.spec.head_group_spec
     meta, spec = _copy_template(head.template)
@@ -190,11 +205,7 @@ def head_pod(cluster: RayCluster, options: BuildOptions) -> dict[str, Any]:
     if ctx.auth is not None:
         _add_token_auth(ctx, spec, ctx.auth)
     _append_copies(spec, options.head_sidecar_containers)
-    pod = _build_pod(ctx, meta, annotations, spec, params, head=True, autoscaling=autoscaling)
-    pod_annotations: dict[str, str] = pod["metadata"].setdefault("annotations", {})
-    pod_annotations[c.RAY_UPGRADE_STRATEGY_RECREATE_HASH_ANNOTATION] = cluster_spec_hash(ctx.spec)
-    pod_annotations[c.RAY_KUBERAY_VERSION_ANNOTATION] = options.kuberay_version
-    return batch.decorate_pod(options.batch_scheduler, cluster, c.HEAD_GROUP_NAME, pod)
+    return _build_pod(ctx, meta, annotations, spec, params, head=True, autoscaling=autoscaling)
 
 
 def worker_pod(

@@ -1,5 +1,5 @@
 """The objects around a RayCluster's Pods: the autoscaler's ServiceAccount, Role and RoleBinding, the dashboard
-Ingress, the auth Secret, and GCS fault tolerance's Redis cleanup finalizer and Job (KubeRay v1.6.1
+Ingress, the auth Secret, and GCS fault tolerance's Redis cleanup finalizer and Job (KubeRay v1.7.0
 ``ray-operator/controllers/ray/raycluster_controller.go`` with ``common/rbac.go``, ``common/ingress.go``,
 ``common/job.go``).
 
@@ -7,8 +7,9 @@ KubeRay's behaviour, kept here:
 
 * autoscaler RBAC objects are created if missing and never updated; a ServiceAccount the head template names is
   the user's: never created, and its absence is a ``Warning AutoscalerServiceAccountNotFound`` and an error;
-* the Ingress is kept in step (labels, annotations, spec); one this cluster does not own is left alone with a
-  ``Warning FailedToCreateIngress``;
+* the Ingress (v1.7.0) is read by name, created if missing, and kept in step (labels, annotations, spec: a v1.6.x
+  Ingress gets the new path on the first pass); one this cluster does not own is left alone with a
+  ``Warning FailedToCreateIngress`` on every pass;
 * the auth Secret is created once, with 32 random bytes, and never rotated; its value never reaches a log or event;
 * with Redis GCS FT the first pass adds the finalizer ``ray.io/gcs-ft-redis-cleanup-finalizer`` and creates no Pods;
   on deletion the Pods go (head first), then a cleanup Job runs, and the finalizer is removed when the Job finishes
@@ -19,7 +20,6 @@ KubeRay's behaviour, kept here:
 from __future__ import annotations
 
 import base64
-import json
 import secrets
 from collections.abc import Callable, Mapping
 from datetime import timedelta
@@ -45,7 +45,6 @@ JOB_REQUEUE = 2.0
 _SERVICE_ACCOUNT_EVENTS = (c.EVENT_CREATED_SERVICE_ACCOUNT, c.EVENT_FAILED_TO_CREATE_SERVICE_ACCOUNT)
 _ROLE_EVENTS = (c.EVENT_CREATED_ROLE, c.EVENT_FAILED_TO_CREATE_ROLE)
 _ROLE_BINDING_EVENTS = (c.EVENT_CREATED_ROLE_BINDING, c.EVENT_FAILED_TO_CREATE_ROLE_BINDING)
-_INGRESS_EVENTS = (c.EVENT_CREATED_INGRESS, c.EVENT_FAILED_TO_CREATE_INGRESS)
 
 
 class ChildError(Exception):
@@ -60,6 +59,10 @@ def _conflict(exc: ApiError) -> bool:
     return exc.conflict
 
 
+def _already_exists(exc: ApiError) -> bool:
+    return exc.already_exists
+
+
 class Children:
     def __init__(self, deps: Deps, *, token: Callable[[], str] = _random_token) -> None:
         self.api = deps.api
@@ -72,7 +75,8 @@ class Children:
     async def _create_once(
         self, ctx: ClusterContext, res: Resource, body: Mapping[str, Any], reasons: tuple[str, str], kind: str
     ) -> None:
-        """Create ``body`` unless the cache has it; ``reasons`` are the events' on success and on failure."""
+        """Create ``body`` unless the cache has it; ``reasons`` are the events' on success and on failure, whose notes
+        name ``kind`` as KubeRay's do ("Created service account ns/name", "Failed creating role ns/name, <error>")."""
         created, failed = reasons
         namespace = ctx.namespace
         name = objects.name(body)
@@ -84,7 +88,7 @@ class Children:
             "Create",
             self.api.create(res, body, namespace),
             done=(created, f"Created {kind} {namespace}/{name}"),
-            failed=(failed, f"Failed to create {kind} {namespace}/{name}"),
+            failed=(failed, f"Failed creating {kind} {namespace}/{name}"),
             tolerate=_conflict,  # exists; the cache has not caught up
         )
 
@@ -110,13 +114,16 @@ class Children:
                     raise ChildError(note) from exc
         else:
             body = children.autoscaler_service_account(cluster)
-            await self._create_once(ctx, SERVICE_ACCOUNTS, body, _SERVICE_ACCOUNT_EVENTS, "ServiceAccount")
-        await self._create_once(ctx, ROLES, children.autoscaler_role(cluster), _ROLE_EVENTS, "Role")
+            await self._create_once(ctx, SERVICE_ACCOUNTS, body, _SERVICE_ACCOUNT_EVENTS, "service account")
+        await self._create_once(ctx, ROLES, children.autoscaler_role(cluster), _ROLE_EVENTS, "role")
         body = children.autoscaler_role_binding(cluster)
-        await self._create_once(ctx, ROLE_BINDINGS, body, _ROLE_BINDING_EVENTS, "RoleBinding")
+        await self._create_once(ctx, ROLE_BINDINGS, body, _ROLE_BINDING_EVENTS, "role binding")
 
     # ------------------------------------------------------------------------------------------ ingress
     async def ingress(self, ctx: ClusterContext) -> None:
+        """KubeRay v1.7.0 ``reconcileIngressKubernetes``: the dashboard Ingress by name from the cache (which holds
+        every Ingress, as KubeRay's), created if missing, left alone (with a Warning) when the cluster does not
+        control it, else updated to the desired one."""
         desired = children.head_ingress(ctx.cluster)
         if desired is None:
             return
@@ -124,26 +131,32 @@ class Children:
         name = objects.name(desired)
         live = self.cache.get(INGRESSES, namespace, name)
         if live is None:
-            await self._create_once(ctx, INGRESSES, desired, _INGRESS_EVENTS, "Ingress")
+            await reported(
+                self.recorder,
+                ctx.obj,
+                "Create",
+                self.api.create(INGRESSES, desired, namespace),
+                done=(c.EVENT_CREATED_INGRESS, f"Created ingress {namespace}/{name}"),
+                failed=(c.EVENT_FAILED_TO_CREATE_INGRESS, f"Failed creating ingress {namespace}/{name}"),
+                tolerate=_already_exists,  # the cache has not caught up; the next pass reads it
+            )
             return
         if not objects.owned_by(live, ctx.uid):
-            note = f"Ingress {namespace}/{name} exists and is not owned by this RayCluster; left alone"
+            note = f"Ingress {namespace}/{name} already exists and is not owned by this RayCluster; not modifying it"
             self.recorder.event(ctx.obj, WARNING, c.EVENT_FAILED_TO_CREATE_INGRESS, "Create", note)
             return
-        if not children.ingress_needs_update(live, desired):
+        body = children.updated_ingress(live, desired)
+        if body is None:
             return
-        body = json.loads(json.dumps(desired))
-        body["metadata"]["resourceVersion"] = objects.resource_version(live)
-        if "ingressClassName" not in body["spec"] and (live.get("spec") or {}).get("ingressClassName"):
-            body["spec"]["ingressClassName"] = live["spec"]["ingressClassName"]
         await reported(
             self.recorder,
             ctx.obj,
             "Update",
             self.api.replace(INGRESSES, name, body, namespace),
-            done=(c.EVENT_UPDATED_INGRESS, f"Updated Ingress {namespace}/{name}"),
-            failed=(c.EVENT_FAILED_TO_UPDATE_INGRESS, f"Failed to update Ingress {namespace}/{name}"),
-            tolerate=_conflict,  # changed meanwhile; the next pass compares again
+            done=(c.EVENT_UPDATED_INGRESS, f"Updated ingress {namespace}/{name}"),
+            failed=(c.EVENT_FAILED_TO_UPDATE_INGRESS, f"Failed updating ingress {namespace}/{name}"),
+            # A stale cache (the Ingress changed since it was read): no Warning, the next pass compares again.
+            tolerate=_conflict,
         )
 
     # ------------------------------------------------------------------------------------------ auth secret
@@ -229,7 +242,7 @@ class Children:
                 await self._remove_finalizer(ctx)
                 return None
             return JOB_REQUEUE
-        body = children.redis_cleanup_job(ctx.cluster, pods.head_pod(ctx.cluster, self.options))
+        body = children.redis_cleanup_job(ctx.cluster, pods.build_head_pod(ctx.cluster, self.options))
         await reported(
             self.recorder,
             ctx.obj,

@@ -6,7 +6,9 @@ caused it, so a missed or duplicated event costs nothing but a pass. The pass fo
 
 1. Gone from the cache → forget its expectations. ``managedBy`` another controller → leave it alone.
 2. Invalid (``raykube.api.validation``) → a ``Warning InvalidRayClusterSpec``/``InvalidRayClusterMetadata`` event,
-   nothing else. Being deleted → nothing (owner references let the garbage collector remove the children).
+   nothing else. Valid, with autoscaler ``v1`` chosen and worker groups whose ``restartPolicy`` is not ``Never`` →
+   a ``Warning InvalidRayClusterSpec`` on every pass, which goes on (KubeRay v1.7.0). Being deleted → nothing (owner
+   references let the garbage collector remove the children).
 3. The head Service (created once, never updated: a user's edits to it are not fought over), the headless worker
    Service of multi-host groups, the serve Service when asked for by annotation.
 4. Pods: suspend (delete all, then stop), Recreate upgrades, the batch scheduler's objects (Volcano's PodGroup:
@@ -107,7 +109,9 @@ def registration(options: BuildOptions) -> Registration:
         .owns(ROLE_BINDINGS, label_selector=CREATED_BY_SELECTOR)
         .owns(JOBS, label_selector=CREATED_BY_SELECTOR)
         .owns(SECRETS, label_selector=c.RAY_CLUSTER_LABEL)
-        .owns(INGRESSES, label_selector=c.RAY_CLUSTER_LABEL)
+        # Every Ingress, as KubeRay's cache: v1.7.0 reads the dashboard Ingress by name, and one of that name the
+        # cluster does not control (a user's, unlabelled) must be seen to be reported and left alone.
+        .owns(INGRESSES)
     )
     plugin = batch.get(options.batch_scheduler)
     for res in plugin.kinds if plugin else ():
@@ -266,6 +270,7 @@ class RayClusterReconciler:
         cluster = RayCluster.model_validate(obj)
         if cluster.spec is None:  # validation requires a spec; this keeps the type checker honest
             raise ReconcileError("the RayCluster has no spec")
+        self._warn_autoscaler_v1_restart_policy(obj, cluster.spec, namespace, name)
         ctx = ClusterContext(obj, cluster, cluster.spec, namespace, name, self.cache)
         if objects.terminating(obj):
             requeue = await self.children.finalize(ctx)  # GCS FT Redis cleanup, if the finalizer is on
@@ -292,6 +297,17 @@ class RayClusterReconciler:
         if failure is not None:
             raise ReconcileError(failure.message, failure.reason)
         return Result(_requeue(changed, waiting))
+
+    def _warn_autoscaler_v1_restart_policy(self, obj: Obj, spec: RayClusterSpec, namespace: str, name: str) -> None:
+        """KubeRay v1.7.0: on every pass of a valid cluster (the pass goes on), a Warning when autoscaler v1 is chosen
+        explicitly and worker groups set a restartPolicy other than Never."""
+        found = groups.autoscaler_v1_restart_policy_groups(spec)
+        if found:
+            note = (
+                f"RayCluster spec warning {namespace}/{name}: restartPolicy for worker groups [{', '.join(found)}] "
+                "should be Never or unset when using autoscaler V1"
+            )
+            self.recorder.event(obj, WARNING, c.EVENT_INVALID_RAYCLUSTER_SPEC, "Validate", note)
 
     def _validate(self, key: tuple[str, str], obj: Obj) -> list[FieldError]:
         """``validate_raycluster``, once per resourceVersion of the object (the API server gives every change of it

@@ -14,8 +14,8 @@ normal exit coming back after 2 s:
    ``InvalidRayServiceSpec``, ``Ready=False/ValidationFailed`` written, and no requeue (a spec fix starts a pass);
 4. ``Ready=False/InitializingTimeout`` is terminal: only that clean-up runs (requeue while clusters remain);
 5. the clusters: the pending one named in the status is created (``<rs>-<rand5>``, chosen by the previous pass), else
-   the active and pending ones are updated in place when KubeRay would (operator version, suspend, worker groups
-   appended);
+   the active and pending ones are updated in place when KubeRay would (operator version, worker groups appended;
+   the cluster's own ``spec.suspend`` is kept: ``rayClusterConfig.suspend`` is only applied at creation, v1.7.0);
 6. each cluster's head Pod gets ``ray.io/serve`` from its Serve proxy's ``/-/healthz`` (``"false"`` with
    ``excludeHeadPodFromServeSvc``); a cluster without a head Pod yet fails the pass ("found 0 head"), as KubeRay's;
 7. Serve, once the head Pod is ready: the applications are read from the dashboard, and the config PUT when KubeRay

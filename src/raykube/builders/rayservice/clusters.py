@@ -145,9 +145,12 @@ def cluster_spec_hash_equal(rayservice: RayService, cluster: RayCluster, *, part
 def should_update_cluster(rayservice: RayService, cluster: RayCluster | None, *, active: bool) -> bool:
     """``shouldUpdateCluster``: an in-place update of the active (``active``) or pending cluster when
 
-    * (active only, and not while ``UpgradeInProgress`` is True) its ``ray.io/kuberay-version`` is not v1.6.1;
-    * ``rayClusterConfig.suspend`` differs from the cluster's ``spec.suspend`` (nil is false);
-    * the full hash differs and the partial hash is equal (worker groups appended at the end)."""
+    * (active only, and not while ``UpgradeInProgress`` is True) its ``ray.io/kuberay-version`` is not this
+      operator's (v1.7.0);
+    * the full hash differs and the partial hash is equal (worker groups appended at the end).
+
+    KubeRay v1.7.0 no longer updates a cluster because ``rayClusterConfig.suspend`` differs from its ``spec.suspend``
+    (v1.6.1 did): ``suspend`` reaches a cluster only when it is created, later it is Kueue's."""
     if cluster is None:
         return False
     if active:
@@ -156,9 +159,6 @@ def should_update_cluster(rayservice: RayService, cluster: RayCluster | None, *,
         version = (cluster.metadata.get("annotations") or {}).get(c.RAY_KUBERAY_VERSION_ANNOTATION, "")
         if version != c.KUBERAY_VERSION:
             return True
-    cluster_suspend = bool(cluster.spec.suspend) if cluster.spec is not None else False
-    if bool(_cluster_config(rayservice).suspend) != cluster_suspend:
-        return True
     if cluster_spec_hash_equal(rayservice, cluster, partial=False):
         return False
     return cluster_spec_hash_equal(rayservice, cluster, partial=True)
@@ -218,7 +218,8 @@ def rayservice_cluster(
 
 def updated_cluster(current: Mapping[str, Any], goal: Mapping[str, Any]) -> dict[str, Any]:
     """``modifyRayCluster``: the live cluster (the Update body, resourceVersion kept) with its ``spec``, ``labels`` and
-    ``annotations`` replaced by the goal's (:func:`rayservice_cluster` of the same name). **[Q]** Replaced whole."""
+    ``annotations`` replaced by the goal's (:func:`rayservice_cluster` of the same name). **[Q]** Replaced whole, but
+    for ``spec.suspend``, which keeps the live cluster's (KubeRay v1.7.0: set at creation only, then Kueue's)."""
     cur_meta, goal_meta = current.get("metadata") or {}, goal.get("metadata") or {}
     if (cur_meta.get("name"), cur_meta.get("namespace")) != (goal_meta.get("name"), goal_meta.get("namespace")):
         raise RayServiceBuildError(
@@ -234,5 +235,10 @@ def updated_cluster(current: Mapping[str, Any], goal: Mapping[str, Any]) -> dict
             metadata.pop(key, None)
     updated = copy.deepcopy(dict(current))
     updated["metadata"] = metadata
-    updated["spec"] = copy.deepcopy(goal.get("spec"))
+    spec = copy.deepcopy(dict(goal.get("spec") or {}))
+    spec.pop("suspend", None)
+    live_spec = current.get("spec") or {}
+    if "suspend" in live_spec:
+        spec["suspend"] = live_spec["suspend"]
+    updated["spec"] = spec
     return updated
