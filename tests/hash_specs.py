@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 
 from raykube.api import constants as c
 from raykube.api.raycluster import RayClusterSpec
-from raykube.builders.pods import cluster_spec_hash
+from raykube.builders.spechash import cluster_spec_hash
 from raykube.golang.gojson import json_marshal
 
 # ---------------------------------------------------------------------------------------------------- the hashes

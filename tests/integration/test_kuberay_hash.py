@@ -6,7 +6,7 @@ tools/kuberay/generate.py wrote from a checkout. What this test runs is KubeRay 
 hash``, built once into the cache, see tests/kuberay_hash.py): it decodes each spec with KubeRay's Go types and hashes
 it with KubeRay's function, both as read (the RayService controller's value) and after the RayCluster controller's
 ``setDefaults`` (the ``ray.io/upgrade-strategy-recreate-hash`` annotation). raykube reads the same JSON into its
-RayClusterSpec model and computes both with :func:`raykube.builders.pods.cluster_spec_hash`.
+RayClusterSpec model and computes both with :func:`raykube.builders.spechash.cluster_spec_hash`.
 
 On a spec a v1.6.1 operator could have made, v1.7.0 answers as v1.6.1 does (so raykube, which is v1.7.0's, must
 answer as v1.6.1 live): every cluster spec in v1.6.1's samples (RayClusters, and the cluster specs of RayJob,

@@ -17,7 +17,7 @@ import yaml
 from raykube.api import constants as c
 from raykube.api.raycluster import RayClusterSpec
 from raykube.api.resources import RayCluster
-from raykube.builders import pods
+from raykube.builders import pods, spechash
 from raykube.builders.command import convert_param_map, go_json, is_gpu_resource_key
 from raykube.builders.options import BuildOptions
 from tests.support import KUBERAY_V161
@@ -1002,19 +1002,19 @@ def test_built_pods_do_not_share_state_with_the_model() -> None:
 
 def test_cluster_spec_hash() -> None:
     doc = _doc("ray-cluster.sample.yaml")
-    base = pods.cluster_spec_hash(_spec(_cluster(doc)))
+    base = spechash.cluster_spec_hash(_spec(_cluster(doc)))
     assert re.fullmatch(r"[0-9A-V]{32}", base)
-    assert pods.cluster_spec_hash(_spec(_cluster(copy.deepcopy(doc)))) == base
+    assert spechash.cluster_spec_hash(_spec(_cluster(copy.deepcopy(doc)))) == base
     scaled = copy.deepcopy(doc)
     group = scaled["spec"]["workerGroupSpecs"][0]
     group.update(replicas=4, minReplicas=0, maxReplicas=9, scaleStrategy={"workersToDelete": ["w-1"]})
     scaled["spec"]["upgradeStrategy"] = {"type": "Recreate"}
     group["template"]["spec"]["tolerations"] = [{"key": "k", "operator": "Exists"}]
     scaled["spec"]["headGroupSpec"]["template"]["spec"]["schedulingGates"] = [{"name": "kueue"}]
-    assert pods.cluster_spec_hash(_spec(_cluster(scaled))) == base
+    assert spechash.cluster_spec_hash(_spec(_cluster(scaled))) == base
     changed = copy.deepcopy(doc)
     changed["spec"]["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]["image"] = "rayproject/ray:2.53.0"
-    assert pods.cluster_spec_hash(_spec(_cluster(changed))) != base
+    assert spechash.cluster_spec_hash(_spec(_cluster(changed))) != base
 
 
 def test_is_autoscaling_enabled() -> None:

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from raykube.api.raycluster import RayClusterSpec
-from raykube.builders.pods import cluster_spec_hash
+from raykube.builders.spechash import cluster_spec_hash
 from raykube.golang import gojson, gostructs
 from raykube.golang.quantity import QuantityError, marshaled
 from tests.support import KUBERAY_V161

@@ -42,7 +42,7 @@ from raykube.api import constants as c
 from raykube.api.raycluster import RayClusterSpec, WorkerGroupSpec
 from raykube.api.resources import RAYCLUSTERS, RayCluster
 from raykube.api.validation import FieldError, validate_raycluster
-from raykube.builders import batch, groups, names, pods, services, status
+from raykube.builders import batch, groups, names, pods, services, spechash, status
 from raykube.builders.options import BuildOptions
 from raykube.builders.patch import merge_patch
 from raykube.controllers.base import (
@@ -443,7 +443,7 @@ class RayClusterReconciler:
             return False
         if not heads:
             return False
-        wanted = pods.cluster_spec_hash(spec)
+        wanted = spechash.cluster_spec_hash(spec)
         head = heads[0]
         annotations = objects.annotations(head)
         version = annotations.get(c.RAY_KUBERAY_VERSION_ANNOTATION)

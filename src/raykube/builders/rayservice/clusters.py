@@ -40,7 +40,6 @@ from raykube.api.raycluster import RayClusterSpec
 from raykube.api.rayservice import RayServiceUpgradeStrategy
 from raykube.api.resources import RayCluster, RayService
 from raykube.builders import names
-from raykube.builders.pods import cluster_spec_hash
 from raykube.builders.rayservice.common import (
     RayServiceBuildError,
     _cluster_config,
@@ -54,6 +53,7 @@ from raykube.builders.rayservice.common import (
     _spec,
     _status,
 )
+from raykube.builders.spechash import cluster_spec_hash
 from raykube.golang.errors import GoError
 from raykube.golang.strconv import atoi
 
