@@ -41,6 +41,11 @@ GRANTED_WITHOUT_A_CALL: Mapping[Triple, str] = {
     ("get", "", "secrets"): "the Ray dashboard client reads the auth token Secret of a cluster with authOptions mode "
     "token (raykube.runtime.dashboard); no test of this run submits to such a cluster",
     **{
+        (verb, "", "events"): "the leader-election Role keeps core events, as KubeRay v1.7.0's does (its controllers "
+        "write events.k8s.io/v1 Events); raykube's leader election records no Event"
+        for verb in ("create", "patch")
+    },
+    **{
         ("update", "ray.io", f"{kind}/finalizers"): "setting blockOwnerDeletion on children needs it where the "
         "OwnerReferencesPermissionEnforcement admission plugin runs (OpenShift); the sandbox does not run it"
         for kind in ("rayclusters", "rayjobs", "raycronjobs", "rayservices")

@@ -44,6 +44,7 @@ from raykube.doctor.model import Evidence, Finding, Report, at_least
 from raykube.doctor.render import JSON_SCHEMA, render_text
 from raykube.doctor.run import Options, diagnose, diagnose_live
 from raykube.kube.client import Kube
+from raykube.kube.resources import EVENTS
 from raykube.runtime.manager import Manager
 from raykube.runtime.operator import Operator
 from raykube.waiting import NotYet, wait_for
@@ -645,6 +646,9 @@ def _operator_deployment(namespace: str, args: list[str]) -> dict[str, Any]:
     }  # fmt: skip
 
 
+FAILED_HEAD, CONTROLLER = c.EVENT_FAILED_TO_CREATE_HEAD_POD, c.RAYCLUSTER_CONTROLLER_NAME
+
+
 async def test_rbac_forbidden_for_the_operator_service_account(
     sandbox: RunningSandbox, kube: AsyncClient, runtime_kube: Kube, kubeconfig: Path, namespace: str,
     ray_crds: list[str], tmp_path: Path,
@@ -690,6 +694,14 @@ async def test_rbac_forbidden_for_the_operator_service_account(
         assert root.object.kind == "ServiceAccount" and root.object.name == c.OPERATOR_DEPLOYMENT_NAME
         b01 = findings_of(report, "B01")[0]
         assert "forbidden" in b01.title
+
+        # Its ClusterRole alone (no leader-election Role here) lets it write its events.k8s.io/v1 Events (EV-1).
+        async def refusal_event() -> list[dict[str, Any]] | NotYet:
+            listed = (await runtime_kube.list(EVENTS, namespace)).items
+            found = [e for e in listed if (e["reason"], e["reportingController"]) == (FAILED_HEAD, CONTROLLER)]
+            return found or NotYet(f"events {sorted({e['reason'] for e in listed})}")
+
+        await wait_for(refusal_event, 30, what="the operator's FailedToCreateHeadPod event")
     finally:
         stop.set()
         await running

@@ -21,6 +21,7 @@ import pytest
 import yaml
 from lightkube import ApiError, AsyncClient
 from lightkube.resources.apps_v1 import Deployment
+from lightkube.resources.authorization_v1 import SubjectAccessReview
 from lightkube.resources.core_v1 import Service, ServiceAccount
 from lightkube.resources.rbac_authorization_v1 import ClusterRole, ClusterRoleBinding, Role, RoleBinding
 
@@ -443,11 +444,34 @@ async def test_helm_install_runs_the_operator_on_the_sandbox(
         assert [(s.name, s.namespace) for s in binding.subjects] == [("kuberay-operator", namespace)]
         await kube.get(Role, f"{fullname}-leader-election", namespace=namespace)
         await kube.get(RoleBinding, f"{fullname}-leader-election", namespace=namespace)
+        # EV-1: the API server lets the operator write events.k8s.io/v1 Events about a RayCluster in any namespace,
+        # and refuses core/v1 ones outside the leader-election namespace (KubeRay v1.7.0's ClusterRole).
+        account = f"system:serviceaccount:{namespace}:kuberay-operator"
+        allowed = {
+            (group, verb): await _allowed(kube, account, verb, group, "events", "some-other-namespace")
+            for group in ("events.k8s.io", "")
+            for verb in ("create", "patch")
+        }
+        assert allowed == {
+            ("events.k8s.io", "create"): True,
+            ("events.k8s.io", "patch"): True,
+            ("", "create"): False,
+            ("", "patch"): False,
+        }
     finally:
         result = run_helm(helm, "uninstall", release, *kubectl_args)
         assert result.returncode == 0, result.stdout + result.stderr
     await wait_for(lambda: _gone(kube, ClusterRole, fullname), 30, what=f"ClusterRole {fullname} to be removed")
     await wait_for(lambda: _gone(kube, ClusterRoleBinding, fullname), 30, what=f"ClusterRoleBinding {fullname} gone")
+
+
+async def _allowed(kube: AsyncClient, user: str, verb: str, group: str, resource: str, namespace: str) -> bool:
+    """A SubjectAccessReview: may ``user`` (a ServiceAccount) do ``verb`` on ``resource`` in ``namespace``."""
+    groups = ["system:serviceaccounts", f"system:serviceaccounts:{user.split(':')[2]}", "system:authenticated"]
+    attributes = {"verb": verb, "group": group, "resource": resource, "namespace": namespace}
+    review = SubjectAccessReview.from_dict({"spec": {"user": user, "groups": groups, "resourceAttributes": attributes}})
+    answer = await kube.create(review)
+    return bool(answer.status and answer.status.allowed)
 
 
 def _raykube_install(kubeconfig: Path, namespace: str) -> subprocess.CompletedProcess[str]:

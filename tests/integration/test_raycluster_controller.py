@@ -4,6 +4,7 @@ self-healing, suspend and resume, and cleanup through owner references."""
 from __future__ import annotations
 
 import base64
+import socket
 from collections.abc import Mapping
 from typing import Any
 
@@ -191,17 +192,25 @@ async def test_the_seed_cluster_becomes_ready_with_its_service_endpoints(
 
     await wait_for(endpoint_has_head, 60, what="the head Service's EndpointSlice to hold the head Pod IP")
 
-    async def events() -> set[str] | NotYet:
+    async def events() -> list[dict[str, Any]] | NotYet:
         listed = (await runtime_kube.list(EVENTS, namespace)).items
-        reasons = {
-            e["reason"]
+        mine = [
+            e
             for e in listed
             if e["regarding"]["kind"] == "RayCluster" and e["reportingController"] == "raycluster-controller"
-        }
+        ]
+        reasons = {e["reason"] for e in mine}
         wanted = {"CreatedService", "CreatedHeadPod", "CreatedWorkerPod"}
-        return reasons if wanted <= reasons else NotYet(f"events {sorted(reasons)}")
+        return mine if wanted <= reasons else NotYet(f"events {sorted(reasons)}")
 
-    await wait_for(events, 30, what="KubeRay's events about the cluster")
+    mine = await wait_for(events, 30, what="KubeRay's events about the cluster")
+    # Written as KubeRay v1.7.0 writes them, through events.k8s.io/v1 (a core/v1 Event has no eventTime, and a
+    # deprecatedSource): with eventTime, the Create action and reportingInstance <controller>-<hostname>.
+    assert [e["reason"] for e in mine if not e.get("eventTime") or e.get("deprecatedSource")] == []
+    assert {e["action"] for e in mine if e["reason"] in ("CreatedService", "CreatedHeadPod", "CreatedWorkerPod")} == {
+        "Create"
+    }
+    assert {e["reportingInstance"] for e in mine} == {f"raycluster-controller-{socket.gethostname()}"}
 
 
 async def test_scaling_follows_replicas_up_and_down(

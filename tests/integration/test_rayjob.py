@@ -142,13 +142,17 @@ async def test_a_failing_entrypoint_is_retried_on_new_clusters_then_app_failed(
     # One cluster after another: the RayJob's events name two clusters, the first deleted before the second is made.
     events = sorted(
         (e for e in [ev async for ev in pkube.list(Event, namespace=ns)] if e.involvedObject.name == "fails"),
-        key=lambda e: (e.firstTimestamp or e.eventTime, e.metadata.name if e.metadata else ""),
+        key=lambda e: (e.eventTime or e.firstTimestamp, e.metadata.name if e.metadata else ""),
     )
     created = [
-        ((e.message or "").rpartition("/")[2], e.firstTimestamp) for e in events if e.reason == "CreatedRayCluster"
+        ((e.message or "").rpartition("/")[2], e.eventTime or e.firstTimestamp)  # events.k8s.io/v1: no firstTimestamp
+        for e in events
+        if e.reason == "CreatedRayCluster"
     ]
     deleted = [
-        ((e.message or "").rpartition("/")[2], e.firstTimestamp) for e in events if e.reason == "DeletedRayCluster"
+        ((e.message or "").rpartition("/")[2], e.eventTime or e.firstTimestamp)
+        for e in events
+        if e.reason == "DeletedRayCluster"
     ]
     assert len({name for name, _ in created}) == 2, [(e.reason, e.message) for e in events]
     assert [name for name, _ in deleted[:1]] == [name for name, _ in created[:1]], (created, deleted)

@@ -191,7 +191,10 @@ async def test_a_head_image_that_does_not_exist_ends_in_the_terminal_initializin
 
     await wait_for(clusters_gone, 60, what="the RayService's cluster deleted after rayClusterDeletionDelaySeconds")
     events = json.loads(proc.kubectl("get", "events", "-n", ns, "-o", "json").stdout)["items"]
-    assert any(e["reason"] == "RayServiceInitializingTimeout" and e["type"] == "Warning" for e in events)
+    timeouts = [e for e in events if e["reason"] == "RayServiceInitializingTimeout" and e["type"] == "Warning"]
+    assert {(e.get("reportingComponent"), e.get("action")) for e in timeouts} == {
+        ("rayservice-controller", "Reconcile")  # KubeRay v1.7.0's action for it (EV-1)
+    }, timeouts
 
     # A valid spec afterwards: still terminal, no cluster made (KubeRay: the user deletes and recreates it).
     patch = {"metadata": {"annotations": {"ray.io/initializing-timeout": "10m"}},

@@ -1,8 +1,10 @@
-"""The event recorder's core/v1 Events, as a kubelet writes them: body, and repeats folded into a count."""
+"""The event recorder: core/v1 Events as a kubelet writes them (repeats folded into a count), and events.k8s.io/v1
+Events as KubeRay v1.7.0's controllers write them (client-go's ``tools/events``: repeats folded into a series)."""
 
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -10,8 +12,9 @@ import pytest
 
 from raykube.kube import events
 from raykube.kube.client import Kube, TokenBucket
-from raykube.kube.events import CORE_EVENTS_API, EventRecorder
-from raykube.kube.resources import CORE_EVENTS, Resource
+from raykube.kube.errors import ApiError
+from raykube.kube.events import CORE_EVENTS_API, EVENTS_API, EventRecorder
+from raykube.kube.resources import CORE_EVENTS, EVENTS, Resource
 from raykube.runtime.logs import JsonFormatter, reconcile_context
 from raykube.runtime.manager import events_room
 from raykube.runtime.queue import WorkQueue
@@ -23,17 +26,21 @@ POD = {"metadata": {"name": "p", "namespace": "ns", "uid": "u-1", "resourceVersi
 class Sink:
     """Records the recorder's writes (the few Kube calls it makes)."""
 
-    def __init__(self) -> None:
+    def __init__(self, res: Resource = CORE_EVENTS) -> None:
+        self.res = res
         self.created: list[dict[str, Any]] = []
         self.patched: list[tuple[str, dict[str, Any]]] = []
+        self.gone: set[str] = set()  # names whose patch answers NotFound (deleted by the API server's TTL)
 
     async def create(self, res: Resource, body: Mapping[str, Any], namespace: str | None = None) -> dict[str, Any]:
-        assert res == CORE_EVENTS
+        assert res == self.res
         self.created.append(dict(body))
         return dict(body)
 
     async def patch(self, res: Resource, name: str, patch: Any, namespace: str | None = None) -> dict[str, Any]:
-        assert res == CORE_EVENTS
+        assert res == self.res
+        if name in self.gone:
+            raise ApiError(404, "NotFound", f'events.events.k8s.io "{name}" not found')
         self.patched.append((name, patch))
         return {}
 
@@ -181,7 +188,8 @@ def test_an_event_about_an_object_with_a_253_character_name_still_has_a_valid_na
     recorder.event(pod, "Warning", "InvalidRayClusterMetadata", "", "metadata.name: too long")
     asyncio.run(recorder.flush())
     [event] = sink.created
-    assert len(event["metadata"]["name"]) <= 253 and event["metadata"]["name"].startswith("nnn")
+    # client-go's GenerateEventName: "<name>.<hex>" is too long, so the event gets a random UUID as its name
+    assert re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}", event["metadata"]["name"])
     assert event["involvedObject"]["name"] == "n" * 253
 
 
@@ -206,3 +214,125 @@ def test_an_operators_events_are_also_its_log_lines_with_the_reconciles_keys(cap
     assert not any("not logged" in r.getMessage() for r in caplog.records)
     line = JsonFormatter().format(records[0])
     assert '"event": {"type": "Normal", "reason": "CreatedHeadPod", "object": "RayCluster ns/p"' in line
+
+
+# events.k8s.io/v1, as KubeRay v1.7.0's controllers write them ------------------------------------------------------
+CLUSTER = {"apiVersion": "ray.io/v1", "kind": "RayCluster", **POD}
+
+
+def operator_recorder(sink: Sink) -> EventRecorder:
+    kube: Kube = sink  # type: ignore[assignment] - duck-typed: create and patch only
+    return EventRecorder(kube, "raycluster-controller", api=EVENTS_API)
+
+
+def test_an_operators_event_is_an_events_k8s_io_event_with_its_action_and_reporting_controller(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """client-go's ``tools/events`` recorder: regarding (no related), note, action, reportingController and
+    reportingInstance ``<controller>-<hostname>``, eventTime, no series yet, name ``<regarding>.<hex nanos>``."""
+    monkeypatch.setattr(events.socket, "gethostname", lambda: "kuberay-operator-7d9f-abcde")
+    monkeypatch.setattr(events.time, "time_ns", lambda: 1_700_000_000_250_000_000)
+    sink = Sink(EVENTS)
+    recorder = operator_recorder(sink)
+    recorder.event(CLUSTER, "Normal", "CreatedHeadPod", "Create", "Created head Pod ns/p-head-x")
+    asyncio.run(recorder.flush())
+
+    [event] = sink.created
+    assert event == {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"name": f"p.{1_700_000_000_250_000_000:x}", "namespace": "ns"},
+        "eventTime": "2023-11-14T22:13:20.250000Z",
+        "reportingController": "raycluster-controller",
+        "reportingInstance": "raycluster-controller-kuberay-operator-7d9f-abcde",
+        "action": "Create",
+        "reason": "CreatedHeadPod",
+        "type": "Normal",
+        "note": "Created head Pod ns/p-head-x",
+        "regarding": {
+            "apiVersion": "ray.io/v1",
+            "kind": "RayCluster",
+            "namespace": "ns",
+            "name": "p",
+            "uid": "u-1",
+            "resourceVersion": "7",
+        },
+    }
+
+
+def test_repeats_of_an_events_k8s_io_event_fold_into_a_series_whatever_their_note(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """client-go's broadcaster: a repeat is the same reference (resourceVersion too), type, reason and action; the
+    first repeat writes series count 2 at once, later ones are counted and written when the series ends."""
+    sink = Sink(EVENTS)
+    recorder = operator_recorder(sink)
+    clock = [1000.0]
+    monkeypatch.setattr(events.time, "monotonic", lambda: clock[0])
+
+    async def scenario() -> None:
+        for worker in ("a", "b", "c", "d"):  # four workers made in one pass: one event, its note the first's
+            recorder.event(CLUSTER, "Normal", "CreatedWorkerPod", "Create", f"Created worker Pod ns/p-{worker}")
+            await recorder.flush()
+        name = sink.created[0]["metadata"]["name"]
+        assert [e["note"] for e in sink.created] == ["Created worker Pod ns/p-a"]
+        assert [(n, p["series"]["count"]) for n, p in sink.patched] == [(name, 2)]
+        assert sink.patched[0][1]["series"]["lastObservedTime"].endswith("Z")
+
+        await recorder.finish_series()  # not ended yet: nothing written
+        assert len(sink.patched) == 1
+        clock[0] += events.SERIES_WINDOW + 1
+        await recorder.finish_series()  # ended: the final count is written, and the series forgotten
+        assert [(n, p["series"]["count"]) for n, p in sink.patched] == [(name, 2), (name, 4)]
+        recorder.event(CLUSTER, "Normal", "CreatedWorkerPod", "Create", "Created worker Pod ns/p-e")
+        await recorder.flush()
+        assert len(sink.created) == 2  # a new event once the series is over
+
+    asyncio.run(scenario())
+
+
+def test_another_resource_version_action_or_reason_is_another_events_k8s_io_event() -> None:
+    sink = Sink(EVENTS)
+    recorder = operator_recorder(sink)
+    newer = {**CLUSTER, "metadata": {**POD["metadata"], "resourceVersion": "8"}}
+    recorder.event(CLUSTER, "Normal", "DeletedWorkerPod", "Delete", "Deleted pod ns/p-a")
+    recorder.event(newer, "Normal", "DeletedWorkerPod", "Delete", "Deleted pod ns/p-b")  # the next pass
+    recorder.event(newer, "Normal", "CreatedWorkerPod", "Create", "Created worker Pod ns/p-c")
+    asyncio.run(recorder.flush())
+    assert [(e["reason"], e["regarding"]["resourceVersion"]) for e in sink.created] == [
+        ("DeletedWorkerPod", "7"),
+        ("DeletedWorkerPod", "8"),
+        ("CreatedWorkerPod", "8"),
+    ]
+    assert sink.patched == []
+
+
+def test_a_series_whose_event_was_deleted_creates_it_again_with_the_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    sink = Sink(EVENTS)
+    recorder = operator_recorder(sink)
+    recorder.event(CLUSTER, "Warning", "FailedToCreateWorkerPod", "Create", "Failed to create worker Pod, quota")
+    asyncio.run(recorder.flush())
+    sink.gone.add(sink.created[0]["metadata"]["name"])
+    recorder.event(CLUSTER, "Warning", "FailedToCreateWorkerPod", "Create", "Failed to create worker Pod, quota")
+    asyncio.run(recorder.flush())
+    first, again = sink.created
+    assert again["metadata"]["name"] == first["metadata"]["name"] and again["series"]["count"] == 2
+    assert {k: v for k, v in again.items() if k != "series"} == first
+
+
+def test_an_operators_events_k8s_io_events_have_no_spam_filter() -> None:
+    """client-go's events package drops nothing per object and reason (its series fold repeats); the record
+    package's spam filter (25, then one per 5 minutes) stays with core/v1 Events."""
+    sink = Sink(EVENTS)
+    recorder = operator_recorder(sink)
+    for i in range(events.SPAM_BURST + 5):
+        version = {**CLUSTER, "metadata": {**POD["metadata"], "resourceVersion": str(i)}}
+        recorder.event(version, "Warning", "FailedToCreateWorkerPod", "Create", "quota")
+    asyncio.run(recorder.flush())
+    assert len(sink.created) == events.SPAM_BURST + 5 and recorder.dropped == 0
+
+    kubelet = kubelet_recorder(core := Sink())
+    for i in range(events.SPAM_BURST + 5):
+        kubelet.event(POD, "Warning", "BackOff", "", f"Back-off {i}")
+    asyncio.run(kubelet.flush())
+    assert len(core.created) == events.SPAM_BURST and kubelet.dropped == 5

@@ -54,8 +54,9 @@ OPERATOR_RULES: tuple[Rule, ...] = (
     Rule("batch", ("jobs",), ("create", "delete", "list", "watch")),
     Rule("networking.k8s.io", ("ingresses",), ("create", "list", "update", "watch")),
     Rule("rbac.authorization.k8s.io", ("roles", "rolebindings"), ("create", "list", "watch")),
-    # core/v1 Events, as KubeRay writes them (create; patch: a repeat's count and lastTimestamp).
-    Rule("", ("events",), ("create", "patch")),
+    # events.k8s.io/v1 Events, as KubeRay v1.7.0 writes them (create; patch: a repeat's series). Not core events:
+    # KubeRay v1.7.0's ClusterRole dropped them, so an operator writing core/v1 Events there is forbidden.
+    Rule("events.k8s.io", ("events",), ("create", "patch")),
     # patch: the GCS FT finalizer, and the autoscaler's Role grants get/patch on RayClusters (see above).
     # create/delete/update: a RayJob's cluster (created, deleted between attempts, worker groups suspended).
     Rule(c.API_GROUP, ("rayclusters",), ("create", "delete", "get", "list", "patch", "update", "watch")),
@@ -99,7 +100,8 @@ def operator_rules(batch_scheduler: str = "") -> tuple[Rule, ...]:
     return OPERATOR_RULES + BATCH_SCHEDULER_RULES.get(batch_scheduler, ())
 
 
-# What leader election calls, in the leader-election namespace only (raykube.runtime.leader).
+# What leader election calls, in the leader-election namespace only (raykube.runtime.leader). core/v1 events stay, as
+# in KubeRay's leader-election Role (client-go's leader election may record core Events; v1.7.0 kept the rule).
 LEADER_ELECTION_RULES: tuple[Rule, ...] = (
     Rule("coordination.k8s.io", ("leases",), ("create", "get", "update")),
     Rule("", ("events",), ("create", "patch")),

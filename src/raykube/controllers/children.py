@@ -110,7 +110,7 @@ class Children:
                         "not exist; create it"
                     )
                     reason = c.EVENT_AUTOSCALER_SERVICE_ACCOUNT_NOT_FOUND
-                    self.recorder.event(ctx.obj, WARNING, reason, "Create", note)
+                    self.recorder.event(ctx.obj, WARNING, reason, "Validate", note)
                     raise ChildError(note) from exc
         else:
             body = children.autoscaler_service_account(cluster)
@@ -228,7 +228,7 @@ class Children:
                 f"Force-removed GCS FT finalizer after {duration_string(int(age.total_seconds() * 1e9))} due to Redis "
                 f"cleanup timeout; Redis storage namespace {quote(storage_ns)} may need manual cleanup"
             )
-            self.recorder.event(ctx.obj, WARNING, c.EVENT_FORCE_DELETED_STUCK_CLUSTER, "Delete", note)
+            self.recorder.event(ctx.obj, WARNING, c.EVENT_FORCE_DELETED_STUCK_CLUSTER, "Cleanup", note)
             return None
         return await self._cleanup_job(ctx)
 

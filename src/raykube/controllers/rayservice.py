@@ -596,7 +596,7 @@ class RayServiceReconciler:
             raise RayServiceError(str(exc)) from exc
         conditioned, event = rs.calculate_conditions(status, annotations=ctx.annotations, now=self.clock())
         if event is not None:
-            self.recorder.event(ctx.obj, WARNING, c.EVENT_RAYSERVICE_INITIALIZING_TIMEOUT, "Update", event)
+            self.recorder.event(ctx.obj, WARNING, c.EVENT_RAYSERVICE_INITIALIZING_TIMEOUT, "Reconcile", event)
         conditioned["serviceStatus"] = rs.service_status(conditioned)
         status.clear()
         status.update(conditioned)

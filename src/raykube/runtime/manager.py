@@ -48,7 +48,7 @@ from raykube.controllers.rayjob import registration as rayjob_registration
 from raykube.controllers.rayservice import registration as rayservice_registration
 from raykube.kube.client import Kube, TokenBucket
 from raykube.kube.errors import ApiError
-from raykube.kube.events import CORE_EVENTS_API, SPAM_BURST, EventRecorder
+from raykube.kube.events import EVENTS_API, SPAM_BURST, EventRecorder
 from raykube.kube.informer import Informer, ObjectCache
 from raykube.kube.resources import PODS, Resource
 from raykube.runtime.dashboard import HttpDashboards
@@ -178,14 +178,14 @@ class Manager:
         self.dashboards = HttpDashboards(kube, use_kubernetes_proxy=use_kubernetes_proxy)
         self.controllers: list[Controller] = []
         for reg in regs:
-            # core/v1 Events, as KubeRay's (controller-runtime's GetEventRecorderFor: client-go's record package, with
-            # source.component and reportingComponent the recorder's name), off the hot path: a rate limiter of their
-            # own at a tenth of the operator's QPS (burst: client-go's per-object spam burst), and sent only while the
-            # controller keeps up (events_room).
+            # events.k8s.io/v1 Events, as KubeRay v1.7.0's (controller-runtime's GetEventRecorder: client-go's events
+            # package, reportingController the recorder's name, reportingInstance "<name>-<hostname>"), off the hot
+            # path: a rate limiter of their own at a tenth of the operator's QPS (burst: client-go's per-object spam
+            # burst), and sent only while the controller keeps up (events_room).
             events_client = kube.sibling(qps=kube.qps * EVENTS_QPS_SHARE, burst=SPAM_BURST)
             queue: WorkQueue[Key] = WorkQueue(reg.name)
             room = events_room(queue, self.concurrency, kube.limiter(PODS))
-            recorder = EventRecorder(events_client, reg.recorder, api=CORE_EVENTS_API, log_events=True, room=room)
+            recorder = EventRecorder(events_client, reg.recorder, api=EVENTS_API, log_events=True, room=room)
             deps = Deps(
                 kube,
                 self.cache,

@@ -109,7 +109,7 @@ class Children(WithDeps):
                 f"RayCluster {ctx.namespace}/{name} set in the clusterSelector is not found. It must be created "
                 "manually"
             )
-            self.recorder.event(ctx.obj, WARNING, c.EVENT_RAYCLUSTER_NOT_FOUND, "Create", note)
+            self.recorder.event(ctx.obj, WARNING, c.EVENT_RAYCLUSTER_NOT_FOUND, "Validate", note)
             raise RayJobError(f"clusterSelector mode is enabled, but RayCluster {ctx.namespace}/{name} is not found")
         body = rj.rayjob_cluster(
             ctx.job, name, self.options, job_id=str(ctx.status.get("jobId") or ""), dashboard_url=""
