@@ -47,6 +47,14 @@ V170_ACTION: dict[str, str] = {
     "FailedToCreateRayJobSubmitter": "Create",
     # Update: every Updated* and FailedToUpdate*
     "UpdatedIngress": "Update",
+    # the NetworkPolicy controller (gate RayClusterNetworkPolicy)
+    "CreatedNetworkPolicy": "Create",
+    "FailedToCreateNetworkPolicy": "Create",
+    "UpdatedNetworkPolicy": "Update",
+    "FailedToUpdateNetworkPolicy": "Update",
+    "DeletedNetworkPolicy": "Delete",
+    "FailedToDeleteNetworkPolicy": "Delete",
+    "NetworkPolicyNameCollision": "Validate",
     "FailedToUpdateIngress": "Update",
     "UpdatedRayCluster": "Update",
     "FailedToUpdateRayCluster": "Update",
