@@ -4,7 +4,8 @@
 #   make test       everything CI checks: lint, types, import layers, unit + integration + e2e tests
 #   make bench      speed and memory benchmarks (results appended under benchmarks/results/), then make reliability
 #   make reliability  every test, the fault and bad-input ones at full size (~30 min); rewrites docs/reliability.md
-#   make conformance  KubeRay v1.6.1's own e2e tests against raykube (SUITE=raycluster|rayjob|..., RUN=TestRegex)
+#   make conformance  KubeRay v1.6.1's own e2e tests against raykube (SUITE=raycluster|rayjob|..., RUN=TestRegex),
+#                   then raykube's objects against KubeRay v1.7.0's for its samples (SUITE=objects alone; KUBERAY_SRC)
 #   make vectors    rewrite tests/vectors/*.json with Go's own answers (tools/govectors), then compare raykube with them
 #   make demo-down  stop the demo's sandbox and remove its files
 
@@ -106,9 +107,18 @@ reliability: preflight sandbox-build
 # Not part of `make test` (it takes about 20 minutes): builds KubeRay's e2e test binaries the first time (6 minutes),
 # runs them on a process sandbox against the raykube operator and updates docs/conformance.md (not with RUN=); then,
 # unless SUITE or RUN picks something, raykube's own long tests (pytest -m long: KubeRay samples that run for minutes).
+#
+# Then, unless SUITE or RUN picks something (or SUITE=objects alone, RUN= a regex over sample paths): the objects
+# raykube generates from each KubeRay v1.7.0 sample against KubeRay v1.7.0's own, its operator built from the source
+# in KUBERAY_SRC (a checkout of the tag), else from a clone of the tag from GitHub; rewrites docs/differential.md.
 conformance: sandbox-build
+ifeq ($(SUITE),objects)
+	$(UVRUN) raykube conformance --objects $(if $(RUN),--run '$(RUN)')
+else
 	$(UVRUN) raykube conformance --suite '$(SUITE)' $(if $(RUN),--run '$(RUN)')
 	$(if $(filter file,$(origin SUITE)),$(if $(RUN),,$(UVRUN) pytest -m long))
+	$(if $(filter file,$(origin SUITE)),$(if $(RUN),,$(UVRUN) raykube conformance --objects))
+endif
 
 # Needs Go (1.26, as for the sandbox) and the Go module proxy; the files are byte-stable (no dates, fixed seeds).
 vectors: .venv/.synced
