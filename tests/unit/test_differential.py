@@ -238,7 +238,8 @@ def test_a_pair_settles_only_once_both_sides_have_status_and_read_the_same_sever
     cluster = {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "rc"}, "spec": {}}
     pair = Pair(0, d.Sample("s", (cluster,)))
     without_status = {"d0-k": [copy.deepcopy(cluster)], "d0-r": [copy.deepcopy(cluster)]}
-    assert not any(pair.observe(without_status) for _ in range(10))
+    assert [pair.observe(without_status) for _ in range(11)] == [False] * 10 + [True]  # refused: no status, ever
+    pair = Pair(0, d.Sample("s", (cluster,)))
     with_status = {ns: [{**cluster, "status": {"state": "ready"}}] for ns in ("d0-k", "d0-r")}
     reads = [pair.observe(with_status) for _ in range(6)]
     assert reads == [False] * 4 + [True] * 2
@@ -304,3 +305,41 @@ def test_a_samples_own_resources_are_found_by_name_or_by_generate_name() -> None
     assert d.is_own(sample, {"kind": "RayJob", "metadata": {"name": "g-bcdfg", "generateName": "g-"}})
     assert not d.is_own(sample, {"kind": "RayCluster", "metadata": {"name": "j"}})
     assert not d.is_own(sample, {"kind": "RayJob", "metadata": {"name": "g-bcdfg", "generateName": "h-"}})
+
+
+def test_times_inside_messages_node_ports_in_status_and_the_order_of_service_ports_are_masked() -> None:
+    service = {
+        "kind": "Service",
+        "metadata": {"name": "svc"},
+        "spec": {"ports": [{"name": "gcs", "port": 6379, "nodePort": 31001}, {"name": "client", "port": 10001}]},
+    }
+    cluster = {
+        "kind": "RayCluster",
+        "metadata": {"name": "c"},
+        "status": {"endpoints": {"gcs": "31001", "client": "10001"}},
+    }
+    job = {"kind": "RayJob", "metadata": {"name": "j"}, "status": {"message": "finished at 2026-12-06 15:46:51 but"}}
+    dump = d.masked_dump("ns", [service, cluster, job])
+    assert dump["Service/svc"]["spec"]["ports"] == [{"name": "client", "port": 10001}, {"name": "gcs", "port": 6379}]
+    assert dump["RayCluster/c"]["status"]["endpoints"] == {"gcs": "<nodePort>", "client": "10001"}
+    assert dump["RayJob/j"]["status"]["message"] == "finished at <time> but"
+
+
+def test_empty_values_one_side_omits_are_told_apart_and_counted_on_their_own() -> None:
+    empty = d.Difference("RayCluster/c", ".spec.workerGroupSpecs[0].scaleStrategy", {}, d.MISSING)
+    nested = d.Difference(
+        "RayService/s", ".status.pendingServiceStatus.rayClusterStatus", {"desiredCPU": "0", "head": {}}, d.MISSING
+    )
+    real = d.Difference("Job/j", ".spec.template.metadata.labels.x", "RayJob", d.MISSING)
+    assert empty.empty and nested.empty and not real.empty
+    assert not d.Difference("Job/j", "", "made", d.MISSING).empty
+    assert empty.line().endswith("(empty vs absent)")
+    run = run_of(
+        d.SampleResult("a.yaml", [], 1),
+        d.SampleResult("b.yaml", [], 1, (empty, nested)),
+        d.SampleResult("c.yaml", [], 1, (empty, real)),
+    )
+    assert run.count_sentence() == (
+        "1 of 3 KubeRay v1.7.0 samples equal, 1 more only for empty values one side writes and the other omits"
+    )
+    assert "| `b.yaml` |  | 1 | 2 differences (2 empty vs absent) |" in d.markdown(run)

@@ -232,6 +232,7 @@ HASH_NOTE = "hashes (ray.io/hash and the other annotations) are compared unmaske
 # KubeRay's random suffixes are utilrand.String(5) (k8s.io/apimachinery: consonants and digits without vowels).
 _RAND = r"[bcdfghjklmnpqrstvwxz2456789]{5}"
 _TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$")
+_TIME_IN_TEXT = re.compile(r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2}| UTC)?")
 _IPV4 = re.compile(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.])")
 _API_ACCESS = re.compile(r"\bkube-api-access-[a-z0-9]{5}\b")
 # Set by the API server, the scheduler, the kubelet and the Job controller, not by the operator.
@@ -286,11 +287,19 @@ class Masker:
     namespace: str
     tokens: frozenset[str] = frozenset()
     uids: frozenset[str] = frozenset()
+    node_ports: frozenset[str] = frozenset()  # the API server picks them at random; RayCluster status reports them
 
     @classmethod
     def for_objects(cls, namespace: str, objects: Sequence[Mapping[str, Any]]) -> Masker:
         uids = {str((o.get("metadata") or {}).get("uid")) for o in objects} - {"None", ""}
-        return cls(namespace, frozenset(random_tokens(objects)), frozenset(uids))
+        node_ports = {
+            str(port["nodePort"])
+            for o in objects
+            if o.get("kind") == "Service"
+            for port in (o.get("spec") or {}).get("ports") or []
+            if port.get("nodePort")
+        }
+        return cls(namespace, frozenset(random_tokens(objects)), frozenset(uids), frozenset(node_ports))
 
     def text(self, value: str) -> str:
         if _TIME.match(value):
@@ -302,6 +311,7 @@ class Masker:
             value = re.sub(rf"(?<![A-Za-z0-9])(?:{alternatives})(?![A-Za-z0-9])", "<rand>", value)
         value = re.sub(rf"(?<![A-Za-z0-9-]){re.escape(self.namespace)}(?![A-Za-z0-9-])", "<namespace>", value)
         value = _API_ACCESS.sub("kube-api-access-<rand>", value)
+        value = _TIME_IN_TEXT.sub("<time>", value)  # "The RayJob submitter finished at 2026-12-06 15:46:51 but ..."
         return _IPV4.sub("<ip>", value)
 
     def value(self, value: Any, path: tuple[str, ...] = ()) -> Any:
@@ -326,7 +336,13 @@ class Masker:
             body["spec"] = {k: v for k, v in (body.get("spec") or {}).items() if k not in dropped}
         if kind == "Service":
             ports = body["spec"].get("ports") or []
+            # KubeRay lists the ports in Go's map iteration order, which is random: compared as a set, by name
+            ports = sorted(ports, key=lambda p: str(p.get("name")))
             body["spec"]["ports"] = [{k: v for k, v in p.items() if k != "nodePort"} for p in ports]
+        endpoints = (body.get("status") or {}).get("endpoints") if kind == "RayCluster" else None
+        if isinstance(endpoints, Mapping):
+            endpoints = {k: "<nodePort>" if str(v) in self.node_ports else v for k, v in endpoints.items()}
+            body["status"] = {**body["status"], "endpoints": endpoints}
         if kind == "Secret" and isinstance(body.get("data"), Mapping):
             # the operator's secrets (the auth token) are random: their keys and lengths are compared
             body["data"] = {k: f"<{len(base64.b64decode(v or ''))} bytes>" for k, v in body["data"].items()}
@@ -370,8 +386,24 @@ class Difference:
     kuberay: Any
     raykube: Any
 
+    @property
+    def empty(self) -> bool:
+        """One side writes an empty value (``{}``, ``""``, ``0``, ``false``, or objects of only those) where the other
+        writes nothing: Go's serialization of an empty struct or a field without ``omitempty``, and the like."""
+        values = (self.kuberay, self.raykube)
+        return MISSING in values and self.path != "" and is_empty(values[0] if values[1] == MISSING else values[1])
+
     def line(self) -> str:
-        return f"{self.object} `{self.path or '.'}`: KubeRay {_show(self.kuberay)}, raykube {_show(self.raykube)}"
+        note = " (empty vs absent)" if self.empty else ""
+        return f"{self.object} `{self.path or '.'}`: KubeRay {_show(self.kuberay)}, raykube {_show(self.raykube)}{note}"
+
+
+def is_empty(value: Any) -> bool:
+    if isinstance(value, Mapping):
+        return all(is_empty(v) for v in value.values())
+    if isinstance(value, list):
+        return not value
+    return value in ("", "0", 0, False, None)
 
 
 def _show(value: Any) -> str:
@@ -453,6 +485,11 @@ class SampleResult:
     def equal(self) -> bool:
         return not self.error and not self.differences
 
+    @property
+    def equal_but_empty(self) -> bool:
+        """Not equal, but only where one side writes an empty value and the other nothing."""
+        return not self.equal and not self.error and all(d.empty for d in self.differences)
+
 
 @dataclass(frozen=True)
 class Run:
@@ -472,7 +509,9 @@ class Run:
     def count_sentence(self) -> str:
         ran = len(self.results)
         tail = "" if ran == self.samples_total else f" ({ran} of the {self.samples_total} samples run)"
-        return f"{self.equal} of {ran} KubeRay {ORACLE_TAG} samples equal{tail}"
+        empty = sum(r.equal_but_empty for r in self.results)
+        more = f", {empty} more only for empty values one side writes and the other omits" if empty else ""
+        return f"{self.equal} of {ran} KubeRay {ORACLE_TAG} samples equal{tail}{more}"
 
 
 def markdown(run: Run) -> str:
@@ -506,13 +545,20 @@ def markdown(run: Run) -> str:
     ]
     for r in run.results:
         resources = ", ".join(f"{k} {n}" for k, n in r.resources)
-        result = (
-            "equal" if r.equal else (f"not compared: {r.error}" if r.error else f"{len(r.differences)} differences")
-        )
+        empty = sum(x.empty for x in r.differences)
+        of_them = f" ({empty} empty vs absent)" if empty else ""
+        count = f"{len(r.differences)} differences{of_them}"
+        result = "equal" if r.equal else f"not compared: {r.error}" if r.error else count
         lines.append(f"| `{r.sample}` | {resources} | {r.objects} | {result.replace('|', '/')} |")
     unequal = [r for r in run.results if not r.equal]
     if unequal:
-        lines += ["", "## Differences", "", "Each line: object (kind/masked name), path, KubeRay's value, raykube's."]
+        lines += [
+            "",
+            "## Differences",
+            "",
+            "Each line: object (kind/masked name), path, KubeRay's value, raykube's; `(empty vs absent)` where one"
+            ' side writes an empty value (`{}`, `""`, `0`, `false`) and the other omits the field.',
+        ]
     for r in unequal:
         lines += ["", f"### `{r.sample}`", ""]
         if r.error:
