@@ -171,7 +171,11 @@ class Sample:
     @property
     def resources(self) -> list[tuple[str, str]]:
         """(kind, name) of its Ray resources."""
-        return [(d["kind"], str(d["metadata"].get("name"))) for d in self.documents if d["kind"] in RAY_KINDS]
+        return [
+            (d["kind"], str(d["metadata"].get("name") or f"{d['metadata'].get('generateName', '')}<generated>"))
+            for d in self.documents
+            if d["kind"] in RAY_KINDS
+        ]
 
 
 def is_own(sample: Sample, obj: Mapping[str, Any]) -> bool:
