@@ -5,7 +5,8 @@
 #   make bench      speed and memory benchmarks (results appended under benchmarks/results/), then make reliability
 #   make reliability  every test, the fault and bad-input ones at full size (~30 min); rewrites docs/reliability.md
 #   make conformance  KubeRay v1.7.0's own e2e tests against raykube and KubeRay (SUITE=raycluster|rayjob|..., RUN=TestRegex,
-#                   KUBERAY_SRC=<a checkout of the tag>, else cloned from GitHub; OPERATOR=raykube for raykube alone)
+#                   KUBERAY_SRC=<a checkout of the tag>, else cloned from GitHub; OPERATOR=raykube for raykube alone),
+#                   then raykube's objects against KubeRay v1.7.0's for its samples (SUITE=objects alone)
 #   make vectors    rewrite tests/vectors/*.json with Go's own answers (tools/govectors), then compare raykube with them
 #   make demo-down  stop the demo's sandbox and remove its files
 
@@ -111,11 +112,18 @@ reliability: preflight sandbox-build
 # Not part of `make test` (each suite takes minutes per operator): builds KubeRay's e2e test binaries and its operator
 # the first time (from KUBERAY_SRC, a checkout of the v1.7.0 tag, else a clone of it from GitHub; 2 minutes with a warm
 # Go cache), runs them on process sandboxes against the raykube operator and then KubeRay's, and updates
-# docs/conformance.md (not with RUN=); then, unless SUITE or RUN picks something, raykube's own long tests.
+# docs/conformance.md (not with RUN=); then, unless SUITE or RUN picks something, raykube's own long tests and the
+# objects raykube generates from each KubeRay v1.7.0 sample against KubeRay v1.7.0's own (rewrites docs/differential.md;
+# SUITE=objects alone, RUN= a regex over sample paths).
 conformance: sandbox-build
+ifeq ($(SUITE),objects)
+	$(UVRUN) raykube conformance --objects $(if $(RUN),--run '$(RUN)')
+else
 	$(UVRUN) raykube conformance --suite '$(SUITE)' --operator '$(OPERATOR)' --kuberay-version '$(KUBERAY)' \
 		$(if $(RUN),--run '$(RUN)')
 	$(if $(filter file,$(origin SUITE)),$(if $(RUN),,$(UVRUN) pytest -m long))
+	$(if $(filter file,$(origin SUITE)),$(if $(RUN),,$(UVRUN) raykube conformance --objects))
+endif
 
 # Needs Go (1.26, as for the sandbox) and the Go module proxy; the files are byte-stable (no dates, fixed seeds).
 vectors: .venv/.synced

@@ -610,6 +610,15 @@ def conformance(
     nodes: Annotated[int, typer.Option(help="Process nodes of the sandbox.")] = 3,
     node_cpu: Annotated[str, typer.Option(help="CPU capacity of each process node.")] = "4",
     node_memory: Annotated[str, typer.Option(help="Memory capacity of each process node.")] = "16Gi",
+    objects: Annotated[
+        bool,
+        typer.Option(
+            "--objects",
+            help="Instead of the e2e tests: the objects raykube generates from each KubeRay v1.7.0 sample against "
+            "KubeRay v1.7.0's own (its source from $KUBERAY_SRC, else cloned); --run picks samples by a regex; "
+            "writes docs/differential.md.",
+        ),
+    ] = False,
 ) -> None:
     """Run KubeRay's own e2e tests (v1.7.0 by default) against raykube and KubeRay's operator on process sandboxes,
     print the results and update docs/conformance.md."""
@@ -626,6 +635,10 @@ def conformance(
     if list_:
         list_suites(rel)
         return
+    if objects:  # the differential lives in raykube.cli.differential
+        from raykube.cli.differential import objects as compare_objects  # noqa: PLC0415
+
+        raise typer.Exit(compare_objects(run, keep, write_doc=not no_doc))
     build(rel, report=build_only)
     if build_only:
         return
