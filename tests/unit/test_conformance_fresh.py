@@ -9,12 +9,13 @@ commits.
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from raykube.cli.conformance import README_DATE, readme_sentence
+from raykube.cli.conformance import README_COMPARISON, README_DATE, readme_comparison, readme_sentence
 from raykube.sandbox.conformance import DEFAULT_SUITE, RecordedRun, recorded_runs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -84,4 +85,32 @@ def test_readme_quotes_the_date_and_commit_of_the_runs() -> None:
     assert quoted, "README.md does not quote the conformance runs (<!-- conformance:date -->)"
     assert quoted.group(0) == f"<!-- conformance:date -->{expected}<!-- /conformance:date -->", (
         f"README.md quotes {quoted.group(0)!r}, docs/conformance.md says {expected!r}"
+    )
+    compared = README_COMPARISON.search(README.read_text())
+    assert compared, "README.md does not quote the comparison with KubeRay (<!-- conformance:comparison -->)"
+    assert compared.group(0) == (
+        f"<!-- conformance:comparison -->{readme_comparison(page)}<!-- /conformance:comparison -->"
+    ), "README.md's comparison with KubeRay is not the page's: run `make conformance` (it rewrites both)"
+
+
+DIFFERENTIAL = ROOT / "docs" / "differential.md"
+DIFFERENTIAL_RUN = re.compile(r"raykube: \S+ \(commit (?P<commit>[0-9a-f]{12,40})(?P<dirty> with local changes)?\)")
+
+
+@pytest.mark.usefixtures("history")
+def test_the_differential_is_from_a_clean_tree_holding_the_operator_code() -> None:
+    """docs/differential.md (``raykube conformance --objects``) is evidence on the same terms as the e2e runs."""
+    found = DIFFERENTIAL_RUN.search(DIFFERENTIAL.read_text())
+    assert found, (
+        "docs/differential.md does not say which raykube commit it ran (re-run `make conformance SUITE=objects`)"
+    )
+    assert not found["dirty"], (
+        "docs/differential.md was written from a tree with local changes: re-run it on a clean one"
+    )
+    commit = git("rev-parse", found["commit"]).stdout.strip()
+    assert git("merge-base", "--is-ancestor", commit, "HEAD").returncode == 0, f"{found['commit']} is not in HEAD"
+    change = last_operator_change()
+    assert git("merge-base", "--is-ancestor", change, commit).returncode == 0, (
+        f"docs/differential.md ran at {found['commit']}, before {change[:12]} changed the operator: "
+        "run `make conformance SUITE=objects` again"
     )

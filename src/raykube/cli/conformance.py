@@ -56,6 +56,7 @@ from raykube.sandbox.conformance import (
     Source,
     Suite,
     SuiteRun,
+    comparisons,
     recorded_runs,
     table_rows,
     update_document,
@@ -434,7 +435,7 @@ def _only_the_date_differs(root: str) -> bool:
         ["git", "-C", root, "show", "HEAD:README.md"], capture_output=True, text=True, check=True, timeout=30
     ).stdout
     current = (Path(root) / "README.md").read_text()
-    return README_DATE.sub("", committed) == README_DATE.sub("", current)
+    return README_WRITTEN.sub("", committed) == README_WRITTEN.sub("", current)
 
 
 # --------------------------------------------------------------------------------------------------- results
@@ -464,6 +465,9 @@ def write_document(path: Path, runs: Sequence[SuiteRun]) -> None:
 
 
 README_DATE = re.compile(r"<!-- conformance:date -->.*?<!-- /conformance:date -->", re.DOTALL)
+README_COMPARISON = re.compile(r"<!-- conformance:comparison -->.*?<!-- /conformance:comparison -->", re.DOTALL)
+# What a run rewrites in README.md: a tree that differs from HEAD only there is still clean.
+README_WRITTEN = re.compile(rf"{README_DATE.pattern}|{README_COMPARISON.pattern}", re.DOTALL)
 
 
 def readme_sentence(document: str) -> str:
@@ -476,9 +480,26 @@ def readme_sentence(document: str) -> str:
     return f"last run {run.date}{commit}"
 
 
+def readme_comparison(document: str) -> str:
+    """What README.md says of raykube against KubeRay: per suite compared within one invocation, the tests KubeRay
+    passes and raykube does not."""
+    found = comparisons(document)
+    if not found:
+        return "no suite has been run against both operators in one invocation yet"
+    parts = []
+    for c in found:
+        missed = ", ".join(f"`{t}`" for t in c.raykube_missed)
+        parts.append(
+            f"`{c.suite}`: raykube passes {len(c.raykube_passed)}, KubeRay {len(c.kuberay_passed)}"
+            + (f" (KubeRay passes {missed} and raykube does not)" if missed else ", every test KubeRay passes")
+        )
+    return "; ".join(parts)
+
+
 def update_readme(readme: str, document: str) -> str:
     sentence = f"<!-- conformance:date -->{readme_sentence(document)}<!-- /conformance:date -->"
-    return README_DATE.sub(lambda _: sentence, readme)
+    compared = f"<!-- conformance:comparison -->{readme_comparison(document)}<!-- /conformance:comparison -->"
+    return README_COMPARISON.sub(lambda _: compared, README_DATE.sub(lambda _: sentence, readme))
 
 
 def failed(runs: Sequence[SuiteRun]) -> bool:
