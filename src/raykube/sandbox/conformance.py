@@ -461,7 +461,19 @@ SUITES: dict[str, Suite] = {
         Suite("autoscaler", "e2eautoscaler", "test/e2eautoscaler: RayCluster with the Ray autoscaler sidecar"),
         Suite("sampleyaml", "sampleyaml", "test/sampleyaml: KubeRay's config/samples applied with kubectl"),
         Suite("raycronjob", "e2eraycronjob", "test/e2eraycronjob: RayCronJob (alpha, gate on)"),
-        Suite("rayjobsubmitter", "e2erayjobsubmitter", "test/e2erayjobsubmitter: the light-weight job submitter"),
+        Suite(
+            "rayjobsubmitter",
+            "e2erayjobsubmitter",
+            "test/e2erayjobsubmitter: the light-weight job submitter",
+            {
+                "TestRayJobSubmitter": (
+                    "Its job's `runtime_env` pip-installs `requests` and `pendulum` from PyPI inside the Ray Pods "
+                    "(traffic off this machine), and its submitter is KubeRay's `kuberay/submitter:nightly` image "
+                    "(a Go binary in a `scratch` image that KubeRay's CI builds and loads into kind), which the "
+                    "process runtime does not run."
+                )
+            },
+        ),
         Suite("upgrade", "e2eupgrade", "test/e2eupgrade: upgrading KubeRay's operator under a RayService"),
         Suite(
             "incrementalupgrade",
