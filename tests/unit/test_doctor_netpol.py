@@ -50,7 +50,9 @@ SELECT_HEAD = {"matchLabels": {"ray.io/node-type": "head"}}
         ({"matchLabels": {np.NAMESPACE_NAME_LABEL: "ml"}}, {np.NAMESPACE_NAME_LABEL: "ml"}, False, True),
     ],
 )
-def test_label_selectors(selector: dict[str, Any], labels: dict[str, str], complete: bool, expected: bool | None) -> None:
+def test_label_selectors(
+    selector: dict[str, Any], labels: dict[str, str], complete: bool, expected: bool | None
+) -> None:
     assert np.selector_matches(selector, labels, complete=complete) is expected
 
 

@@ -122,7 +122,14 @@ def _built(view: ClusterView, group_index: int | None) -> Obj | None:
 
 def members(view: ClusterView) -> list[Member]:
     """The head and each worker group with a Pod (or wanting one), each by one Pod: a live one, else the one the
-    operator would make."""
+    operator would make. Cached per cluster (the three checkers share it)."""
+    cache: dict[str, list[Member]] = view.snap.extra.setdefault("netpol_members", {})
+    if view.key not in cache:
+        cache[view.key] = _members(view)
+    return cache[view.key]
+
+
+def _members(view: ClusterView) -> list[Member]:
     out: list[Member] = []
     head = view.head if view.head is not None else _built(view, None)
     if head is not None:
@@ -145,6 +152,10 @@ def _selector_text(selector: Mapping[str, Any] | None) -> str:
         for e in selector.get("matchExpressions") or []
     ]
     return ", ".join(terms) or "{} (every Pod)"
+
+
+def _labels_text(labels: Mapping[str, str]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in labels.items()) or "no labels"
 
 
 def _kuberay_made(policy: Obj) -> bool:
@@ -182,6 +193,14 @@ def _names(policies: Sequence[Obj]) -> list[str]:
     return list(dict.fromkeys(objects.name(p) for p in policies))
 
 
+def _subject(policies: Sequence[Obj], verb: str) -> str:
+    """``NetworkPolicy a keeps`` / ``NetworkPolicies a, b keep``."""
+    names = _names(policies)
+    if len(names) == 1:
+        return f"NetworkPolicy {names[0]} {verb}s"
+    return f"NetworkPolicies {listing(names)} {verb}"
+
+
 def _owned_fix(policies: Sequence[Obj], where: str, rule_text: str) -> str:
     """How to add a rule: in spec.networkPolicy for KubeRay's own policies (the operator rewrites them), else in the
     policy or a policy of its own (policies add up)."""
@@ -197,8 +216,8 @@ def _owned_fix(policies: Sequence[Obj], where: str, rule_text: str) -> str:
 # ------------------------------------------------------------------------------------------------ E06: DNS
 @checker(DNS)
 def check_dns(snap: Snapshot) -> Iterator[Finding]:
-    if not snap.has(s.NETWORKPOLICIES):
-        return
+    if not snap.has(s.NETWORKPOLICIES) or not snap.all(s.NETWORKPOLICIES):
+        return  # not read (a Not checked line says why), or none: nothing is restricted
     lookup = _lookup(snap)
     for view in facts.cluster_views(snap):
         if view.suspended or view.managed_elsewhere or view.deleting:
@@ -226,7 +245,7 @@ def check_dns(snap: Snapshot) -> Iterator[Finding]:
                     "static",
                 )
             )
-        whom = listing(m.endpoint.what for m, _, _, _ in cut)
+        whom = " and ".join(m.endpoint.what for m, _, _, _ in cut)
         only_tcp = all(udp_ok is not False for _, udp_ok, _, _ in cut)
         kuberay = [p for p in policies if _kuberay_made(p)]
         effects = {t.dns(view.key, m.group) for m, udp_ok, _, _ in cut if udp_ok is False}
@@ -238,7 +257,7 @@ def check_dns(snap: Snapshot) -> Iterator[Finding]:
             obj=facts.ref(policies[0], "NetworkPolicy") if policies else view.ref,
             severity="error" if workers_cut else "warning",
             confidence="likely",
-            title=f"NetworkPolicy {listing(_names(policies))} allows {whom} no DNS"
+            title=f"{_subject(policies, 'allow')} {whom} no DNS"
             + (" over TCP (UDP 53 is allowed)" if only_tcp else "")
             + (
                 f": they cannot resolve {view.head_service_name} and never join"
@@ -300,8 +319,8 @@ def _paths(view: ClusterView, lookup: np.PolicyLookup) -> list[_Path]:
 
 @checker(NETPOL)
 def check_ray_paths(snap: Snapshot) -> Iterator[Finding]:
-    if not snap.has(s.NETWORKPOLICIES):
-        return
+    if not snap.has(s.NETWORKPOLICIES) or not snap.all(s.NETWORKPOLICIES):
+        return  # not read (a Not checked line says why), or none: nothing is restricted
     lookup = _lookup(snap)
     for view in facts.cluster_views(snap):
         if view.suspended or view.managed_elsewhere or view.deleting:
@@ -312,6 +331,7 @@ def check_ray_paths(snap: Snapshot) -> Iterator[Finding]:
         evidence: list[Evidence] = []
         blamed: list[Obj] = []
         seen: set[tuple[str, str]] = set()
+        directions: set[str] = set()
         for path in paths:
             sides = [
                 (access, key, member)
@@ -330,6 +350,7 @@ def check_ray_paths(snap: Snapshot) -> Iterator[Finding]:
             ]
             for access, key, member in sides:
                 blamed += access.policies
+                directions.add(key)
                 if (key, member.group) not in seen:
                     seen.add((key, member.group))
                     evidence += _policy_evidence(access.policies, key, member.endpoint)
@@ -347,13 +368,16 @@ def check_ray_paths(snap: Snapshot) -> Iterator[Finding]:
         for member in gcs_cut:
             effects |= {t.gcs(view.key), *([] if member.head else [t.workers(view.key, member.group)])}
         cluster_peer = f"{{podSelector: {{matchLabels: {{{c.RAY_CLUSTER_LABEL}: {view.name}}}}}}}"
+        wanted = " and ".join(
+            text for key, text in (("ingress", "ingress from"), ("egress", "egress to")) if key in directions
+        )
         yield finding(
             NETPOL,
             cluster=view.ref,
             obj=facts.ref(policies[0], "NetworkPolicy") if policies else view.ref,
             severity="error",
             confidence="likely",
-            title=f"NetworkPolicy {listing(_names(policies))} keeps the Ray Pods of {view.name} from each other: "
+            title=f"{_subject(policies, 'keep')} the Ray Pods of {view.name} from each other: "
             + "; ".join(p.describe() for p in paths[:2])
             + (f" and {len(paths) - 2} more paths" if len(paths) > 2 else ""),
             evidence=evidence,
@@ -372,7 +396,7 @@ def check_ray_paths(snap: Snapshot) -> Iterator[Finding]:
                 _owned_fix(
                     policies,
                     "head and worker rules",
-                    f"ingress from and egress to {cluster_peer} on every port, no ports list",
+                    f"{wanted} {cluster_peer} on every port, no ports list",
                 ),
                 "KubeRay's own policies (spec.networkPolicy, gate RayClusterNetworkPolicy) always admit the "
                 "cluster's Pods to each other.",
@@ -434,8 +458,8 @@ def _dashboard_rule(source: np.Endpoint, head_namespace: str, port: int) -> str:
 
 @checker(DASHBOARD)
 def check_dashboard_reach(snap: Snapshot) -> Iterator[Finding]:
-    if not snap.has(s.NETWORKPOLICIES):
-        return
+    if not snap.has(s.NETWORKPOLICIES) or not snap.all(s.NETWORKPOLICIES):
+        return  # not read (a Not checked line says why), or none: nothing is restricted
     lookup = _lookup(snap)
     for view in facts.cluster_views(snap):
         if view.suspended or view.managed_elsewhere or view.deleting:
@@ -489,7 +513,7 @@ def check_dashboard_reach(snap: Snapshot) -> Iterator[Finding]:
                 field_evidence(
                     view.ref,
                     f"{source.what} → the head's dashboard (TCP {port})",
-                    f"no rule admits it; labels {dict(source.labels)} in namespace {source.namespace}",
+                    f"no rule admits it (its Pods: {_labels_text(source.labels)} in namespace {source.namespace})",
                     "static",
                 )
             )
@@ -503,7 +527,7 @@ def check_dashboard_reach(snap: Snapshot) -> Iterator[Finding]:
                 obj=facts.ref(policies[0], "NetworkPolicy") if policies else view.ref,
                 severity="error",
                 confidence="likely",
-                title=f"NetworkPolicy {listing(_names(policies))} keeps {source.what} from the head's dashboard port "
+                title=f"{_subject(policies, 'keep')} {source.what} from the head's dashboard port "
                 f"{port}: {consequence}",
                 evidence=evidence,
                 explanation="The operator follows a RayJob's job and a RayService's Serve applications through the "
