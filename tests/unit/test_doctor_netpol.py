@@ -4,6 +4,7 @@ needing the sender's egress and the receiver's ingress. ``None`` is "cannot tell
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -75,6 +76,7 @@ def test_label_selectors(
         ({"ipBlock": {"cidr": "10.244.0.0/16"}}, NO_IP, None),  # the address is not known
         ({"ipBlock": {"cidr": "0.0.0.0/0"}}, NO_IP, True),  # every address
         ({"ipBlock": {"cidr": "0.0.0.0/0", "except": ["10.0.0.0/8"]}}, NO_IP, None),
+        ({"podSelector": {}}, dataclasses.replace(WORKER, host_network=True), None),  # the node's address: the CNI's
     ],
 )  # fmt: skip
 def test_peers(peer: dict[str, Any], endpoint: np.Endpoint, expected: bool | None) -> None:
@@ -128,6 +130,8 @@ def test_a_pod_no_policy_selects_is_unrestricted_and_policies_add_up() -> None:
     for policies in ([], [other], [egress_only]):  # none selects the head for Ingress
         access = np.direction_access(policies, HEAD, WORKER, np.INGRESS)
         assert not access.restricted and access.every_port is True
+    host = dataclasses.replace(HEAD, host_network=True)  # policies' effect on host-network Pods: the CNI's, not judged
+    assert not np.direction_access([policy({"podSelector": {}})], host, WORKER, np.INGRESS).restricted
     elsewhere = policy({"podSelector": {}, "policyTypes": ["Ingress"]}, namespace="other")
     assert not np.direction_access([elsewhere], HEAD, WORKER, np.INGRESS).restricted  # another namespace's
 

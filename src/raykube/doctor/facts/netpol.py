@@ -17,7 +17,8 @@ The rules of ``networking.k8s.io/v1`` as the API documents them:
 
 What the objects cannot say is answered ``None`` ("cannot tell"), never guessed: a namespace's labels other than
 ``kubernetes.io/metadata.name`` (the doctor does not list Namespaces), an ``ipBlock`` for a Pod whose address is
-unknown (unless the block is every address). The rules report only what is certain, so an unknown reads as "may be
+unknown (unless the block is every address), a host-network Pod (the API leaves policies' effect on those to the
+CNI). The rules report only what is certain, so an unknown reads as "may be
 allowed".
 
 Pure: no I/O.
@@ -60,6 +61,7 @@ class Endpoint:
     namespace_labels: Mapping[str, str] | None = None
     ports: Mapping[str, tuple[int, str]] = field(default_factory=dict)
     what: str = ""  # how the findings name it ("workers of group gpu", "the operator")
+    host_network: bool = False  # policies' effect on host-network Pods is left to the CNI: never judged
 
     def known_namespace_labels(self) -> dict[str, str]:
         labels = dict(self.namespace_labels or {})
@@ -84,6 +86,7 @@ def pod_endpoint(pod: Mapping[str, Any], what: str = "") -> Endpoint:
         ip=str(ip) if ip else None,
         ports=ports,
         what=what,
+        host_network=bool(spec.get("hostNetwork")),
     )
 
 
@@ -158,6 +161,8 @@ def _ip_in_block(block: Mapping[str, Any], ip: str | None) -> bool | None:
 
 def peer_matches(peer: Mapping[str, Any], policy_namespace: str, endpoint: Endpoint) -> bool | None:
     """Whether a ``NetworkPolicyPeer`` of a policy in ``policy_namespace`` matches ``endpoint``."""
+    if endpoint.host_network:
+        return None  # its traffic carries the node's address: whether any peer matches it is up to the CNI
     if "ipBlock" in peer:
         return _ip_in_block(peer.get("ipBlock") or {}, endpoint.ip)
     has_pods, has_namespaces = "podSelector" in peer, "namespaceSelector" in peer
@@ -245,6 +250,7 @@ def selects(policy: Mapping[str, Any], pod: Endpoint, direction: Direction) -> b
     spec = policy.get("spec") or {}
     return (
         pod.namespace is not None
+        and not pod.host_network
         and objects.namespace(policy) == pod.namespace
         and direction in policy_types(spec)
         and selector_matches(spec.get("podSelector"), pod.labels) is True
