@@ -13,6 +13,7 @@ from raykube.builders import networkpolicy as build_np
 from raykube.doctor.model import Report
 from raykube.doctor.run import Options, diagnose
 from tests.doctor_support import assert_fires, assert_quiet, one_finding
+from tests.unit.test_doctor_inside import _diagnose, _inside, _worker_probe
 from tests.unit.test_doctor_rules import NS, World, below, root, seed_spec
 
 DNS_RULE = {"to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
@@ -320,3 +321,23 @@ def test_a_namespace_whose_policies_were_not_read_is_not_judged() -> None:
     assert_fires(world.diagnose(), "E03", "E06")
     snap = world.snapshot(skip=["networkpolicies"])  # forbidden: a "Not checked" line, no finding
     quiet(diagnose(snap, Options()))
+
+
+# ------------------------------------------------------------------------------------------------ what was seen inside
+def test_what_a_worker_saw_inside_hangs_under_the_policy_that_explains_it() -> None:
+    """With the in-Pod checks, a worker whose name lookup failed (E02) is a consequence of the egress policy without
+    DNS (E06), and one whose connection to the head timed out (R03) of the policy that cuts the cluster (E03)."""
+    host = f"seed-head-svc.{NS}.svc.cluster.local"
+    world = World()
+    to_ray = {"to": [{"podSelector": select()}]}
+    world.add("networkpolicies", policy("ray-only", {"podSelector": select("worker"), "policyTypes": ["Egress"],
+                                                     "egress": [to_ray]}))  # fmt: skip
+    failed = {host: {"error": "[Errno -3] Temporary failure in name resolution"}}
+    report = _diagnose(world, _inside(worker=_worker_probe(resolve=failed, connect=[])))
+    root(report, "E06", "E02")
+
+    world = World()
+    world.add("networkpolicies", policy("deny", {"podSelector": select("head"), "policyTypes": ["Ingress"]}))
+    blocked = [[host, 6379, "timed out after 2s"], [host, 8265, None], [host, 10001, None]]
+    report = _diagnose(world, _inside(worker=_worker_probe(connect=blocked)))
+    root(report, "E03", "R03")
