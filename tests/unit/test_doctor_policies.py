@@ -10,11 +10,12 @@ from typing import Any
 from raykube.api import constants as c
 from raykube.api.resources import RayCluster
 from raykube.builders import networkpolicy as build_np
-from raykube.doctor.model import Report
+from raykube.doctor import snapshot as s
+from raykube.doctor.model import ObjectRef, Report
 from raykube.doctor.run import Options, diagnose
 from tests.doctor_support import assert_fires, assert_quiet, one_finding
 from tests.unit.test_doctor_inside import _diagnose, _inside, _worker_probe
-from tests.unit.test_doctor_rules import NS, World, below, root, seed_spec
+from tests.unit.test_doctor_rules import NOW, NS, World, below, root, seed_spec
 
 DNS_RULE = {"to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
                     "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}],
@@ -160,7 +161,7 @@ def test_an_egress_policy_without_dns_keeps_workers_in_wait_gcs_ready() -> None:
     assert evidence["spec.podSelector (selects workers of group workers; policyTypes ['Egress'])"] == (
         "ray.io/cluster=seed, ray.io/node-type=worker"
     )
-    assert evidence["egress of workers of group workers"] == (
+    assert evidence["workers of group workers → kube-dns"] == (
         "no rule admits UDP 53 and TCP 53 to kube-dns (kube-system, k8s-app=kube-dns) or to anywhere"
     )
     assert "KubeRay v1.7.0" not in found.explanation  # a user's policy: fix it, or add one
@@ -191,13 +192,18 @@ def test_dns_cut_only_on_the_head_or_only_over_tcp_is_a_warning() -> None:
     world.add("networkpolicies", policy("head-out", {"podSelector": select("head"), "policyTypes": ["Egress"],
                                                      "egress": [to_ray]}))  # fmt: skip
     found = one_finding(world.diagnose(), "E06")
-    assert found.severity == "warning" and found.title.startswith("NetworkPolicy head-out allows the head no DNS: ")
+    assert found.severity == "warning"
+    assert found.title == (
+        "NetworkPolicy head-out allows the head no DNS: the head resolves no name (a GCS fault tolerance Redis, "
+        "runtime environments, the job's own)"
+    )
     world = World()
     udp_only = {"ports": [{"port": 53, "protocol": "UDP"}]}
     world.add("networkpolicies", policy("udp", {"podSelector": select(), "policyTypes": ["Egress"],
                                                 "egress": [to_ray, udp_only]}))  # fmt: skip
     found = one_finding(world.diagnose(), "E06")
-    assert found.severity == "warning" and "no DNS over TCP (UDP 53 is allowed)" in found.title
+    assert found.severity == "warning"
+    assert found.title.endswith("no DNS over TCP (UDP 53 is allowed): answers too long for UDP fail")
 
 
 # ------------------------------------------------------------------------------------------------ E03
@@ -341,3 +347,15 @@ def test_what_a_worker_saw_inside_hangs_under_the_policy_that_explains_it() -> N
     blocked = [[host, 6379, "timed out after 2s"], [host, 8265, None], [host, 10001, None]]
     report = _diagnose(world, _inside(worker=_worker_probe(connect=blocked)))
     root(report, "E03", "R03")
+
+
+def test_a_policy_in_kube_system_that_shuts_kube_dns_counts_when_kube_system_was_read() -> None:
+    world = World()
+    only_system = {"from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}}}]}
+    locked = policy("dns-locked", {"podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}, "ingress": [only_system]})
+    locked["metadata"]["namespace"] = "kube-system"
+    world.add("networkpolicies", locked)
+    everywhere = s.build(world.objects, gathered=world.objects.keys(), not_checked=[], now=NOW, source="dump")
+    found = one_finding(diagnose(everywhere, Options()), "E06")
+    assert found.object == ObjectRef("NetworkPolicy", "dns-locked", "kube-system") and found.severity == "error"
+    quiet(world.diagnose())  # read in "ml" only: kube-system's policies are not known, so not judged

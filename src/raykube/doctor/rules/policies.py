@@ -223,24 +223,28 @@ def check_dns(snap: Snapshot) -> Iterator[Finding]:
         if view.suspended or view.managed_elsewhere or view.deleting:
             continue
         cut: list[tuple[Member, bool | None, bool | None, tuple[Obj, ...]]] = []
+        blocked_at_dns: list[Obj] = []  # ingress policies in kube-system that shut kube-dns itself
         for member in members(view):
-            egress_udp, _, udp = np.connection(lookup, member.endpoint, KUBE_DNS, np.UDP)
-            egress_tcp, _, tcp = np.connection(lookup, member.endpoint, KUBE_DNS, np.TCP)
+            egress_udp, ingress_udp, udp = np.connection(lookup, member.endpoint, KUBE_DNS, np.UDP)
+            egress_tcp, ingress_tcp, tcp = np.connection(lookup, member.endpoint, KUBE_DNS, np.TCP)
             udp_ok, tcp_ok = udp.port(DNS_PORT), tcp.port(DNS_PORT)
             if udp_ok is False or tcp_ok is False:
                 cut.append((member, udp_ok, tcp_ok, egress_udp.policies or egress_tcp.policies))
+                blocked_at_dns += [*ingress_udp.policies, *ingress_tcp.policies]
         if not cut:
             continue
         workers_cut = [m for m, udp_ok, _, _ in cut if udp_ok is False and not m.head]
-        policies = _unique(p for _, _, _, ps in cut for p in ps)
+        policies = _unique([*(p for _, _, _, ps in cut for p in ps), *blocked_at_dns])
         evidence: list[Evidence] = []
+        if blocked_at_dns:
+            evidence += _policy_evidence(_unique(blocked_at_dns), "ingress", KUBE_DNS)
         for member, udp_ok, tcp_ok, selecting in cut:
             missing = " and ".join(p for p, ok in (("UDP 53", udp_ok), ("TCP 53", tcp_ok)) if ok is False)
             evidence += _policy_evidence(selecting, "egress", member.endpoint)
             evidence.append(
                 field_evidence(
                     view.ref,
-                    f"egress of {member.endpoint.what}",
+                    f"{member.endpoint.what} → kube-dns",
                     f"no rule admits {missing} to kube-dns (kube-system, k8s-app=kube-dns) or to anywhere",
                     "static",
                 )
@@ -262,7 +266,9 @@ def check_dns(snap: Snapshot) -> Iterator[Finding]:
             + (
                 f": they cannot resolve {view.head_service_name} and never join"
                 if workers_cut
-                else ": names that Ray or the job look up do not resolve"
+                else ": answers too long for UDP fail"
+                if only_tcp
+                else ": the head resolves no name (a GCS fault tolerance Redis, runtime environments, the job's own)"
             ),
             evidence=evidence,
             explanation="An egress policy that selects a Pod lets it send only what one of its rules admits. Workers "
