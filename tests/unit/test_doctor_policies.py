@@ -298,6 +298,10 @@ def test_a_users_policy_keeps_the_submitter_and_the_operator_from_the_dashboard(
         "ray.io/originated-from-crd: RayJob}}}], ports: [{protocol: TCP, port: 8265}]), or a NetworkPolicy of your "
         "own that allows it."
     )
+    # A RayJob that is Complete: the operator reads its dashboard no more.
+    world.objects["rayjobs"][0]["status"]["jobDeploymentStatus"] = c.JOB_DEPLOYMENT_STATUS_COMPLETE
+    assert_quiet(world.diagnose(), "E07")
+    world.objects["rayjobs"][0]["status"]["jobDeploymentStatus"] = c.JOB_DEPLOYMENT_STATUS_RUNNING
     # Another submission mode has no submitter Pod: only the operator is cut off.
     world.objects["rayjobs"][0]["spec"]["submissionMode"] = c.SUBMISSION_MODE_HTTP
     assert len([f for f in world.diagnose().findings if f.rule == "E07"]) == 1

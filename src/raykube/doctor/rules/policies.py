@@ -412,11 +412,18 @@ def check_ray_paths(snap: Snapshot) -> Iterator[Finding]:
 
 
 # ------------------------------------------------------------------------------------------------ E07: the dashboard
+# A RayJob done with its cluster: the operator reads its dashboard no more (a Failed one may have failed for that).
+_DONE: Final = frozenset({c.JOB_DEPLOYMENT_STATUS_COMPLETE})
+
+
 def _workloads(snap: Snapshot, view: ClusterView) -> tuple[list[Obj], list[Obj]]:
-    """The RayJobs and RayServices (any in the namespace) that run on this cluster."""
+    """The RayJobs (not Complete) and RayServices (any in the namespace) that run on this cluster."""
     clusters = snap.in_namespace(s.RAYCLUSTERS, view.namespace)
     jobs = [
-        j for j in snap.in_namespace(s.RAYJOBS, view.namespace) if view.name in s.workload_cluster_names(j, clusters)
+        j
+        for j in snap.in_namespace(s.RAYJOBS, view.namespace)
+        if view.name in s.workload_cluster_names(j, clusters)
+        and (j.get("status") or {}).get("jobDeploymentStatus") not in _DONE
     ]
     services = [
         r
