@@ -118,7 +118,7 @@ def test_kuberays_own_policies_admit_a_rayjobs_submitter_but_not_the_operator() 
     found = one_finding(report, "E07")
     assert found.title.startswith(
         "NetworkPolicy seed-head keeps the operator (kuberay-operator/kuberay-operator) from the head's dashboard port "
-        '8265: RayJob "train": the operator cannot read job or Serve status (the RayJob fails with '
+        '8265: RayJob "train": the operator cannot read job status (the RayJob fails with '
         "JobStatusCheckTimeoutExceeded)"
     ), found.title
     assert "leave the operator out on purpose" in found.explanation
@@ -320,7 +320,7 @@ def test_the_dashboard_port_of_ray_start_params_and_a_rayservice() -> None:
     only = {"podSelector": select("head"), "ingress": [{"from": [{"podSelector": select()}]}, admits_8265]}
     world.add("networkpolicies", policy("head", only))
     found = one_finding(world.diagnose(), "E07")
-    assert "dashboard port 8266" in found.title and 'RayService "serve"' in found.title
+    assert found.title.endswith('dashboard port 8266: RayService "serve": the operator cannot read Serve status')
     admits_8265["ports"][0]["port"] = 8266
     quiet(world.diagnose())
 

@@ -487,12 +487,13 @@ def check_dashboard_reach(snap: Snapshot) -> Iterator[Finding]:
         sources: list[tuple[np.Endpoint, list[Obj], str]] = []
         workloads = [*jobs, *services]
         names = listing(f'{w.get("kind")} "{objects.name(w)}"' for w in workloads)
+        read = " or ".join(what for what, there in (("job", jobs), ("Serve", services)) if there)
         for op in view.ops:
             sources.append(
                 (
                     _operator_endpoint(snap, op),
                     workloads,
-                    f"{names}: the operator cannot read job or Serve status"
+                    f"{names}: the operator cannot read {read} status"
                     + (f" (the RayJob fails with {c.JOB_REASON_STATUS_CHECK_TIMEOUT_EXCEEDED})" if jobs else ""),
                 )
             )
