@@ -38,13 +38,14 @@ from raykube.api import constants as c
 from raykube.api import rbac
 from raykube.api.config import OperatorConfig
 from raykube.api.resources import RAYCLUSTERS, RAYJOBS
+from raykube.builders.options import BuildOptions
 from raykube.doctor import dump as dumps
 from raykube.doctor.gather import Scope
 from raykube.doctor.model import Evidence, Finding, Report, at_least
 from raykube.doctor.render import JSON_SCHEMA, render_text
 from raykube.doctor.run import Options, diagnose, diagnose_live
 from raykube.kube.client import Kube
-from raykube.kube.resources import EVENTS
+from raykube.kube.resources import EVENTS, NETWORK_POLICIES
 from raykube.runtime.manager import Manager
 from raykube.runtime.operator import Operator
 from raykube.waiting import NotYet, wait_for
@@ -951,3 +952,116 @@ async def test_a_cluster_that_is_starting_is_progress_not_a_problem(
 
     await wait_for(ready_and_never_alarmed, DOCTOR_WAIT, what="the cluster ready, the doctor calm", max_interval=0.5)
     assert runs
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# NetworkPolicies: judged from the objects (the sandbox enforces none)
+# --------------------------------------------------------------------------------------------------------------------
+
+
+async def _network_policy(kube: Kube, name: str, namespace: str, spec: dict[str, Any]) -> None:
+    body = {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": {"name": name}, "spec": spec}
+    await kube.create(NETWORK_POLICIES, body, namespace)
+
+
+def _evidence_names(policy: str) -> Callable[[Evidence], bool]:
+    return lambda e: e.object is not None and e.object.kind == "NetworkPolicy" and e.object.name == policy
+
+
+async def test_planted_network_policies_that_deny_dns_and_ray_ports_are_the_root_causes(
+    kube: AsyncClient, runtime_kube: Kube, kubeconfig: Path, namespace: str, operator: Manager
+) -> None:
+    """A ready seed cluster, then two policies as users write them: the workers' egress admits only the cluster's
+    Pods (no DNS: E06), and the head admits only the GCS port by its name (every other Ray port cut: E03). The
+    API server stores them with its defaults (policyTypes, TCP), which the doctor reads back."""
+    await create_seed_dependencies(kube, namespace)
+    await ready_seed(kube, runtime_kube, namespace)
+    cluster = {"matchLabels": {c.RAY_CLUSTER_LABEL: CLUSTER}}
+    workers = {"matchLabels": {c.RAY_CLUSTER_LABEL: CLUSTER, c.RAY_NODE_TYPE_LABEL: c.NODE_TYPE_WORKER}}
+    head = {"matchLabels": {c.RAY_CLUSTER_LABEL: CLUSTER, c.RAY_NODE_TYPE_LABEL: c.NODE_TYPE_HEAD}}
+    to_cluster = {"to": [{"podSelector": cluster}]}
+    gcs_only = {"from": [{"podSelector": cluster}], "ports": [{"port": "gcs-server"}]}
+    await _network_policy(
+        runtime_kube,
+        "workers-egress",
+        namespace,
+        {"podSelector": workers, "policyTypes": ["Egress"], "egress": [to_cluster]},
+    )
+    await _network_policy(runtime_kube, "head-gcs-only", namespace, {"podSelector": head, "ingress": [gcs_only]})
+
+    def both(report: Report) -> bool:
+        return has_root("E06", titled="workers-egress", with_evidence=_evidence_names("workers-egress"))(
+            report
+        ) and has_root("E03", titled="head-gcs-only", with_evidence=_evidence_names("head-gcs-only"))(report)
+
+    report = await wait_diagnosis(kubeconfig, namespace, both, "E06 and E03 over the planted policies")
+    no_dns = root_named(report, "E06")
+    assert no_dns.title == (
+        f"NetworkPolicy workers-egress allows workers of group workers no DNS: they cannot resolve {CLUSTER}-head-svc "
+        "and never join"
+    )
+    ports = root_named(report, "E03")
+    assert "(dashboard 8265, client 10001 and Ray's other ports)" in ports.title, ports.title
+    assert_quiet(report, "E07")  # no RayJob or RayService reads this cluster's dashboard
+
+    # Fixed as the findings say (a second policy adds DNS; the head admits the cluster on every port): quiet.
+    dns = {"ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}
+    await _network_policy(
+        runtime_kube, "workers-dns", namespace, {"podSelector": workers, "policyTypes": ["Egress"], "egress": [dns]}
+    )
+    from_cluster = {"from": [{"podSelector": cluster}]}
+    await _network_policy(
+        runtime_kube, "head-from-cluster", namespace, {"podSelector": head, "ingress": [from_cluster]}
+    )
+    await wait_diagnosis(
+        kubeconfig,
+        namespace,
+        lambda r: not {"E03", "E06", "E07"} & {f.rule for f in r.findings},
+        "no NetworkPolicy finding once the policies admit what Ray needs",
+    )
+
+
+async def test_kuberays_own_deny_all_policies_leave_dns_out_until_the_spec_adds_it(
+    kube: AsyncClient, runtime_kube: Kube, kubeconfig: Path, namespace: str, ray_crds: list[str]
+) -> None:
+    """The operator with the RayClusterNetworkPolicy gate makes KubeRay v1.7.0's policies for ``mode: DenyAll``:
+    they keep the cluster's Pods together (no E03) and add no DNS rule (E06, as v1.7.0 really does); once
+    spec.networkPolicy carries the DNS rule the operator rewrites them and the doctor is quiet."""
+    client = Kube.from_config(kubeconfig, qps=200, burst=400, rules=rbac.OPERATOR_RULES + rbac.LEADER_ELECTION_RULES)
+    options = dataclasses.replace(
+        BuildOptions(), features={**BuildOptions().features, c.GATE_RAYCLUSTER_NETWORK_POLICY: True}
+    )
+    manager = Manager(client, options=options, namespaces=[namespace], reconcile_concurrency=2)
+    await asyncio.wait_for(manager.start(), 60)
+    try:
+        await create_seed_dependencies(kube, namespace)
+        body = seed_cluster()
+        body["spec"]["networkPolicy"] = {"mode": c.NETWORK_POLICY_DENY_ALL}
+        await runtime_kube.create(RAYCLUSTERS, body, namespace)
+        await wait_ready(runtime_kube, namespace, workers=2)
+
+        report = await wait_diagnosis(
+            kubeconfig,
+            namespace,
+            has_root("E06", titled=f"{CLUSTER}-head", with_evidence=_evidence_names(f"{CLUSTER}-workers-workers")),
+            "E06 over the operator's own policies",
+        )
+        found = root_named(report, "E06")
+        assert "KubeRay v1.7.0's own policies add no DNS rule" in found.explanation
+        assert "spec.networkPolicy.head.egressRules" in found.remediation[0]
+        assert_quiet(report, "E03", "E07")
+
+        kube_dns = {"namespaceSelector": {}, "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}
+        ports = [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]
+        dns = {"egressRules": [{"to": [kube_dns], "ports": ports}]}
+        patch = {"spec": {"networkPolicy": {"mode": c.NETWORK_POLICY_DENY_ALL, "head": dns, "worker": dns}}}
+        await runtime_kube.patch(RAYCLUSTERS, CLUSTER, patch, namespace)
+        await wait_diagnosis(
+            kubeconfig,
+            namespace,
+            lambda r: not {"E03", "E06", "E07"} & {f.rule for f in r.findings},
+            "no NetworkPolicy finding once the spec has the DNS rule",
+        )
+    finally:
+        await manager.stop()
+        await client.close()

@@ -3,6 +3,8 @@ KubeRay v1.7.0 write events.k8s.io/v1 Events, KubeRay before v1.7.0 core/v1 ones
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from raykube.doctor.access import checks_for
@@ -51,3 +53,19 @@ def test_kuberay_before_v170_is_checked_for_core_events() -> None:
         ("create", "", "kuberay-operator"),
         ("patch", "", "kuberay-operator"),
     }
+
+
+def network_policy_checks(op: OperatorInfo) -> set[tuple[str, str]]:
+    return {(a.verb, a.namespace) for a in checks_for(op, ["ray"]) if a.resource == "networkpolicies"}
+
+
+def test_networkpolicies_are_checked_only_with_the_network_policy_gate_on() -> None:
+    """KubeRay v1.7.0's NetworkPolicy controller (gate RayClusterNetworkPolicy) lists, watches and writes them; with
+    the gate off nothing does, and KubeRay v1.6.1's ClusterRole has no such rule."""
+    assert network_policy_checks(operator("kuberay", "quay.io/kuberay/operator:v1.6.1")) == set()
+    assert network_policy_checks(operator("raykube", "ghcr.io/raykube/raykube-operator:0.1.0")) == set()
+    gated = dataclasses.replace(
+        operator("raykube", "ghcr.io/raykube/raykube-operator:0.1.0"), feature_gates={"RayClusterNetworkPolicy": True}
+    )
+    verbs = {"create", "delete", "get", "list", "update", "watch"}
+    assert network_policy_checks(gated) == {(v, "ray") for v in verbs} | {("list", ""), ("watch", "")}

@@ -833,51 +833,6 @@ def test_a_shared_volume_over_ray_temp_dir_is_a_warning_and_a_path_of_its_own_is
     assert_quiet(World().diagnose(), "B12")  # the seed: /home/ray/shared
 
 
-def test_a_network_policy_that_cuts_workers_off_the_gcs() -> None:
-    world = World()
-    world.add(
-        "networkpolicies",
-        {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": {"name": "deny", "namespace": NS},
-         "spec": {"podSelector": {"matchLabels": {c.RAY_NODE_TYPE_LABEL: "head"}}, "policyTypes": ["Ingress"]}},
-    )  # fmt: skip
-    report = world.diagnose()
-    assert root(report, "E03").confidence == "likely"
-    assert_quiet(report, "SEC08")
-
-
-def _egress_policy(world: World, name: str, egress: list[dict[str, Any]]) -> None:
-    world.add(
-        "networkpolicies",
-        {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": {"name": name, "namespace": NS},
-         "spec": {"podSelector": {"matchLabels": {c.RAY_NODE_TYPE_LABEL: "worker"}}, "policyTypes": ["Egress"],
-                  "egress": egress}},
-    )  # fmt: skip
-
-
-DNS_EGRESS = {"to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
-                      "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}],
-              "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}  # fmt: skip
-
-
-def test_an_egress_policy_on_the_workers_that_blocks_dns_and_the_gcs() -> None:
-    world = World()
-    _egress_policy(world, "deny-egress", [])
-    found = root(world.diagnose(), "E03")
-    assert "DNS (port 53)" in found.title and "GCS port 6379" in found.title
-
-    # DNS allowed, the Ray Pods not: the GCS is still cut off.
-    world = World()
-    _egress_policy(world, "dns-only", [DNS_EGRESS])
-    found = root(world.diagnose(), "E03")
-    assert "DNS" not in found.title and "GCS port 6379" in found.title
-
-    # Near miss: DNS and every port to the cluster's Pods.
-    world = World()
-    to_ray = {"to": [{"podSelector": {"matchLabels": {c.RAY_CLUSTER_LABEL: "seed"}}}]}
-    _egress_policy(world, "ray-and-dns", [DNS_EGRESS, to_ray])
-    assert_quiet(world.diagnose(), "E03")
-
-
 def test_why_there_are_fewer_workers() -> None:
     world = World()
     cluster = world.objects["rayclusters"][0]

@@ -6,8 +6,9 @@ leader-election namespace only). Those rules are the single source the Helm char
 and KubeRay's own ClusterRole (``ray-operator/config/rbac/role.yaml`` and ``leader_election_role.yaml`` at v1.7.0)
 is a superset of them (both write events.k8s.io/v1 Events): a denied check is a real gap for raykube, and for KubeRay
 too. A KubeRay operator older than v1.7.0 writes core/v1 Events instead (its ClusterRole grants core ``events``, not
-``events.k8s.io``), so for one the doctor checks those. The doctor never reads the chart's files: an installed package
-has none.
+``events.k8s.io``), so for one the doctor checks those. ``networkpolicies`` are checked only for an operator with
+the RayClusterNetworkPolicy gate on: nothing else lists them, and KubeRay before v1.7.0 has no such rule. The doctor
+never reads the chart's files: an installed package has none.
 
 An operator that watches every namespace lists and watches at the cluster scope, so for it the ``list`` and
 ``watch`` checks are also made without a namespace.
@@ -20,6 +21,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
+from raykube.api.constants import GATE_RAYCLUSTER_NETWORK_POLICY
 from raykube.api.rbac import LEADER_ELECTION_RULES, OPERATOR_RULES, Rule
 from raykube.doctor.model import OperatorInfo
 
@@ -59,6 +61,7 @@ WATCH_VERBS: Final = ("list", "watch")
 
 
 EVENTS_GROUP: Final = "events.k8s.io"
+NETWORKING_GROUP: Final = "networking.k8s.io"
 
 
 def writes_core_events(op: OperatorInfo) -> bool:
@@ -66,14 +69,21 @@ def writes_core_events(op: OperatorInfo) -> bool:
     return op.implementation == "kuberay" and re.search(r":v?1\.[0-6](\.\d+)?$", op.image) is not None
 
 
+def needs_network_policies(op: OperatorInfo) -> bool:
+    """The NetworkPolicy controller runs: the RayClusterNetworkPolicy gate is on (KubeRay v1.7.0, alpha, off)."""
+    return bool(op.feature_gates.get(GATE_RAYCLUSTER_NETWORK_POLICY))
+
+
 def operator_access(op: OperatorInfo) -> tuple[Permission, ...]:
     """What ``op``'s controllers need: :data:`OPERATOR_ACCESS`, with core ``events`` for an operator that writes
-    core/v1 Events instead of events.k8s.io/v1 ones."""
+    core/v1 Events instead of events.k8s.io/v1 ones, and ``networkpolicies`` only with the RayClusterNetworkPolicy
+    gate on (KubeRay before v1.7.0 has neither the controller nor the rule)."""
+    access = OPERATOR_ACCESS
+    if not needs_network_policies(op):
+        access = tuple(p for p in access if (p.group, p.resource) != (NETWORKING_GROUP, "networkpolicies"))
     if not writes_core_events(op):
-        return OPERATOR_ACCESS
-    return tuple(
-        replace(p, group="") if (p.group, p.resource) == (EVENTS_GROUP, "events") else p for p in OPERATOR_ACCESS
-    )
+        return access
+    return tuple(replace(p, group="") if (p.group, p.resource) == (EVENTS_GROUP, "events") else p for p in access)
 
 
 def checks_for(op: OperatorInfo, namespaces: Sequence[str], *, cluster_scope: bool = False) -> Iterator[AccessCheck]:

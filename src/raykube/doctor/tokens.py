@@ -25,6 +25,9 @@ token                      broken link
 ``runs-on:C``              what runs on the RayCluster can (a RayJob's job, a RayService's Serve applications)
 ``ray-start:P``            ``ray start`` in the Pod keeps running (it does not exit, its GCS or raylet does not die)
 ``ray-node:P``             the Pod's raylet is a live node of the Ray cluster (``ray status``)
+``dns:C/G``                the Pods of group G (``headgroup`` for the head) can resolve names (the head Service's)
+``ray-network:C``          the cluster's Ray Pods reach each other on every port Ray uses
+``job-dashboard:J``        RayJob J's status checks (the operator) and its submitter reach the head's dashboard
 =========================  ===========================================================================================
 """
 
@@ -90,6 +93,21 @@ def ray_start(pod: str) -> str:
 
 def ray_node(pod: str) -> str:
     return f"ray-node:{pod}"
+
+
+def dns(cluster: str, group: str) -> str:
+    """The Pods of group ``group`` can resolve names."""
+    return f"dns:{cluster}/{group}"
+
+
+def ray_network(cluster: str) -> str:
+    """The cluster's Ray Pods reach each other on every port Ray uses."""
+    return f"ray-network:{cluster}"
+
+
+def job_dashboard(job: str) -> str:
+    """The operator's status checks and the submitter of the RayJob ``<namespace>/<name>`` reach the dashboard."""
+    return f"job-dashboard:{job}"
 
 
 def pod_down(pod: str) -> frozenset[str]:

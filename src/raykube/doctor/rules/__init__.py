@@ -8,7 +8,8 @@ module             links
 ``storage``        PVCs: exist, Bound, shared the right way, mounted
 ``config``         ConfigMaps, Secrets and keys the containers need; images; Ray versions; GPU keys; /dev/shm
 ``runtime``        crashes, OOM kills, probes, GCS fault tolerance's Redis, ports, the dashboard host
-``network``        head Service, selector, ports, EndpointSlices, NetworkPolicies; workers → GCS; the dashboard
+``network``        head Service, selector, ports, EndpointSlices; workers → GCS; the dashboard
+``policies``       NetworkPolicies that deny Ray's traffic: DNS, Pod to Pod, the dashboard from the operator/submitter
 ``state``          the symptoms: head not Ready, workers missing, cluster not ready (or falsely "ready")
 ``workers``        why fewer workers are wanted: HPA, clamping, workersToDelete, edited replicas
 ``security``       exposure without auth, Ray ports, credentials in the spec, privileged Pods, TLS, isolation
@@ -24,6 +25,7 @@ from raykube.doctor.rules import (
     inside,
     network,
     pods,
+    policies,
     runtime,
     security,
     state,
@@ -43,6 +45,7 @@ __all__ = [
     "inside",
     "network",
     "pods",
+    "policies",
     "runtime",
     "security",
     "state",

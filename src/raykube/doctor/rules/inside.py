@@ -194,7 +194,7 @@ def check_worker_paths(snap: Snapshot) -> Iterator[Finding]:
                     f'they stay in {c.WAIT_GCS_READY_INIT_CONTAINER} ("Waiting for GCS to be ready") although the '
                     "head, its Service and its endpoints are all fine.",
                     remediation=fixes,
-                    symptoms={t.create_service(view.key)},
+                    symptoms={t.create_service(view.key), t.dns(view.key, group)},
                     effects={t.gcs(view.key), t.workers(view.key, group), *ray_nodes},
                 )
                 continue
@@ -245,6 +245,7 @@ def check_worker_paths(snap: Snapshot) -> Iterator[Finding]:
                     if gcs_blocked
                     else {t.dashboard(view.key)}
                 ),
+                symptoms={t.ray_network(view.key)},
             )
 
 

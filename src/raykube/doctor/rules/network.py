@@ -1,6 +1,6 @@
 """The head's network identity: the head Service exists, selects the head Pod, its EndpointSlices hold the head's
-address, nothing blocks the GCS port; and the two symptoms users see: workers that cannot reach the GCS, and a
-dashboard that will not open.
+address; and the two symptoms users see: workers that cannot reach the GCS, and a dashboard that will not open.
+NetworkPolicies are judged in :mod:`raykube.doctor.rules.policies`.
 
 Workers reach the GCS at ``<head-svc>.<ns>.svc.<domain>:6379``. KubeRay's head Service is headless with
 ``publishNotReadyAddresses``, so its EndpointSlices hold the head's IP as soon as it has one, Ready or not: an empty
@@ -10,7 +10,7 @@ EndpointSlice means no head Pod with an IP matches the selector (the seed's "End
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any, Final
+from typing import Any
 
 from raykube.api import constants as c
 from raykube.doctor import facts
@@ -26,7 +26,6 @@ from raykube.doctor.rules.base import (
     checker,
     field_evidence,
     finding,
-    listing,
     plural,
     rule,
 )
@@ -61,13 +60,6 @@ DASHBOARD = rule(
     "DASHBOARD_UNREACHABLE",
     STAGE_DOWNSTREAM,
     "`kubectl port-forward svc/<head-svc> 8265` (or the Ingress) cannot reach the dashboard",
-)
-NETPOL = rule(
-    "E03",
-    "NETWORK_POLICY_BLOCKS",
-    STAGE_SERVICE,
-    "A NetworkPolicy blocks workers from the GCS port (ingress on the head) or from DNS and the GCS (their egress)",
-    ["ray-project/kuberay#1282", "ray-project/kuberay#4638"],
 )
 
 
@@ -371,143 +363,4 @@ def check_reachability(snap: Snapshot) -> Iterator[Finding]:  # noqa: PLR0912 - 
                 f"kubectl port-forward pod/<head-pod> {port}:{port} -n {view.namespace}"
             ],
             symptoms={t.dashboard(view.key)},
-        )
-
-
-def _peer_allows(peer: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
-    if "ipBlock" in peer or "namespaceSelector" in peer:
-        return True  # pod IPs or other namespaces' labels: cannot be judged here, assume it may allow
-    selector = peer.get("podSelector")
-    return selector is None or facts.selector_matches(selector, labels)
-
-
-def _rule_allows(
-    rule_: Mapping[str, Any],
-    labels: Mapping[str, str],
-    port: int,
-    *,
-    peers_key: str = "from",
-    port_name: str = c.GCS_SERVER_PORT_NAME,
-) -> bool:
-    """Whether an ingress (``from``) or egress (``to``) rule lets Pods labelled ``labels`` through on ``port``."""
-    peers = rule_.get(peers_key)
-    if peers and not any(_peer_allows(p, labels) for p in peers):
-        return False
-    ports = rule_.get("ports")
-    if not ports:
-        return True
-    for item in ports:
-        value = item.get("port")
-        end = item.get("endPort")
-        if value is None or value == port_name:
-            return True
-        if isinstance(value, int) and (value == port or (end is not None and value <= port <= int(end))):
-            return True
-    return False
-
-
-def _policy_types(spec: Mapping[str, Any]) -> list[str]:
-    """A policy's types as the API server defaults them: Ingress always, Egress when it has egress rules."""
-    types: list[str] = spec.get("policyTypes") or ["Ingress", *(["Egress"] if spec.get("egress") else [])]
-    return types
-
-
-# CoreDNS/kube-dns labels (k8s-app=kube-dns is what both carry in kube-system).
-DNS_LABELS: Final = {"k8s-app": "kube-dns"}
-DNS_PORT: Final = 53
-
-
-def _egress_blocks(snap: Snapshot, view: ClusterView) -> Iterator[Finding]:
-    """Egress policies on the workers that leave no way to DNS or to the head's GCS port (E03's other half)."""
-    worker = next((p for g in view.groups for p in g.live_pods), None)
-    head = view.head
-    if worker is None or head is None:
-        return
-    labels = objects.labels(worker)
-    selecting = [
-        p
-        for p in snap.in_namespace(s.NETWORKPOLICIES, view.namespace)
-        if "Egress" in _policy_types(p.get("spec") or {})
-        and facts.selector_matches((p.get("spec") or {}).get("podSelector") or {}, labels)
-    ]
-    if not selecting:
-        return
-    rules = [r for p in selecting for r in (p.get("spec") or {}).get("egress") or []]
-    port = gcs_port(view)
-    dns = any(_rule_allows(r, DNS_LABELS, DNS_PORT, peers_key="to", port_name="dns") for r in rules)
-    gcs = any(_rule_allows(r, objects.labels(head), port, peers_key="to") for r in rules)
-    blocked = [what for what, ok in (("DNS (port 53)", dns), (f"the head's GCS port {port}", gcs)) if not ok]
-    if not blocked:
-        return
-    yield finding(
-        NETPOL,
-        cluster=view.ref,
-        obj=facts.ref(selecting[0], "NetworkPolicy"),
-        severity="error",
-        confidence="likely",
-        title=f"Egress NetworkPolicy {listing(objects.name(p) for p in selecting)} keeps the workers from "
-        + " and from ".join(blocked),
-        evidence=[
-            field_evidence(facts.ref(p, "NetworkPolicy"), "spec.egress", (p.get("spec") or {}).get("egress") or [])
-            for p in selecting[:2]
-        ],
-        explanation="An egress policy that selects a Pod allows only what its rules list. Workers first resolve "
-        "the head Service's name (DNS, UDP/TCP 53 to kube-dns in kube-system) and then connect to the GCS: "
-        "without both they wait in wait-gcs-ready forever.",
-        remediation=[
-            "Add egress rules: UDP and TCP 53 to the kube-dns Pods (namespaceSelector kube-system, podSelector "
-            f"k8s-app=kube-dns), and all ports to Pods labelled ray.io/cluster={view.name}."
-        ],
-        effects={t.gcs(view.key), *(t.workers(view.key, g.name) for g in view.groups)},
-    )
-
-
-@checker(NETPOL)
-def check_network_policies(snap: Snapshot) -> Iterator[Finding]:
-    if not snap.has(s.NETWORKPOLICIES):
-        return
-    for view in facts.cluster_views(snap):
-        yield from _egress_blocks(snap, view)
-        head = view.head
-        if head is None or not view.groups:
-            continue
-        head_labels = objects.labels(head)
-        selecting = []
-        for policy in snap.in_namespace(s.NETWORKPOLICIES, view.namespace):
-            spec = policy.get("spec") or {}
-            types = _policy_types(spec)
-            if "Ingress" in types and facts.selector_matches(spec.get("podSelector") or {}, head_labels):
-                selecting.append(policy)
-        if not selecting:
-            continue
-        worker = next((p for g in view.groups for p in g.live_pods), None)
-        labels = (
-            objects.labels(worker)
-            if worker is not None
-            else {c.RAY_CLUSTER_LABEL: view.name, c.RAY_NODE_TYPE_LABEL: c.NODE_TYPE_WORKER}
-        )
-        port = gcs_port(view)
-        allowed = any(
-            _rule_allows(r, labels, port) for p in selecting for r in (p.get("spec") or {}).get("ingress") or []
-        )
-        if allowed:
-            continue
-        yield finding(
-            NETPOL,
-            cluster=view.ref,
-            obj=facts.ref(selecting[0], "NetworkPolicy"),
-            severity="error",
-            confidence="likely",
-            title=f"NetworkPolicy {listing(objects.name(p) for p in selecting)} lets no worker reach the head's GCS "
-            f"port {port}",
-            evidence=[
-                field_evidence(facts.ref(p, "NetworkPolicy"), "spec", p.get("spec"), "object") for p in selecting[:2]
-            ],
-            explanation="Ray nodes talk to each other on many ports (GCS, raylet, object manager, dashboard agent); "
-            "a policy that selects the head without allowing the cluster's Pods in cuts workers off.",
-            remediation=[
-                "Allow ingress from Pods labelled ray.io/cluster=" + view.name + " on all ports, plus DNS "
-                "egress (and API-server egress for the autoscaler)."
-            ],
-            effects={t.gcs(view.key)},
         )

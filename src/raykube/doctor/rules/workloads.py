@@ -229,6 +229,12 @@ _FAILED_FIXES: Final[Mapping[str, tuple[str, str]]] = {
         "Read the submitter's logs (`kubectl logs job/<rayjob>`): the dashboard address, the entrypoint, the "
         "runtime env (a pip install or working_dir download that needs the internet).",
     ),
+    c.JOB_REASON_STATUS_CHECK_TIMEOUT_EXCEEDED: (
+        "The operator could not read the job's status from the head's dashboard for longer than "
+        "RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS (300 s by default; KubeRay v1.7.0).",
+        "Check that the operator's Pods reach the head's dashboard port: a NetworkPolicy on the head (E07), the "
+        "dashboard's host (F01), the head's restarts.",
+    ),
     c.JOB_REASON_GRACE_PERIOD_EXCEEDED: (
         "The submitter finished but Ray never reported the job as finished within the grace period.",
         "Check that the head and its dashboard stayed up (`kubectl get pods`, restarts) while the job ran.",
@@ -244,6 +250,8 @@ def _failed_job(snap: Snapshot, job: Obj, ref: ObjectRef, cluster_name: str, evi
     tokens = (
         _waiting_on(objects.namespace(job), cluster_name)
         if reason == c.JOB_REASON_PRE_RUNNING_DEADLINE_EXCEEDED
+        else {t.job_dashboard(s.key_of(job))}
+        if reason == c.JOB_REASON_STATUS_CHECK_TIMEOUT_EXCEEDED
         else set()
     )
     if status.get("jobStatus"):
@@ -313,6 +321,7 @@ def check_submitter(snap: Snapshot) -> Iterator[Finding]:
             explanation="In K8sJobMode a Kubernetes Job runs `ray job submit` against the head's dashboard and "
             "follows the job's logs; a failed Pod means the submission or the job failed. With the in-Pod checks "
             "the last lines of its newest failed Pod are quoted.",
+            symptoms={t.job_dashboard(s.key_of(job))},
             remediation=[
                 f"`kubectl -n {objects.namespace(job)} logs job/{objects.name(submitter)}` (add `--previous` for a "
                 "restarted container): a refused connection to the dashboard, an entrypoint error, or a runtime "
