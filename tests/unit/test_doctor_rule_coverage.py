@@ -460,3 +460,9 @@ def test_the_docs_name_the_tests_that_fire_each_rule() -> None:
     documented = text[start : end + 1 if end >= 0 else len(text)]
     assert documented.strip() == table.strip(), "docs/doctor.md's test table is stale: run with UPDATE_GOLDEN=1"
     assert all(rule_tests().values()), [r for r, t in rule_tests().items() if not t]
+
+
+def test_readme_counts_the_catalogue() -> None:
+    """README's rule count is the catalogue's, not a number typed once."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert f"with {len(CATALOGUE)} rules" in readme, f"README.md should say 'with {len(CATALOGUE)} rules'"
