@@ -456,6 +456,14 @@ SUITES: dict[str, Suite] = {
                 ),
                 "TestRayServiceGCSFaultTolerance": SERVE_WORKLOADS + " " + LOCUST + " It also needs a Redis image.",
                 "TestRayServiceSuspendResume": FRUIT_APP + " " + CURL_POD,  # v1.7.0
+                **dict.fromkeys(
+                    (
+                        "TestRayServiceSuspendAtomic",
+                        "TestRayServiceCreatedSuspended",
+                        "TestRayServiceSuspendDuringUpgrade",
+                    ),
+                    FRUIT_APP + " They wait for the RayService to be Ready, which needs those apps RUNNING.",  # v1.7.0
+                ),
             },
         ),
         Suite("autoscaler", "e2eautoscaler", "test/e2eautoscaler: RayCluster with the Ray autoscaler sidecar"),
