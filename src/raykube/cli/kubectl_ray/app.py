@@ -655,10 +655,27 @@ _doctor()
 
 def main() -> None:
     """Entry point of the ``kubectl-ray`` executable (kubectl runs it for ``kubectl ray``); ``kubectl-ray __complete
-    ARGS`` answers shell completion as ``kubectl_complete-ray ARGS`` does."""
+    ARGS`` answers shell completion as ``kubectl_complete-ray ARGS`` does. Usage errors end as KubeRay's plugin ends
+    them (:mod:`.usage`): one ``Error:`` line, exit code 1."""
     if sys.argv[1:2] in (["__complete"], ["__completeNoDesc"]):
         from raykube.cli.kubectl_ray import complete  # noqa: PLC0415
 
         complete.main(sys.argv[2:])
         return
-    app(prog_name="kubectl ray")
+    from typer._click import exceptions as click_errors  # noqa: PLC0415
+
+    from raykube.cli.kubectl_ray import usage  # noqa: PLC0415
+
+    try:
+        code = app(prog_name="kubectl ray", standalone_mode=False)
+    except click_errors.ClickException as exc:
+        text = usage.message(exc, sys.argv[1:])
+        if text is None:
+            exc.show()
+            sys.exit(exc.exit_code)
+        sys.stderr.write(f"Error: {text}\n")
+        sys.exit(1)
+    except typer.Abort:
+        sys.stderr.write("Aborted!\n")
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)

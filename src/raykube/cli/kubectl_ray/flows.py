@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tarfile
 import time
+import urllib.parse
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any
@@ -155,6 +156,14 @@ def _run_child(argv: list[str]) -> int:
 NODE_TYPES = {"all": "both head and worker node logs", "head": "only head node logs", "worker": "only worker node logs"}
 
 
+GKE_LINK = "gke"
+GKE_LOGS_URL = "https://console.cloud.google.com/logs/query;query="
+NO_FLUENTBIT = (
+    "Warning: The head pod does not have a 'fluentbit' container. Logs might not be exported to Google Cloud Logging."
+)
+NOT_GKE = "Warning: The current kubectl context does not appear to be a GKE cluster. The generated link may not work."
+
+
 def log(
     target: Annotated[str, typer.Argument(metavar="(RAYCLUSTER | TYPE/NAME)", show_default=False)],
     out_dir: Annotated[str, typer.Option("--out-dir", help="directory to save the logs to")] = "",
@@ -164,17 +173,33 @@ def log(
             "--node-type", help="type of Ray node from which to download logs, supports: 'worker', 'head', or 'all'"
         ),
     ] = "all",
+    link: Annotated[
+        str,
+        typer.Option(
+            "--link",
+            help="print a link to a cloud console to view logs, supports: 'gke'",
+        ),
+    ] = "",
     namespace: Namespace = None,
     kubeconfig: KubeconfigFlag = None,
     context: ContextFlag = None,
 ) -> None:
     """Download logs from a Ray cluster and save them to a directory: per Pod, its container log (stdout.log) and Ray's
-    log directory (/tmp/ray/session_latest/logs)."""
+    log directory (/tmp/ray/session_latest/logs). With --link gke, print a Google Cloud Logging link instead."""
     kind, name = parse_target(target, "log")
     node_type = node_type.lower()
     if node_type not in NODE_TYPES:
         raise typer.BadParameter('must be one of "all", "head", or "worker"', param_hint="--node-type")
-    directory, created = _out_dir(out_dir, name, node_type)
+    echo(f"Command set to retrieve {NODE_TYPES[node_type]}.")  # v1.7.0: before the output directory's line
+    if link:
+        if link != GKE_LINK:
+            die(f'unsupported link type "{link}", only "{GKE_LINK}" is supported')
+        if out_dir:
+            die("--out-dir is incompatible with --link")
+        directory, created = Path(), False
+    else:
+        directory, created = _out_dir(out_dir, name)
+    conn = Conn(kubeconfig, context, namespace)
 
     async def body(kube: Kube, ns: str) -> None:
         cluster = name
@@ -189,6 +214,9 @@ def log(
                 if kind == "rayjob"
                 else (status.get("activeServiceStatus") or {}).get("rayClusterName", "")
             )
+        if link:
+            await _gke_link(kube, conn, ns, cluster, node_type)
+            return
         selector = f"{c.RAY_CLUSTER_LABEL}={cluster}"
         if node_type != "all":
             selector = f"{c.RAY_NODE_TYPE_LABEL}={node_type},{selector}"
@@ -201,10 +229,57 @@ def log(
         for pod in pods:
             await _download(kube, pod, ns, directory)
 
-    run(Conn(kubeconfig, context, namespace), body)
+    run(conn, body)
 
 
-def _out_dir(out_dir: str, name: str, node_type: str) -> tuple[Path, bool]:
+def gke_logs_url(ns: str, cluster: str, node_type: str, context_name: str) -> tuple[str, bool]:
+    """The Cloud Logging query of a cluster's Ray containers (one node type, or all Ray nodes), and whether the
+    context is a GKE one (``gke_<project>_<location>_<name>``: the link then names the project)."""
+    lines = [
+        'resource.type="k8s_container"',
+        f'resource.labels.namespace_name="{ns}"',
+        f'labels."k8s-pod/ray_io/cluster"="{cluster}"',
+        f'labels."k8s-pod/ray_io/node-type"="{node_type}"'
+        if node_type in ("head", "worker")
+        else 'labels."k8s-pod/ray_io/is-ray-node"="yes"',
+    ]
+    url = GKE_LOGS_URL + urllib.parse.quote_plus("\n".join(lines), safe="")
+    if not context_name.startswith("gke_"):
+        return url, False
+    project = context_name.split("_")[1]
+    return f"{url}?project={urllib.parse.quote_plus(project, safe='')}", True
+
+
+def _context_name(conn: Conn) -> str:
+    """The kubeconfig context the command uses (``--context``, else the current one)."""
+    from lightkube.config.kubeconfig import KubeConfig  # noqa: PLC0415 - only --link needs it
+
+    if conn.context:
+        return conn.context
+    try:
+        config = KubeConfig.from_file(conn.kubeconfig) if conn.kubeconfig else KubeConfig.from_env()
+    except Exception as exc:
+        raise PluginError(f"cannot determine current kubectl context to infer GCP project: {exc}") from None
+    return config.current_context or ""
+
+
+async def _gke_link(kube: Kube, conn: Conn, ns: str, cluster: str, node_type: str) -> None:
+    """``log --link gke``: warn when the head Pod has no ``fluentbit`` container (its logs may never reach Cloud
+    Logging), then print the link; nothing is downloaded."""
+    selector = f"{c.RAY_NODE_TYPE_LABEL}={c.NODE_TYPE_HEAD},{c.RAY_CLUSTER_LABEL}={cluster}"
+    with contextlib.suppress(Exception):  # as the plugin: no head Pod to look at is no warning
+        heads = (await kube.list(PODS, ns, label_selector=selector)).items
+        if heads and not any(
+            x.get("name") == "fluentbit" for x in (heads[0].get("spec") or {}).get("containers") or []
+        ):
+            sys.stderr.write(NO_FLUENTBIT + "\n")
+    url, gke = gke_logs_url(ns, cluster, node_type, _context_name(conn))
+    if not gke:
+        sys.stderr.write(NOT_GKE + "\n")
+    echo(url)
+
+
+def _out_dir(out_dir: str, name: str) -> tuple[Path, bool]:
     """Where the logs go (``--out-dir``, else a new directory named after the resource) and whether we made it."""
     created = False
     if not out_dir:
@@ -212,7 +287,6 @@ def _out_dir(out_dir: str, name: str, node_type: str) -> tuple[Path, bool]:
         out_dir = name
         Path(out_dir).mkdir(parents=True, exist_ok=True)
         created = True
-    echo(f"Command set to retrieve {NODE_TYPES[node_type]}.")
     directory = Path(out_dir)
     if not directory.exists():
         die(f"Directory does not exist. Failed with: stat {out_dir}: no such file or directory")
@@ -615,6 +689,7 @@ async def _submit(
             f"delete it with: kubectl ray delete rayjob/{job_name} -n {ns}"
         )
     cluster = await _wait_cluster(kube, ns, job_name, seconds)
+    forwarded = not address
     async with contextlib.AsyncExitStack() as stack:
         if address:
             echo(f"Using address {address} (no port-forwarding)")
@@ -632,12 +707,47 @@ async def _submit(
         )
         await asyncio.gather(_relay(child.stdout, sys.stdout), _relay(child.stderr, sys.stderr))
         code = await child.wait()
-        if code != 0:
+    if code != 0:
+        if not forwarded:  # the user's own --address: the failure stands, as before
             raise PluginError(f"Error occurred with Ray job submit: exit status {code}")
+        status: dict[str, Any] | None
+        try:
+            status = (await kube.get(RAYJOBS, job_name, ns)).get("status") or {}
+        except Exception as exc:
+            status, lookup_error = None, str(getattr(exc, "message", "") or exc)
+        else:
+            lookup_error = ""
+        succeeded, text = failed_submit_outcome(code, job_name, submission, status, lookup_error)
+        if not succeeded:
+            raise PluginError(text)
+        echo(text)
+        return
     if "--no-wait" in argv:
         echo(f"Ray job submitted with ID {submission}")
         return
     await _follow(kube, ns, job_name, submission)
+
+
+def failed_submit_outcome(
+    code: int, job_name: str, submission: str, status: dict[str, Any] | None, lookup_error: str
+) -> tuple[bool, str]:
+    """After ``ray job submit`` failed through our port-forward (KubeRay v1.7.1's fix): the forward may have ended
+    because the job finished and its cluster went away (``--ttl-seconds-after-finished 0``), so the RayJob decides.
+    SUCCEEDED is a success (and the line to print); FAILED is the job's failure; anything else, or a RayJob that
+    cannot be read, keeps the submit's error (with why the RayJob could not tell)."""
+    failure = f"Error occurred with Ray job submit: exit status {code}"
+    if status is None:
+        return False, f"{failure}; the status of RayJob {job_name} could not be read either: {lookup_error}"
+    job_id, job_status = status.get("jobId") or submission, status.get("jobStatus")
+    if job_status == "SUCCEEDED":
+        return True, (
+            f"ray job submit ended with exit status {code} (its port-forward was lost), but RayJob {job_name} "
+            f"says SUCCEEDED.\nJob {job_id} finished with status SUCCEEDED."
+        )
+    if job_status == "FAILED":
+        message = status.get("message")
+        return False, f"job {job_id} failed: {message}" if message else f"job {job_id} failed with status FAILED"
+    return False, failure
 
 
 async def _wait_cluster(kube: Kube, ns: str, job_name: str, seconds: float) -> str:
