@@ -36,6 +36,7 @@ from raykube.cli.kubectl_ray.common import (
     KubeconfigFlag,
     Namespace,
     PluginError,
+    api_message,
     cluster_is_ready,
     die,
     duration,
@@ -207,7 +208,7 @@ def log(
             try:
                 obj = await kube.get(KINDS[kind], name, ns)
             except Exception as exc:
-                raise PluginError(f"failed to retrieve Ray job info for {name}: {exc}") from None
+                raise PluginError(f"failed to retrieve Ray job info for {name}: {api_message(exc)}") from None
             status = obj.get("status") or {}
             cluster = (
                 status.get("rayClusterName", "")
@@ -303,7 +304,7 @@ async def _download(kube: Kube, pod: dict[str, Any], ns: str, directory: Path) -
     try:
         text = await kube.logs(PODS, pod_name, ns, container=container)
     except Exception as exc:
-        raise PluginError(f"Error retrieving log for Ray cluster node {pod_name}: {exc}") from None
+        raise PluginError(f"Error retrieving log for Ray cluster node {pod_name}: {api_message(exc)}") from None
     (target / "stdout.log").write_text(text)
     command = ["tar", "--warning=no-file-changed", "-cf", "-", "-C", c.RAY_SESSION_LOGS_DIR, "."]
     result = await kube.exec(PODS, pod_name, ns, command, container=container, timeout=300.0, limit=1 << 31)
@@ -791,7 +792,7 @@ async def _wait_cluster(kube: Kube, ns: str, job_name: str, seconds: float) -> s
         try:
             await kube.delete(RAYJOBS, job_name, ns)
         except Exception as exc:
-            raise PluginError(f"Failed to clean up Ray job after time out.: {exc}") from None
+            raise PluginError(f"Failed to clean up Ray job after time out.: {api_message(exc)}") from None
         echo(f"Cleaned Up RayJob: {job_name}")
         raise PluginError(
             f"Timed out waiting for cluster {cluster} after {seconds:g}s (raise --timeout, or see why with: "
