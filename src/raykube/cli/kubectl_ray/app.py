@@ -671,9 +671,10 @@ def main() -> None:
         code = app(prog_name="kubectl ray", standalone_mode=False)
     except click_errors.ClickException as exc:
         text = usage.message(exc, sys.argv[1:])
-        if text is None:
-            exc.show()
-            sys.exit(exc.exit_code)
+        if text is None:  # a command group alone (`kubectl ray get`): its help, and success, as cobra does
+            help_text = exc.ctx.get_help() if exc.ctx is not None else ""  # type: ignore[attr-defined]
+            sys.stdout.write(help_text + ("\n" if help_text and not help_text.endswith("\n") else ""))
+            sys.exit(0)
         sys.stderr.write(f"Error: {text}\n")
         sys.exit(1)
     except typer.Abort:

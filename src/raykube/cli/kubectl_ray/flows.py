@@ -55,6 +55,7 @@ from raykube.cli.kubectl_ray.generate import (
     rayjob,
 )
 from raykube.cli.kubectl_ray.generate import submission_id as new_submission_id
+from raykube.cli.kubectl_ray.usage import JOB_SUBMIT_USAGE
 from raykube.kube.client import Kube
 from raykube.kube.resources import PODS
 from raykube.waiting import NotYet, WaitTimeout, wait_for
@@ -565,7 +566,7 @@ def job_submit(  # noqa: PLR0915 - the plugin's flags and its one long flow
     --address), runs the local `ray job submit` with the passthrough flags, and follows the RayJob to its end."""
     words = entrypoint or []
     if not words:
-        raise typer.BadParameter("give the command to run after --: kubectl ray job submit --name NAME -- python x.py")
+        die(JOB_SUBMIT_USAGE)  # KubeRay's words: its Use line
     command_line = entrypoint_command(words)
     seconds = duration(timeout)
     ttl_given = given_on_command_line(ctx, "ttl_seconds_after_finished")
