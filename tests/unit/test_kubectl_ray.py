@@ -15,7 +15,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from raykube.cli.kubectl_ray import flows, render
+from raykube.cli.kubectl_ray import flows, logs, render
 from raykube.cli.kubectl_ray.app import app, image_version
 from raykube.cli.kubectl_ray.generate import (
     ClusterOptions,
@@ -361,7 +361,7 @@ def test_log_archives_land_only_inside_the_pods_directory(tmp_path: Path) -> Non
         tar.addfile(link)
     target = tmp_path / "out" / "pod"
     target.mkdir(parents=True)
-    flows._extract(buffer.getvalue(), target)
+    logs._extract(buffer.getvalue(), target)
     written = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
     assert written == ["out/pod/raylet.out", "out/pod/sub/gcs_server.out"]
     assert (target / "raylet.out").read_bytes() == b"Ray Event initialized for RAYLET"

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from raykube.cli.kubectl_ray import app as app_module
-from raykube.cli.kubectl_ray import flows, render
+from raykube.cli.kubectl_ray import flows, logs, render
 from raykube.cli.kubectl_ray.generate import OptionError, check_quantity, parse_map
 
 QUERY = (
@@ -21,9 +21,9 @@ QUERY = (
 
 
 def test_log_link_gke_is_a_cloud_logging_query_naming_the_project_of_a_gke_context() -> None:
-    url, gke = flows.gke_logs_url("ml", "demo", "all", "gke_my-proj_us-central1_c1")
+    url, gke = logs.gke_logs_url("ml", "demo", "all", "gke_my-proj_us-central1_c1")
     assert gke and url == QUERY + "labels.%22k8s-pod%2Fray_io%2Fis-ray-node%22%3D%22yes%22?project=my-proj"
-    url, gke = flows.gke_logs_url("ml", "demo", "head", "kind-local")
+    url, gke = logs.gke_logs_url("ml", "demo", "head", "kind-local")
     assert not gke and url == QUERY + "labels.%22k8s-pod%2Fray_io%2Fnode-type%22%3D%22head%22"
 
 
