@@ -2,7 +2,7 @@
 through kubectl's own plugin lookup), with ``KUBECONFIG`` set.
 
 * On kwok nodes, with the operator in-process: create (``--dry-run`` and ``--wait``), get cluster / workergroup /
-  node / token, scale, create workergroup, version, doctor and delete, with KubeRay v1.6.1's columns and messages.
+  node / token, scale, create workergroup, version, doctor and delete, with KubeRay v1.7.0's columns and messages.
 * On process nodes with real Ray: ``job submit`` of a generated RayJob runs a Ray job from this process to SUCCEEDED
   and prints its output; ``log`` brings back each Pod's Ray logs; ``session`` forwards the dashboard on 127.0.0.1 and
   ends cleanly on Ctrl-C.
