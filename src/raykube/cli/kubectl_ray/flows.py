@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import shlex
 import shutil
 import signal
@@ -15,7 +16,7 @@ import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import httpx2
 import typer
@@ -280,13 +281,22 @@ def entrypoint_command(words: list[str]) -> str:
     return words[0] if len(words) == 1 else shlex.join(words)
 
 
+def _check_file(path: str, what: str) -> NoReturn:
+    """The plugin's words for a ``--runtime-env`` or ``-f`` that is missing (``stat`` of the cleaned path) or not a
+    regular file."""
+    clean = os.path.normpath(path)
+    if not os.path.exists(clean):
+        raise OptionError(f"{what} does not exist. Failed with: stat {clean}: no such file or directory")
+    raise OptionError("Filename given is not a regular file")
+
+
 def _working_dir(runtime_env: str, working_dir: str) -> str:
     """``--working-dir``, else the ``working_dir`` of the ``--runtime-env`` file (unset is fine: no upload)."""
     if not runtime_env:
         return working_dir
     path = Path(runtime_env)
     if not path.is_file():
-        raise OptionError(f"Runtime Env file does not exist. Failed with: stat {runtime_env}: not a regular file")
+        _check_file(runtime_env, "Runtime Env file")
     env = yaml.safe_load(path.read_text()) or {}
     if isinstance(env, dict) and isinstance(env.get("working_dir"), str) and not working_dir:
         return str(env["working_dir"])
@@ -299,7 +309,7 @@ def _job_from_file(
     """``job submit -f``: the RayJob (InteractiveMode, no backoffLimit; ``ttl`` from the flag wins and turns on
     shutdownAfterJobFinishes) and the runtime env JSON to pass on (the flag's, else the RayJob's runtimeEnvYAML)."""
     if not filename.is_file():
-        raise OptionError(f"Ray Job file does not exist. Failed with: stat {filename}: not a regular file")
+        _check_file(str(filename), "Ray Job file")
     body = yaml.safe_load(filename.read_text())
     if not isinstance(body, dict) or body.get("kind") != c.KIND_RAYJOB or body.get("apiVersion") != API_VERSION:
         raise OptionError(f"Failed to decode RayJob Yaml: {filename} is not a {API_VERSION} RayJob")
