@@ -230,9 +230,9 @@ async def test_job_submit_log_and_session_on_real_ray(  # noqa: PLR0915 - one cl
     code, out, err = await plugin(cfg, "log", "rayjob/demo", "-n", ns, cwd=tmp_path)
     assert code == 0, out + err
     lines = out.splitlines()
-    assert lines[:2] == [
-        "No output directory specified, creating dir under current directory using resource name.",
+    assert lines[:2] == [  # v1.7.0's order (KP-4)
         "Command set to retrieve both head and worker node logs.",
+        "No output directory specified, creating dir under current directory using resource name.",
     ]
     assert len([line for line in lines if line.startswith("Downloading log for Ray Node ")]) == 2
     pods = sorted(p for p in (tmp_path / "demo").iterdir())

@@ -93,6 +93,13 @@ def test_usage_errors_are_one_error_line_with_exit_code_1_in_the_plugins_words(
     assert kubectl_ray(monkeypatch, capsys, *args) == (1, "", f"Error: {error}\n")
 
 
+def test_doctor_keeps_its_own_exit_code_for_usage_errors(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = kubectl_ray(monkeypatch, capsys, "doctor", "cronjob/x")
+    assert code == 2 and "cronjob" in err  # docs/doctor.md: 2 is a usage error (1 means unhealthy)
+
+
 def test_help_still_exits_0(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = kubectl_ray(monkeypatch, capsys, "log", "-h")
     assert code == 0 and "--link" in out

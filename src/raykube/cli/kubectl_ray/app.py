@@ -670,6 +670,11 @@ def main() -> None:
     try:
         code = app(prog_name="kubectl ray", standalone_mode=False)
     except click_errors.ClickException as exc:
+        if usage.is_doctor(exc):  # doctor's exit codes are its own (docs/doctor.md: 2 is a usage error)
+            from typer import rich_utils  # noqa: PLC0415
+
+            rich_utils.rich_format_error(exc)
+            sys.exit(exc.exit_code)
         text = usage.message(exc, sys.argv[1:])
         if text is None:  # a command group alone (`kubectl ray get`): its help, and success, as cobra does
             help_text = exc.ctx.get_help() if exc.ctx is not None else ""  # type: ignore[attr-defined]

@@ -67,6 +67,11 @@ def _command(error: click_errors.ClickException) -> str:
     return " ".join(_ALIASES.get(word, word) for word in words)
 
 
+def is_doctor(error: click_errors.ClickException) -> bool:
+    """``kubectl ray doctor`` is raykube's own: its usage errors keep typer's form and doctor's exit code 2."""
+    return _command(error).split()[:1] == ["doctor"]
+
+
 def _argument_count(error: click_errors.ClickException, argv: Sequence[str]) -> str | None:
     """The command's words for a missing or extra argument (None: not such an error, or a command without them)."""
     words = ARGUMENT_COUNT.get(_command(error))
