@@ -2,7 +2,7 @@
 through kubectl's own plugin lookup), with ``KUBECONFIG`` set.
 
 * On kwok nodes, with the operator in-process: create (``--dry-run`` and ``--wait``), get cluster / workergroup /
-  node / token, scale, create workergroup, version, doctor and delete, with KubeRay v1.6.1's columns and messages.
+  node / token, scale, create workergroup, version, doctor and delete, with KubeRay v1.7.0's columns and messages.
 * On process nodes with real Ray: ``job submit`` of a generated RayJob runs a Ray job from this process to SUCCEEDED
   and prints its output; ``log`` brings back each Pod's Ray logs; ``session`` forwards the dashboard on 127.0.0.1 and
   ends cleanly on Ctrl-C.
@@ -230,9 +230,9 @@ async def test_job_submit_log_and_session_on_real_ray(  # noqa: PLR0915 - one cl
     code, out, err = await plugin(cfg, "log", "rayjob/demo", "-n", ns, cwd=tmp_path)
     assert code == 0, out + err
     lines = out.splitlines()
-    assert lines[:2] == [
-        "No output directory specified, creating dir under current directory using resource name.",
+    assert lines[:2] == [  # v1.7.0's order (KP-4)
         "Command set to retrieve both head and worker node logs.",
+        "No output directory specified, creating dir under current directory using resource name.",
     ]
     assert len([line for line in lines if line.startswith("Downloading log for Ray Node ")]) == 2
     pods = sorted(p for p in (tmp_path / "demo").iterdir())

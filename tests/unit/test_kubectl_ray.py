@@ -1,4 +1,4 @@
-"""``kubectl ray``'s pure parts against what KubeRay v1.6.1's plugin prints and writes: its tables (columns, widths,
+"""``kubectl ray``'s pure parts against what KubeRay v1.7.0's plugin prints and writes: its tables (columns, widths,
 ages), the YAML of ``create cluster --dry-run`` and ``job submit --dry-run``, the ``ray job submit`` command line, and
 the log download that must not write outside its directory. The commands themselves run on the sandbox
 (``tests/integration/test_kubectl_ray.py``)."""
@@ -15,7 +15,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from raykube.cli.kubectl_ray import flows, render
+from raykube.cli.kubectl_ray import flows, logs, render
 from raykube.cli.kubectl_ray.app import app, image_version
 from raykube.cli.kubectl_ray.generate import (
     ClusterOptions,
@@ -361,7 +361,7 @@ def test_log_archives_land_only_inside_the_pods_directory(tmp_path: Path) -> Non
         tar.addfile(link)
     target = tmp_path / "out" / "pod"
     target.mkdir(parents=True)
-    flows._extract(buffer.getvalue(), target)
+    logs._extract(buffer.getvalue(), target)
     written = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
     assert written == ["out/pod/raylet.out", "out/pod/sub/gcs_server.out"]
     assert (target / "raylet.out").read_bytes() == b"Ray Event initialized for RAYLET"
@@ -384,6 +384,7 @@ def test_completion_offers_commands_flags_and_fixed_values_without_a_cluster(mon
     found, directive = complete(["g"])
     assert [line.split("\t")[0] for line in found] == ["get"] and directive == 4
     assert complete(["log", "--node-type", "h"]) == (["head\tdownload logs from head Ray nodes"], 4)
+    assert complete(["log", "c", "--link", ""]) == (["gke"], 4)  # v1.7.0
     assert complete(["create", "cluster", "c", "--worker-m"]) == (["--worker-memory"], 4)
     assert complete(["session", "rayj"]) == (["rayjob/"], 6)  # no cluster: no names, and no space after the type
     assert complete(["job", "submit", "-f", ""]) == ([], 0)  # a file name: the shell completes it

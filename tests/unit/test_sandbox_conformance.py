@@ -12,9 +12,11 @@ from raykube.sandbox import versions
 from raykube.sandbox.build import is_built, missing_artifacts
 from raykube.sandbox.conformance import (
     DEFAULT_SUITE,
+    PLUGIN_VERSION_VARIABLE,
     SUITES,
     E2EBuild,
     SuiteRun,
+    _checkout_recipes,
     comparison_block,
     comparisons,
     markdown_section,
@@ -213,6 +215,24 @@ def test_a_checkout_is_a_release_keyed_by_its_commit(tmp_path: Path, monkeypatch
     assert rel.operator.files == ("ray-operator",)
     assert rel.crd_dir() == checkout.resolve() / "ray-operator" / "config" / "crd" / "bases"
     assert rel.origin() == f"v1.7.0 (built from a checkout at commit {rel.commit[:12]})"
+    # Its kubectl plugin, for the differential test of `kubectl ray`: `go build ./cmd` in kubectl-plugin/ (the root
+    # module), the version stamped where `kubectl ray version` reads it.
+    assert rel.plugin is not None and rel.plugin.files == ("kubectl-ray",)
+    assert rel.plugin.dirname == f"kubectl-ray-v1.7.0-{rel.commit[:12]}-r{versions.CONFORMANCE_RECIPE_REVISION}"
+    assert rel.plugin not in rel.artifacts  # built only when a test asks for it
+    calls: list[tuple[tuple[str, ...], Path]] = []
+
+    class Go:
+        def run(self, *args: str, cwd: Path, env: dict[str, str] | None = None) -> str:
+            calls.append((args, cwd))
+            return ""
+
+    recipe = _checkout_recipes(rel, rel.checkout)[rel.plugin.name]
+    recipe(Go(), tmp_path, tmp_path / "out")  # type: ignore[arg-type]
+    [(args, cwd)] = calls
+    assert cwd == checkout.resolve() / "kubectl-plugin"
+    assert args[0] == "build" and args[-1] == "./cmd" and str(tmp_path / "out" / "kubectl-ray") in args
+    assert f"-X {PLUGIN_VERSION_VARIABLE}=v1.7.0" in next(a for a in args if a.startswith("-ldflags="))
 
 
 def test_a_checkout_of_another_release_or_folder_is_refused(tmp_path: Path) -> None:

@@ -9,7 +9,10 @@ A :class:`Release` is where both come from:
   constant.go``) and its commit keys the cached builds: ``kuberay-e2e-v1.7.0-<commit12>-r<recipe>/`` (``go test -c``
   of every package of ``ray-operator/test/``, run in the checkout) and ``kuberay-operator-v1.7.0-<commit12>-r<recipe>/
   ray-operator`` (``go build`` of ``ray-operator``, as its Makefile builds it, static). The e2e CI's feature gates are
-  read from the checkout's ``config/overlays/test-overrides``.
+  read from the checkout's ``config/overlays/test-overrides``. On request (``build_optional(..., (rel.plugin,))``), its
+  kubectl plugin too: ``kubectl-ray-v1.7.0-<commit12>-r<recipe>/kubectl-ray`` (``go build ./cmd`` in ``kubectl-plugin``,
+  part of the checkout's root module, with the version stamped as its goreleaser stamps it), for the differential
+  test of raykube's ``kubectl ray``.
 * **v1.6.1, from the Go module proxy** (:func:`proxy_release`): ``kuberay-e2e-v<version>-r<recipe>/``, built from a
   wrapper module (``raykube.local/kuberay-e2e``) that requires the ray-operator module at the pinned version: ``go get
   -t <packages>@v<version>`` resolves the tests' own dependencies to exactly the versions upstream's go.mod lists, then
@@ -48,6 +51,8 @@ from raykube.sandbox.versions import Artifact
 MODULE_FILE = "module.json"
 WRAPPER_MODULE = "raykube.local/kuberay-e2e"
 SOURCE_ENV = "KUBERAY_SRC"  # a checkout of github.com/ray-project/kuberay at the release's tag
+# The variable `kubectl ray version` prints (kubectl-plugin/pkg/cmd/version; .goreleaser.yaml sets it with -X).
+PLUGIN_VERSION_VARIABLE = "github.com/ray-project/kuberay/kubectl-plugin/pkg/cmd/version.Version"
 # KubeRay v1.6.1's e2e CI gates (ray-operator/config/overlays/test-overrides at v1.6.1); a checkout's are read from it.
 V161_E2E_FEATURE_GATES = (
     "RayClusterStatusConditions=true,RayJobDeletionPolicy=true,RayMultiHostIndexing=true,RayCronJob=true,"
@@ -88,6 +93,7 @@ class Release:
     feature_gates: str  # --feature-gates of KubeRay's e2e CI (config/overlays/test-overrides)
     checkout: Path | None = None  # the source checkout; None: the Go module proxy
     commit: str = ""  # the checkout's commit, "" when unknown or from the proxy
+    plugin: Artifact | None = None  # its kubectl plugin, built on request (from a checkout only)
 
     @property
     def artifacts(self) -> tuple[Artifact, Artifact]:
@@ -208,7 +214,8 @@ def source_release(version: str, checkout: Path) -> Release:
         "kuberay-e2e", key, (*(f"{p}.test" for p in packages), MODULE_FILE), recipe=revision, typical_seconds=420.0
     )
     operator = Artifact("kuberay-operator", key, ("ray-operator",), recipe=revision, typical_seconds=130.0)
-    return Release(version, e2e, operator, packages, e2e_feature_gates(checkout), checkout, commit)
+    plugin = Artifact("kubectl-ray", key, ("kubectl-ray",), recipe=revision, typical_seconds=90.0)
+    return Release(version, e2e, operator, packages, e2e_feature_gates(checkout), checkout, commit, plugin)
 
 
 def clone_tag(version: str, report: Report) -> Path:
@@ -275,7 +282,8 @@ def _proxy_recipes(version: str) -> dict[str, Recipe]:
 
 
 def _checkout_recipes(rel: Release, checkout: Path) -> dict[str, Recipe]:
-    """The two recipes of a checkout: both run in its ``ray-operator`` module, with its go.mod as tagged."""
+    """The recipes of a checkout: the tests and the operator in its ``ray-operator`` module, the kubectl plugin in the
+    root module (``kubectl-plugin/`` has no go.mod of its own), each with its go.mod as tagged."""
     module = checkout / "ray-operator"
     env = {"GOFLAGS": "-buildvcs=false", "CGO_ENABLED": "0"}
 
@@ -295,7 +303,16 @@ def _checkout_recipes(rel: Release, checkout: Path) -> dict[str, Recipe]:
         flags = f"-s -w -X 'main._commitId_={rel.commit}'"
         go.run("build", "-trimpath", f"-ldflags={flags}", "-o", str(out / "ray-operator"), ".", cwd=module, env=env)
 
-    return {rel.e2e.name: e2e, rel.operator.name: operator}
+    def plugin(go: GoRunner, work: Path, out: Path) -> None:
+        del work
+        flags = f"-s -w -X {PLUGIN_VERSION_VARIABLE}=v{rel.version}"
+        go.run("build", "-trimpath", f"-ldflags={flags}", "-o", str(out / "kubectl-ray"), "./cmd",
+               cwd=checkout / "kubectl-plugin", env=env)  # fmt: skip
+
+    recipes: dict[str, Recipe] = {rel.e2e.name: e2e, rel.operator.name: operator}
+    if rel.plugin is not None:
+        recipes[rel.plugin.name] = plugin
+    return recipes
 
 
 def build_optional(

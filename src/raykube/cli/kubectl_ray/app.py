@@ -23,6 +23,7 @@ from raykube.cli.kubectl_ray.common import (
     KubeconfigFlag,
     Namespace,
     PluginError,
+    api_message,
     die,
     duration,
     echo,
@@ -122,7 +123,7 @@ def get_cluster(
             items = (await kube.list(RAYCLUSTERS, None if all_namespaces else ns, field_selector=selector)).items
         except Exception as exc:
             where = "all namespaces" if all_namespaces else f"namespace {ns}"
-            raise PluginError(f"unable to retrieve Ray clusters for {where}: {exc}") from None
+            raise PluginError(f"unable to retrieve Ray clusters for {where}: {api_message(exc)}") from None
         if name and not items:
             where = "any namespace" if all_namespaces else f"namespace {ns}"
             raise PluginError(f"Ray cluster {name} not found in {where}")
@@ -201,7 +202,7 @@ def get_node(
                 )
             ).items
         except Exception as exc:
-            raise PluginError(f"unable to get Ray nodes: {exc}") from None
+            raise PluginError(f"unable to get Ray nodes: {api_message(exc)}") from None
         if node and not pods:
             raise _not_found(f"Ray node {node}", all_namespaces, ns, ray_cluster)
         now = _now()
@@ -225,14 +226,14 @@ def get_token(
         try:
             obj = await kube.get(RAYCLUSTERS, cluster, ns)
         except Exception as exc:
-            raise PluginError(f"failed to get RayCluster {ns}/{cluster}: {exc}") from None
+            raise PluginError(f"failed to get RayCluster {ns}/{cluster}: {api_message(exc)}") from None
         auth = (obj.get("spec") or {}).get("authOptions") or {}
         if auth.get("mode") != "token":
             raise PluginError(f"RayCluster {ns}/{cluster} was not configured to use authentication tokens")
         try:
             secret = await kube.get(SECRETS, cluster, ns)
         except Exception as exc:
-            raise PluginError(f"failed to get secret {ns}/{cluster}: {exc}") from None
+            raise PluginError(f"failed to get secret {ns}/{cluster}: {api_message(exc)}") from None
         token = (secret.get("data") or {}).get(c.AUTH_TOKEN_SECRET_KEY)
         if token is None:
             raise PluginError(f"secret {ns}/{cluster} does not have an {c.AUTH_TOKEN_SECRET_KEY}")
@@ -386,7 +387,7 @@ def create_cluster(
         try:
             await kube.patch(RAYCLUSTERS, name, obj, options.namespace, patch_type="apply")
         except Exception as exc:
-            raise PluginError(f"failed to create Ray cluster: {exc}") from None
+            raise PluginError(f"failed to create Ray cluster: {api_message(exc)}") from None
         echo(f"Created Ray cluster: {name}")
         if wait:
             await _wait_provisioned(kube, name, options.namespace, seconds)
@@ -404,7 +405,7 @@ def _file_options(file: Path, name: str, namespace: str | None, given: list[str]
     if given:
         raise OptionError(f"the following flags are incompatible with --file: [{' '.join(given)}]")
     if not file.is_file():
-        raise OptionError(f"config file {file} does not exist")
+        raise OptionError(f"failed to parse config file: config file {file} does not exist")
     options = options_from_file(file.read_text(), str(file))
     if options.name and options.name != name:
         raise OptionError(
@@ -465,7 +466,7 @@ def create_workergroup(
         try:
             cluster = await kube.get(RAYCLUSTERS, ray_cluster, ns)
         except Exception as exc:
-            raise PluginError(f"error getting Ray cluster: {exc}") from None
+            raise PluginError(f"error getting Ray cluster: {api_message(exc)}") from None
         groups = cluster.setdefault("spec", {}).setdefault("workerGroupSpecs", [])
         if any(g.get("groupName") == name for g in groups):  # KubeRay's plugin appends a duplicate; refuse instead
             raise PluginError(f"Ray cluster {ns}/{ray_cluster} already has a worker group {name}")
@@ -473,7 +474,7 @@ def create_workergroup(
         try:
             await kube.replace(RAYCLUSTERS, ray_cluster, cluster, ns)
         except Exception as exc:
-            raise PluginError(f"error updating Ray cluster with new worker group: {exc}") from None
+            raise PluginError(f"error updating Ray cluster with new worker group: {api_message(exc)}") from None
         echo(f"Updated Ray cluster {ns}/{ray_cluster} with new worker group")
 
     run(Conn(kubeconfig, context, namespace), body)
@@ -511,7 +512,7 @@ def scale_cluster(
         try:
             obj = await kube.get(RAYCLUSTERS, cluster, ns)
         except Exception as exc:
-            raise PluginError(f"failed to scale {where}: {exc}") from None
+            raise PluginError(f"failed to scale {where}: {api_message(exc)}") from None
         groups = (obj.get("spec") or {}).get("workerGroupSpecs") or []
         group = next((g for g in groups if g.get("groupName") == worker_group_name), None)
         if group is None:
@@ -551,7 +552,7 @@ def scale_cluster(
         try:
             await kube.replace(RAYCLUSTERS, cluster, obj, ns)
         except Exception as exc:
-            raise PluginError(f"failed to update {where}: {exc}") from None
+            raise PluginError(f"failed to update {where}: {api_message(exc)}") from None
         echo(f"Updated {where} ({', '.join(changes)})")
 
     run(Conn(kubeconfig, context, namespace), body)
@@ -655,10 +656,33 @@ _doctor()
 
 def main() -> None:
     """Entry point of the ``kubectl-ray`` executable (kubectl runs it for ``kubectl ray``); ``kubectl-ray __complete
-    ARGS`` answers shell completion as ``kubectl_complete-ray ARGS`` does."""
+    ARGS`` answers shell completion as ``kubectl_complete-ray ARGS`` does. Usage errors end as KubeRay's plugin ends
+    them (:mod:`.usage`): one ``Error:`` line, exit code 1."""
     if sys.argv[1:2] in (["__complete"], ["__completeNoDesc"]):
         from raykube.cli.kubectl_ray import complete  # noqa: PLC0415
 
         complete.main(sys.argv[2:])
         return
-    app(prog_name="kubectl ray")
+    from typer._click import exceptions as click_errors  # noqa: PLC0415
+
+    from raykube.cli.kubectl_ray import usage  # noqa: PLC0415
+
+    try:
+        code = app(prog_name="kubectl ray", standalone_mode=False)
+    except click_errors.ClickException as exc:
+        if usage.is_doctor(exc):  # doctor's exit codes are its own (docs/doctor.md: 2 is a usage error)
+            from typer import rich_utils  # noqa: PLC0415
+
+            rich_utils.rich_format_error(exc)
+            sys.exit(exc.exit_code)
+        text = usage.message(exc, sys.argv[1:])
+        if text is None:  # a command group alone (`kubectl ray get`): its help, and success, as cobra does
+            help_text = exc.ctx.get_help() if exc.ctx is not None else ""  # type: ignore[attr-defined]
+            sys.stdout.write(help_text + ("\n" if help_text and not help_text.endswith("\n") else ""))
+            sys.exit(0)
+        sys.stderr.write(f"Error: {text}\n")
+        sys.exit(1)
+    except typer.Abort:
+        sys.stderr.write("Aborted!\n")
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -44,6 +44,11 @@ class PluginError(Exception):
     """Ends the command with ``Error: <message>`` on stderr and exit code 1, as the plugin does."""
 
 
+def api_message(exc: BaseException) -> str:
+    """An API error as client-go words it (``rayclusters.ray.io "x" not found``: the Status message, no code)."""
+    return str(getattr(exc, "message", "") or exc)
+
+
 def die(message: str) -> NoReturn:
     sys.stderr.write(f"Error: {message}\n")
     raise typer.Exit(1)
@@ -117,7 +122,8 @@ def parse_target(text: str, command: str, *, lower: bool = True) -> tuple[str, s
         raise typer.BadParameter(f"invalid resource type/name: {text}\nSee 'ray {command} -h' for help and examples")
     kind = parts[0].lower() if lower else parts[0]
     if kind not in KINDS:
-        raise typer.BadParameter(f"unsupported resource type: {parts[0]}\nSee 'ray {command} -h' for help and examples")
+        named = text if command == "delete" else parts[0]  # delete names the whole argument, the others its type
+        raise typer.BadParameter(f"unsupported resource type: {named}\nSee 'ray {command} -h' for help and examples")
     return kind, parts[1]
 
 

@@ -167,6 +167,8 @@ def _flag_values(flag: str, partial: str, flags: dict[str, str]) -> tuple[list[s
         return [n for n in _names("rayclusters", flags) if n.startswith(partial)], NO_FILE
     if flag in ("-n", "--namespace"):
         return [n for n in _names("namespaces", flags) if n.startswith(partial)], NO_FILE
+    if flag == "--link":  # log --link (v1.7.0)
+        return [v for v in ("gke",) if v.startswith(partial)], NO_FILE
     if flag in ("--autoscaler",):
         return [v for v in ("v1", "v2") if v.startswith(partial)], NO_FILE
     return [], DEFAULT  # a file (-f, --file, --kubeconfig, --runtime-env, --out-dir) or a free value

@@ -1,23 +1,22 @@
-"""The long-running ``kubectl ray`` commands: ``session`` (port-forwards that come back after the head restarts),
-``log`` (every Ray Pod's log directory, as a tar through ``pods/exec``) and ``job submit`` (a RayJob, its cluster,
-then the local ``ray job submit`` through a port-forward)."""
+"""The long-running ``kubectl ray`` commands: ``session`` (port-forwards that come back after the head restarts) and
+``job submit`` (a RayJob, its cluster, then the local ``ray job submit`` through a port-forward); ``log`` is in
+:mod:`.logs`."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import io
+import os
 import shlex
 import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tarfile
 import time
 from collections.abc import AsyncIterator, Callable
-from pathlib import Path, PurePosixPath
-from typing import Annotated, Any
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
 
 import httpx2
 import typer
@@ -25,7 +24,7 @@ import yaml
 
 from raykube.api import constants as c
 from raykube.api.dashboard import is_job_terminal
-from raykube.cli.kubectl_ray import render
+from raykube.cli.kubectl_ray import logs, render
 from raykube.cli.kubectl_ray.common import (
     KINDS,
     RAYCLUSTERS,
@@ -35,6 +34,7 @@ from raykube.cli.kubectl_ray.common import (
     KubeconfigFlag,
     Namespace,
     PluginError,
+    api_message,
     cluster_is_ready,
     die,
     duration,
@@ -53,8 +53,8 @@ from raykube.cli.kubectl_ray.generate import (
     rayjob,
 )
 from raykube.cli.kubectl_ray.generate import submission_id as new_submission_id
+from raykube.cli.kubectl_ray.usage import JOB_SUBMIT_USAGE
 from raykube.kube.client import Kube
-from raykube.kube.resources import PODS
 from raykube.waiting import NotYet, WaitTimeout, wait_for
 
 SETTINGS = {"help_option_names": ["-h", "--help"]}
@@ -149,119 +149,6 @@ def _run_child(argv: list[str]) -> int:
         raise
     finally:
         signal.signal(signal.SIGTERM, previous)
-
-
-# ------------------------------------------------------------------------------------------------- log
-NODE_TYPES = {"all": "both head and worker node logs", "head": "only head node logs", "worker": "only worker node logs"}
-
-
-def log(
-    target: Annotated[str, typer.Argument(metavar="(RAYCLUSTER | TYPE/NAME)", show_default=False)],
-    out_dir: Annotated[str, typer.Option("--out-dir", help="directory to save the logs to")] = "",
-    node_type: Annotated[
-        str,
-        typer.Option(
-            "--node-type", help="type of Ray node from which to download logs, supports: 'worker', 'head', or 'all'"
-        ),
-    ] = "all",
-    namespace: Namespace = None,
-    kubeconfig: KubeconfigFlag = None,
-    context: ContextFlag = None,
-) -> None:
-    """Download logs from a Ray cluster and save them to a directory: per Pod, its container log (stdout.log) and Ray's
-    log directory (/tmp/ray/session_latest/logs)."""
-    kind, name = parse_target(target, "log")
-    node_type = node_type.lower()
-    if node_type not in NODE_TYPES:
-        raise typer.BadParameter('must be one of "all", "head", or "worker"', param_hint="--node-type")
-    directory, created = _out_dir(out_dir, name, node_type)
-
-    async def body(kube: Kube, ns: str) -> None:
-        cluster = name
-        if kind != "raycluster":
-            try:
-                obj = await kube.get(KINDS[kind], name, ns)
-            except Exception as exc:
-                raise PluginError(f"failed to retrieve Ray job info for {name}: {exc}") from None
-            status = obj.get("status") or {}
-            cluster = (
-                status.get("rayClusterName", "")
-                if kind == "rayjob"
-                else (status.get("activeServiceStatus") or {}).get("rayClusterName", "")
-            )
-        selector = f"{c.RAY_CLUSTER_LABEL}={cluster}"
-        if node_type != "all":
-            selector = f"{c.RAY_NODE_TYPE_LABEL}={node_type},{selector}"
-        pods = (await kube.list(PODS, ns, label_selector=selector)).items
-        if not pods:
-            if created:
-                with contextlib.suppress(OSError):
-                    directory.rmdir()
-            raise PluginError(f"No Ray nodes found for resource {cluster or name}")
-        for pod in pods:
-            await _download(kube, pod, ns, directory)
-
-    run(Conn(kubeconfig, context, namespace), body)
-
-
-def _out_dir(out_dir: str, name: str, node_type: str) -> tuple[Path, bool]:
-    """Where the logs go (``--out-dir``, else a new directory named after the resource) and whether we made it."""
-    created = False
-    if not out_dir:
-        echo("No output directory specified, creating dir under current directory using resource name.")
-        out_dir = name
-        Path(out_dir).mkdir(parents=True, exist_ok=True)
-        created = True
-    echo(f"Command set to retrieve {NODE_TYPES[node_type]}.")
-    directory = Path(out_dir)
-    if not directory.exists():
-        die(f"Directory does not exist. Failed with: stat {out_dir}: no such file or directory")
-    if not directory.is_dir():
-        die("Path is not a directory. Please input a directory and try again")
-    return directory, created
-
-
-async def _download(kube: Kube, pod: dict[str, Any], ns: str, directory: Path) -> None:
-    pod_name = pod["metadata"]["name"]
-    container = ((pod.get("spec") or {}).get("containers") or [{}])[0].get("name")
-    target = directory / pod_name
-    target.mkdir(parents=True, exist_ok=True)
-    try:
-        text = await kube.logs(PODS, pod_name, ns, container=container)
-    except Exception as exc:
-        raise PluginError(f"Error retrieving log for Ray cluster node {pod_name}: {exc}") from None
-    (target / "stdout.log").write_text(text)
-    command = ["tar", "--warning=no-file-changed", "-cf", "-", "-C", c.RAY_SESSION_LOGS_DIR, "."]
-    result = await kube.exec(PODS, pod_name, ns, command, container=container, timeout=300.0, limit=1 << 31)
-    if result.stderr.strip():
-        sys.stderr.write(result.stderr)
-    if result.exit_code not in (0, 1):  # GNU tar exits 1 when a file changed while it read it: still a good archive
-        raise PluginError(f"Error occurred while calling remote command: exit code {result.exit_code} from {pod_name}")
-    echo(f"Downloading log for Ray Node {pod_name}")
-    _extract(result.raw_stdout, target)
-
-
-def _extract(archive: bytes, target: Path) -> None:
-    """Unpack regular files and directories under ``target``; nothing may land outside it (no absolute paths, no
-    ``..``, no links), whatever the Pod sent."""
-    root = target.resolve()
-    with tarfile.open(fileobj=io.BytesIO(archive), mode="r|") as tar:
-        for member in tar:
-            relative = PurePosixPath(member.name)
-            if relative.is_absolute() or ".." in relative.parts:
-                continue
-            path = (root / relative).resolve()
-            if path != root and root not in path.parents:
-                continue
-            if member.isdir():
-                path.mkdir(parents=True, exist_ok=True)
-            elif member.isfile():
-                path.parent.mkdir(parents=True, exist_ok=True)
-                source = tar.extractfile(member)
-                if source is not None:
-                    path.write_bytes(source.read())
-            else:
-                sys.stdout.write(f"Ignoring unsupported file type: {member.type!r} ({member.name})\n")
 
 
 # ------------------------------------------------------------------------------------------------- job submit
@@ -394,13 +281,22 @@ def entrypoint_command(words: list[str]) -> str:
     return words[0] if len(words) == 1 else shlex.join(words)
 
 
+def _check_file(path: str, what: str) -> NoReturn:
+    """The plugin's words for a ``--runtime-env`` or ``-f`` that is missing (``stat`` of the cleaned path) or not a
+    regular file."""
+    clean = os.path.normpath(path)
+    if not os.path.exists(clean):
+        raise OptionError(f"{what} does not exist. Failed with: stat {clean}: no such file or directory")
+    raise OptionError("Filename given is not a regular file")
+
+
 def _working_dir(runtime_env: str, working_dir: str) -> str:
     """``--working-dir``, else the ``working_dir`` of the ``--runtime-env`` file (unset is fine: no upload)."""
     if not runtime_env:
         return working_dir
     path = Path(runtime_env)
     if not path.is_file():
-        raise OptionError(f"Runtime Env file does not exist. Failed with: stat {runtime_env}: not a regular file")
+        _check_file(runtime_env, "Runtime Env file")
     env = yaml.safe_load(path.read_text()) or {}
     if isinstance(env, dict) and isinstance(env.get("working_dir"), str) and not working_dir:
         return str(env["working_dir"])
@@ -413,7 +309,7 @@ def _job_from_file(
     """``job submit -f``: the RayJob (InteractiveMode, no backoffLimit; ``ttl`` from the flag wins and turns on
     shutdownAfterJobFinishes) and the runtime env JSON to pass on (the flag's, else the RayJob's runtimeEnvYAML)."""
     if not filename.is_file():
-        raise OptionError(f"Ray Job file does not exist. Failed with: stat {filename}: not a regular file")
+        _check_file(str(filename), "Ray Job file")
     body = yaml.safe_load(filename.read_text())
     if not isinstance(body, dict) or body.get("kind") != c.KIND_RAYJOB or body.get("apiVersion") != API_VERSION:
         raise OptionError(f"Failed to decode RayJob Yaml: {filename} is not a {API_VERSION} RayJob")
@@ -490,7 +386,7 @@ def job_submit(  # noqa: PLR0915 - the plugin's flags and its one long flow
     --address), runs the local `ray job submit` with the passthrough flags, and follows the RayJob to its end."""
     words = entrypoint or []
     if not words:
-        raise typer.BadParameter("give the command to run after --: kubectl ray job submit --name NAME -- python x.py")
+        die(JOB_SUBMIT_USAGE)  # KubeRay's words: its Use line
     command_line = entrypoint_command(words)
     seconds = duration(timeout)
     ttl_given = given_on_command_line(ctx, "ttl_seconds_after_finished")
@@ -615,6 +511,7 @@ async def _submit(
             f"delete it with: kubectl ray delete rayjob/{job_name} -n {ns}"
         )
     cluster = await _wait_cluster(kube, ns, job_name, seconds)
+    forwarded = not address
     async with contextlib.AsyncExitStack() as stack:
         if address:
             echo(f"Using address {address} (no port-forwarding)")
@@ -632,12 +529,47 @@ async def _submit(
         )
         await asyncio.gather(_relay(child.stdout, sys.stdout), _relay(child.stderr, sys.stderr))
         code = await child.wait()
-        if code != 0:
+    if code != 0:
+        if not forwarded:  # the user's own --address: the failure stands, as before
             raise PluginError(f"Error occurred with Ray job submit: exit status {code}")
+        status: dict[str, Any] | None
+        try:
+            status = (await kube.get(RAYJOBS, job_name, ns)).get("status") or {}
+        except Exception as exc:
+            status, lookup_error = None, str(getattr(exc, "message", "") or exc)
+        else:
+            lookup_error = ""
+        succeeded, text = failed_submit_outcome(code, job_name, submission, status, lookup_error)
+        if not succeeded:
+            raise PluginError(text)
+        echo(text)
+        return
     if "--no-wait" in argv:
         echo(f"Ray job submitted with ID {submission}")
         return
     await _follow(kube, ns, job_name, submission)
+
+
+def failed_submit_outcome(
+    code: int, job_name: str, submission: str, status: dict[str, Any] | None, lookup_error: str
+) -> tuple[bool, str]:
+    """After ``ray job submit`` failed through our port-forward (KubeRay v1.7.1's fix): the forward may have ended
+    because the job finished and its cluster went away (``--ttl-seconds-after-finished 0``), so the RayJob decides.
+    SUCCEEDED is a success (and the line to print); FAILED is the job's failure; anything else, or a RayJob that
+    cannot be read, keeps the submit's error (with why the RayJob could not tell)."""
+    failure = f"Error occurred with Ray job submit: exit status {code}"
+    if status is None:
+        return False, f"{failure}; the status of RayJob {job_name} could not be read either: {lookup_error}"
+    job_id, job_status = status.get("jobId") or submission, status.get("jobStatus")
+    if job_status == "SUCCEEDED":
+        return True, (
+            f"ray job submit ended with exit status {code} (its port-forward was lost), but RayJob {job_name} "
+            f"says SUCCEEDED.\nJob {job_id} finished with status SUCCEEDED."
+        )
+    if job_status == "FAILED":
+        message = status.get("message")
+        return False, f"job {job_id} failed: {message}" if message else f"job {job_id} failed with status FAILED"
+    return False, failure
 
 
 async def _wait_cluster(kube: Kube, ns: str, job_name: str, seconds: float) -> str:
@@ -681,7 +613,7 @@ async def _wait_cluster(kube: Kube, ns: str, job_name: str, seconds: float) -> s
         try:
             await kube.delete(RAYJOBS, job_name, ns)
         except Exception as exc:
-            raise PluginError(f"Failed to clean up Ray job after time out.: {exc}") from None
+            raise PluginError(f"Failed to clean up Ray job after time out.: {api_message(exc)}") from None
         echo(f"Cleaned Up RayJob: {job_name}")
         raise PluginError(
             f"Timed out waiting for cluster {cluster} after {seconds:g}s (raise --timeout, or see why with: "
@@ -721,5 +653,5 @@ async def _follow(kube: Kube, ns: str, job_name: str, submission: str) -> None:
 
 def register(app: typer.Typer, job_app: typer.Typer, alias: Callable[..., Any]) -> None:
     app.command("session", context_settings=SETTINGS)(session)
-    alias(app, ("log", "logs"), context_settings=SETTINGS)(log)
+    alias(app, ("log", "logs"), context_settings=SETTINGS)(logs.log)
     job_app.command("submit", context_settings=SETTINGS)(job_submit)

@@ -8,6 +8,8 @@ it is set and not zero.
 
 from __future__ import annotations
 
+import csv
+import re
 import secrets
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -26,17 +28,30 @@ class OptionError(ValueError):
 
 
 def parse_map(values: Iterable[str] | None, flag: str) -> dict[str, str]:
-    """``--labels app=ray,env=dev --labels team=ml`` as one map (repeated flags merge, as pflag's StringToString)."""
+    """``--labels app=ray,env=dev --labels team=ml`` as one map, read as pflag's StringToString reads it: repeated
+    flags merge; a value with one ``=`` is one pair (``a=b,c`` is ``a: "b,c"``); with more, comma-separated pairs
+    (CSV, so a pair may be quoted)."""
     result: dict[str, str] = {}
     for value in values or ():
-        for item in value.split(","):
-            if not item:
-                continue
-            key, eq, val = item.partition("=")
+        equals = value.count("=")
+        if equals == 0:
+            raise OptionError(f'invalid argument "{value}" for "{flag}" flag: {value} must be formatted as key=value')
+        pairs = [value.strip('"')] if equals == 1 else next(csv.reader([value]), [])
+        for pair in pairs:
+            key, eq, val = pair.partition("=")
             if not eq:
-                raise OptionError(f"{flag}: {item!r} must be formatted as key=value")
+                raise OptionError(
+                    f'invalid argument "{value}" for "{flag}" flag: {pair} must be formatted as key=value'
+                )
             result[key] = val
     return result
+
+
+# apimachinery's resource.ErrFormatWrong and ErrSuffix, the words KubeRay's plugin reports a bad quantity with.
+QUANTITY_FORMAT = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+QUANTITY_SUFFIX = "unable to parse quantity's suffix"
+# A number, then only characters a suffix may have: Go gets that far before it finds the suffix unknown.
+_GO_QUANTITY_CHARACTERS = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)[eEinumkKMGTP]*[-+]?[0-9]*")
 
 
 def check_quantity(flag: str, value: str) -> None:
@@ -44,7 +59,11 @@ def check_quantity(flag: str, value: str) -> None:
     try:
         quantity = parse_quantity(value)
     except QuantityError as exc:
-        raise OptionError(f"{flag} is not a valid resource quantity: {exc}") from None
+        suffix = "suffix" in str(exc) and re.fullmatch(
+            r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)[eEinumkKMGTP]*[-+]?[0-9]*", value
+        )
+        why = QUANTITY_SUFFIX if suffix else QUANTITY_FORMAT
+        raise OptionError(f"{flag} is not a valid resource quantity: {why}") from None
     if quantity.value < 0:
         raise OptionError(f"{flag} cannot be negative")
 

@@ -8,6 +8,7 @@ least), the last column unpadded, and nothing at all for an empty table.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -185,9 +186,14 @@ class _Dumper(yaml.SafeDumper):
     double quotes (``cpu: "2"``)."""
 
 
+# What go-yaml v2 also reads as a bool or a number, where PyYAML reads a string: y/n, 1e3 (no dot), 0o17.
+_GO_NOT_STR = re.compile(r"[yYnN]|[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?|0o[0-7]+")
+
+
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
     implicit = dumper.resolve(yaml.ScalarNode, value, (True, False))  # type: ignore[no-untyped-call]
-    style = '"' if value == "" or implicit != "tag:yaml.org,2002:str" else ("|" if "\n" in value else None)
+    quoted = value == "" or implicit != "tag:yaml.org,2002:str" or _GO_NOT_STR.fullmatch(value) is not None
+    style = '"' if quoted else ("|" if "\n" in value else None)
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 
