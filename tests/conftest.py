@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import re
 import uuid
@@ -25,7 +24,6 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace, ServiceAccount
 
 from raykube.api.crd import load_generated
-from raykube.api.rbac import LEADER_ELECTION_RULES, OPERATOR_RULES
 from raykube.kube.client import Kube
 from raykube.runtime.crds import install_crds
 from raykube.runtime.manager import Manager
@@ -34,7 +32,7 @@ from raykube.waiting import NotYet, wait_for
 from tests import rbac_usage
 from tests.ci_allowed_skips import CiSkips
 from tests.ledger import LedgerPlugin, install
-from tests.support import RunningSandbox
+from tests.support import RunningSandbox, operator_on
 
 pytest_plugins = [
     "tests.rule_coverage",  # every doctor rule fired under some test's assertion (checked at the end)
@@ -122,14 +120,8 @@ async def operator(kubeconfig: Path, namespace: str, ray_crds: list[str]) -> Asy
 
     Its client refuses any call outside the operator's RBAC rules, so every behaviour the tests exercise proves the
     generated RBAC sufficient."""
-    client = Kube.from_config(kubeconfig, qps=200, burst=400, rules=OPERATOR_RULES + LEADER_ELECTION_RULES)
-    manager = Manager(client, namespaces=[namespace], reconcile_concurrency=4)
-    await asyncio.wait_for(manager.start(), 60)
-    try:
+    async with operator_on(kubeconfig, namespace) as manager:
         yield manager
-    finally:
-        await manager.stop()
-        await client.close()
 
 
 @pytest.fixture

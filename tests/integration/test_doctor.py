@@ -38,7 +38,6 @@ from raykube.api import constants as c
 from raykube.api import rbac
 from raykube.api.config import OperatorConfig
 from raykube.api.resources import RAYCLUSTERS, RAYJOBS
-from raykube.builders.options import BuildOptions
 from raykube.doctor import dump as dumps
 from raykube.doctor.gather import Scope
 from raykube.doctor.model import Evidence, Finding, Report, at_least
@@ -57,7 +56,7 @@ from tests.integration.test_raycluster_controller import (
     seed_cluster,
     wait_ready,
 )
-from tests.support import RunningSandbox
+from tests.support import RunningSandbox, operator_on
 
 CLUSTER_ROLE = create_global_resource("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles")
 CLUSTER_ROLE_BINDING = create_global_resource(
@@ -1027,13 +1026,7 @@ async def test_kuberays_own_deny_all_policies_leave_dns_out_until_the_spec_adds_
     """The operator with the RayClusterNetworkPolicy gate makes KubeRay v1.7.0's policies for ``mode: DenyAll``:
     they keep the cluster's Pods together (no E03) and add no DNS rule (E06, as v1.7.0 really does); once
     spec.networkPolicy carries the DNS rule the operator rewrites them and the doctor is quiet."""
-    client = Kube.from_config(kubeconfig, qps=200, burst=400, rules=rbac.OPERATOR_RULES + rbac.LEADER_ELECTION_RULES)
-    options = dataclasses.replace(
-        BuildOptions(), features={**BuildOptions().features, c.GATE_RAYCLUSTER_NETWORK_POLICY: True}
-    )
-    manager = Manager(client, options=options, namespaces=[namespace], reconcile_concurrency=2)
-    await asyncio.wait_for(manager.start(), 60)
-    try:
+    async with operator_on(kubeconfig, namespace, c.GATE_RAYCLUSTER_NETWORK_POLICY, concurrency=2):
         await create_seed_dependencies(kube, namespace)
         body = seed_cluster()
         body["spec"]["networkPolicy"] = {"mode": c.NETWORK_POLICY_DENY_ALL}
@@ -1062,6 +1055,3 @@ async def test_kuberays_own_deny_all_policies_leave_dns_out_until_the_spec_adds_
             lambda r: not {"E03", "E06", "E07"} & {f.rule for f in r.findings},
             "no NetworkPolicy finding once the spec has the DNS rule",
         )
-    finally:
-        await manager.stop()
-        await client.close()

@@ -44,6 +44,7 @@ from raykube.sandbox.ports import Ports
 from raykube.waiting import NotYet, wait_for
 from tests.integration.process import ProcessSandbox
 from tests.integration.test_kuberay_swap import rayservice_example
+from tests.integration.test_kuberay_swap import snapshot as swap_snapshot
 from tests.integration.test_process_runtime import create
 from tests.integration.test_rayjob import DONE, IMAGE, job_status, rayjob
 from tests.integration.test_rayservice import service_status, wait_ready
@@ -147,30 +148,9 @@ async def run_kuberay(proc: ProcessSandbox, rel: Release, ns: str, then: Callabl
 
 
 def snapshot(proc: ProcessSandbox, ns: str) -> dict[str, Any]:
-    def items(kind: str) -> list[dict[str, Any]]:
-        return list(json.loads(proc.kubectl("get", kind, "-n", ns, "-o", "json").stdout)["items"])
-
-    return {
-        "rayclusters": sorted((x["metadata"]["name"], x["metadata"]["uid"]) for x in items("rayclusters")),
-        "pods": sorted(
-            (
-                x["metadata"]["name"],
-                x["metadata"]["uid"],
-                tuple(s.get("restartCount", 0) for s in x["status"].get("containerStatuses") or []),
-            )
-            for x in items("pods")
-        ),
-        "services": sorted(
-            (
-                x["metadata"]["name"],
-                x["metadata"]["uid"],
-                x["spec"].get("clusterIP"),
-                json.dumps(x["spec"].get("selector"), sort_keys=True),
-            )
-            for x in items("services")
-        ),
-        "jobs": sorted((x["metadata"]["name"], x["metadata"]["uid"]) for x in items("jobs")),
-    }
+    """test_kuberay_swap's snapshot (RayClusters, Pods with restarts, Services) and the submitter Jobs."""
+    jobs = json.loads(proc.kubectl("get", "jobs", "-n", ns, "-o", "json").stdout)["items"]
+    return {**swap_snapshot(proc, ns), "jobs": sorted((x["metadata"]["name"], x["metadata"]["uid"]) for x in jobs)}
 
 
 def warnings_since(proc: ProcessSandbox, ns: str, since: float) -> list[str]:

@@ -6,7 +6,6 @@ actually blocked is up to a CNI that enforces NetworkPolicies, which the sandbox
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -14,15 +13,14 @@ from typing import Any
 import pytest
 
 from raykube.api import constants as c
-from raykube.api.rbac import LEADER_ELECTION_RULES, OPERATOR_RULES
 from raykube.api.resources import RAYCLUSTERS
-from raykube.builders.options import BuildOptions
 from raykube.kube import objects
 from raykube.kube.client import Kube
 from raykube.kube.errors import ApiError
 from raykube.kube.resources import EVENTS, NETWORK_POLICIES
 from raykube.runtime.manager import Manager
 from raykube.waiting import NotYet, wait_for
+from tests.support import operator_on
 
 NAME = "isolated"
 HEAD, SMALL, EXTRA = f"{NAME}-head", f"{NAME}-workers-small-group", f"{NAME}-workers-extra-group"
@@ -51,16 +49,9 @@ def raycluster(network_policy: dict[str, Any] | None) -> dict[str, Any]:
 @pytest.fixture
 async def np_operator(kubeconfig: Path, namespace: str, ray_crds: list[str]) -> AsyncIterator[Manager]:
     """The operator with ``--feature-gates=RayClusterNetworkPolicy=true``, its client held to the operator's RBAC."""
-    client = Kube.from_config(kubeconfig, qps=200, burst=400, rules=OPERATOR_RULES + LEADER_ELECTION_RULES)
-    options = BuildOptions(features={**BuildOptions().features, c.GATE_RAYCLUSTER_NETWORK_POLICY: True})
-    manager = Manager(client, options=options, namespaces=[namespace], reconcile_concurrency=2)
-    assert "networkpolicy" in [ctl.name for ctl in manager.controllers]
-    await asyncio.wait_for(manager.start(), 60)
-    try:
+    async with operator_on(kubeconfig, namespace, c.GATE_RAYCLUSTER_NETWORK_POLICY, concurrency=2) as manager:
+        assert "networkpolicy" in [ctl.name for ctl in manager.controllers]
         yield manager
-    finally:
-        await manager.stop()
-        await client.close()
 
 
 async def policies(kube: Kube, namespace: str) -> dict[str, Mapping[str, Any]]:

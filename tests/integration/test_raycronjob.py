@@ -4,7 +4,6 @@ references). The RayJobs' own Ray work is not the point here (``test_rayjob.py``
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -12,14 +11,13 @@ from typing import Any
 import pytest
 
 from raykube.api import constants as c
-from raykube.api.rbac import LEADER_ELECTION_RULES, OPERATOR_RULES
 from raykube.api.resources import RAYCRONJOBS, RAYJOBS
-from raykube.builders.options import BuildOptions
 from raykube.kube import objects
 from raykube.kube.client import Kube
 from raykube.kube.resources import EVENTS
 from raykube.runtime.manager import Manager
 from raykube.waiting import NotYet, wait_for
+from tests.support import operator_on
 
 NAME = "every-few-seconds"
 
@@ -49,15 +47,8 @@ def raycronjob(**spec: Any) -> dict[str, Any]:
 @pytest.fixture
 async def cron_operator(kubeconfig: Path, namespace: str, ray_crds: list[str]) -> AsyncIterator[Manager]:
     """The operator with ``--feature-gates=RayCronJob=true``, its client held to the operator's RBAC rules."""
-    client = Kube.from_config(kubeconfig, qps=200, burst=400, rules=OPERATOR_RULES + LEADER_ELECTION_RULES)
-    options = BuildOptions(features={**BuildOptions().features, c.GATE_RAY_CRON_JOB: True})
-    manager = Manager(client, options=options, namespaces=[namespace], reconcile_concurrency=2)
-    await asyncio.wait_for(manager.start(), 60)
-    try:
+    async with operator_on(kubeconfig, namespace, c.GATE_RAY_CRON_JOB, concurrency=2) as manager:
         yield manager
-    finally:
-        await manager.stop()
-        await client.close()
 
 
 async def owned_rayjobs(kube: Kube, namespace: str, uid: str) -> list[Mapping[str, Any]]:

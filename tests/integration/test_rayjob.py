@@ -21,14 +21,13 @@ from lightkube.generic_resource import create_namespaced_resource
 from lightkube.resources.core_v1 import Event, Pod
 
 from raykube.api import constants as c
-from raykube.api.rbac import LEADER_ELECTION_RULES, OPERATOR_RULES
 from raykube.api.resources import RAYJOBS
-from raykube.builders.options import BuildOptions
 from raykube.kube.client import Kube
 from raykube.kube.resources import JOBS, PODS
 from raykube.runtime.manager import Manager
 from raykube.waiting import NotYet, wait_for
 from tests.integration.process import ProcessSandbox
+from tests.support import operator_on
 
 IMAGE = "rayproject/ray:2.52.0"
 DONE = 420.0  # generous: a Ray head and a job on two loaded cores
@@ -232,11 +231,7 @@ async def test_sidecar_submitter_restart_gives_the_submitter_container_on_failur
     """KubeRay v1.7.0 RJ-6 on Kubernetes 1.36 (ContainerRestartRules): with SidecarSubmitterRestart the API server
     takes the head Pod whose ``ray-job-submitter`` container has ``restartPolicy: OnFailure`` (the Pod's own stays
     Never) and whose command submits idempotently."""
-    options = BuildOptions(features={**c.FEATURE_GATE_DEFAULTS, c.GATE_SIDECAR_SUBMITTER_RESTART: True})
-    client = Kube.from_config(kubeconfig, qps=200, burst=400, rules=OPERATOR_RULES + LEADER_ELECTION_RULES)
-    manager = Manager(client, options=options, namespaces=[namespace], reconcile_concurrency=4)
-    await asyncio.wait_for(manager.start(), 60)
-    try:
+    async with operator_on(kubeconfig, namespace, c.GATE_SIDECAR_SUBMITTER_RESTART):
         await runtime_kube.create(RAYJOBS, rayjob("restartable", "python -c 'print(1)'", submissionMode="SidecarMode"),
                                   namespace)  # fmt: skip
         cluster = await rayjob_status(runtime_kube, namespace, "restartable", "rayClusterName")
@@ -254,6 +249,3 @@ async def test_sidecar_submitter_restart_gives_the_submitter_container_on_failur
         assert pod["spec"]["containers"][0].get("restartPolicy") is None
         state = await rayjob_status(runtime_kube, namespace, "restartable", "jobDeploymentStatus")
         assert state in ("Initializing", "Running"), state  # the Pod was taken: no creation error failed the RayJob
-    finally:
-        await manager.stop()
-        await client.close()

@@ -105,6 +105,18 @@ def _lookup(snap: Snapshot) -> np.PolicyLookup:
     return lookup
 
 
+def _judged(snap: Snapshot) -> Iterator[tuple[np.PolicyLookup, ClusterView]]:
+    """The clusters whose NetworkPolicies are judged, with the policy lookup: none when policies were not read (a
+    Not checked line says why) or there are none (nothing is restricted); never a suspended, deleted or externally
+    managed cluster."""
+    if not snap.has(s.NETWORKPOLICIES) or not snap.all(s.NETWORKPOLICIES):
+        return
+    lookup = _lookup(snap)
+    for view in facts.cluster_views(snap):
+        if not (view.suspended or view.managed_elsewhere or view.deleting):
+            yield lookup, view
+
+
 def _built(view: ClusterView, group_index: int | None) -> Obj | None:
     """The Pod the operator would make, for a group that has none yet (its labels and container ports)."""
     if view.model is None:
@@ -216,12 +228,7 @@ def _owned_fix(policies: Sequence[Obj], where: str, rule_text: str) -> str:
 # ------------------------------------------------------------------------------------------------ E06: DNS
 @checker(DNS)
 def check_dns(snap: Snapshot) -> Iterator[Finding]:
-    if not snap.has(s.NETWORKPOLICIES) or not snap.all(s.NETWORKPOLICIES):
-        return  # not read (a Not checked line says why), or none: nothing is restricted
-    lookup = _lookup(snap)
-    for view in facts.cluster_views(snap):
-        if view.suspended or view.managed_elsewhere or view.deleting:
-            continue
+    for lookup, view in _judged(snap):
         cut: list[tuple[Member, bool | None, bool | None, tuple[Obj, ...]]] = []
         blocked_at_dns: list[Obj] = []  # ingress policies in kube-system that shut kube-dns itself
         for member in members(view):
@@ -325,12 +332,7 @@ def _paths(view: ClusterView, lookup: np.PolicyLookup) -> list[_Path]:
 
 @checker(NETPOL)
 def check_ray_paths(snap: Snapshot) -> Iterator[Finding]:
-    if not snap.has(s.NETWORKPOLICIES) or not snap.all(s.NETWORKPOLICIES):
-        return  # not read (a Not checked line says why), or none: nothing is restricted
-    lookup = _lookup(snap)
-    for view in facts.cluster_views(snap):
-        if view.suspended or view.managed_elsewhere or view.deleting:
-            continue
+    for lookup, view in _judged(snap):
         paths = _paths(view, lookup)
         if not paths:
             continue
@@ -471,12 +473,7 @@ def _dashboard_rule(source: np.Endpoint, head_namespace: str, port: int) -> str:
 
 @checker(DASHBOARD)
 def check_dashboard_reach(snap: Snapshot) -> Iterator[Finding]:
-    if not snap.has(s.NETWORKPOLICIES) or not snap.all(s.NETWORKPOLICIES):
-        return  # not read (a Not checked line says why), or none: nothing is restricted
-    lookup = _lookup(snap)
-    for view in facts.cluster_views(snap):
-        if view.suspended or view.managed_elsewhere or view.deleting:
-            continue
+    for lookup, view in _judged(snap):
         jobs, services = _workloads(snap, view)
         if not jobs and not services:
             continue  # the operator reads a plain RayCluster's dashboard for nothing
