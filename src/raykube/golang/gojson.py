@@ -75,10 +75,12 @@ from raykube.golang.strings import trim_space
 __all__ = [
     "Float32",
     "Pairs",
+    "as_go_writes",
     "decode",
     "decode_map",
     "decode_string",
     "decode_struct",
+    "drop_nulls",
     "float32_from_json",
     "json_kind",
     "json_marshal",
@@ -293,6 +295,27 @@ def marshal(type_name: str, value: Any) -> str:
     out: list[str] = []
     _node(type_name).encode(value, out)
     return "".join(out)
+
+
+def drop_nulls(value: Any) -> Any:
+    """``value`` without the ``null`` object members, at any depth: what the API server stores of a custom resource
+    written with them (it prunes nulls of fields not marked nullable, and KubeRay's CRDs mark none)."""
+    if isinstance(value, dict):
+        return {key: drop_nulls(item) for key, item in value.items() if item is not None}
+    if isinstance(value, list):
+        return [drop_nulls(item) for item in value]
+    return value
+
+
+def as_go_writes(type_name: str, value: Any) -> Any:
+    """``value`` as the API server stores it when KubeRay writes it through its Go type ``type_name`` (a
+    :mod:`~raykube.golang.gostructs` expression; ``gostructs.ROOTS[kind]`` for a whole object): decoded into the Go
+    struct and encoded again (:func:`marshal`), then :func:`drop_nulls`.
+
+    So: fields of no Go field are gone (a Pod field newer than KubeRay's k8s.io/api too, as KubeRay would drop it),
+    omitempty zeros are gone (``false``, ``""``, ``0``), structs Go always writes appear (``template.metadata: {}``,
+    ``resources: {}``), quantities and times are in Go's form."""
+    return drop_nulls(json.loads(marshal(type_name, value)))
 
 
 class _Node:
