@@ -80,3 +80,28 @@ def test_go_drops_false_empty_and_unknown_fields() -> None:
     pod = unknown["spec"]["headGroupSpec"]["template"]["spec"]
     assert "futurePodField" not in pod
     assert pod["containers"][0] == {"name": "h", "resources": {}}  # unknown and miscased keys dropped
+
+
+def test_keep_unknown_puts_back_what_go_does_not_know_and_nothing_else() -> None:
+    """raykube's choice (``keep_unknown``): a field KubeRay v1.7.0's Go types lack (a newer Pod field, which only a
+    newer CRD than v1.7.0's would store) stays as read; everything Go knows is as Go writes it."""
+    case = _case("nulls, empty structs")
+    root = gostructs.ROOTS[case["kind"]]
+    kept = gojson.as_go_writes(root, case["object"], keep_unknown=True)
+    pod = kept["spec"]["headGroupSpec"]["template"]["spec"]
+    assert pod["futurePodField"] is True
+    assert pod["containers"][0] == {"name": "h", "futureContainerField": {"a": 1}, "Image": "r", "resources": {}}
+    assert "volumes" not in pod
+    assert kept["spec"]["headGroupSpec"]["template"]["metadata"] == {}
+    dropped = gojson.as_go_writes(root, case["object"])
+    assert gojson.with_unknown(root, case["object"], dropped) == kept
+
+
+def test_keep_unknown_changes_nothing_go_knows() -> None:
+    """Where every key is a Go field (the hand-written objects but the one with unknown fields), keeping unknown
+    fields is Go's answer."""
+    known = [case for case in _vectors()["cases"] if "why" in case and not case["why"].startswith("nulls, empty")]
+    assert len(known) >= 8
+    for case in known:
+        root = gostructs.ROOTS[case["kind"]]
+        assert gojson.as_go_writes(root, case["object"], keep_unknown=True) == gojson.as_go_writes(root, case["object"])

@@ -88,6 +88,7 @@ __all__ = [
     "json_string",
     "marshal",
     "preserve_ints",
+    "with_unknown",
 ]
 
 
@@ -307,15 +308,45 @@ def drop_nulls(value: Any) -> Any:
     return value
 
 
-def as_go_writes(type_name: str, value: Any) -> Any:
+def as_go_writes(type_name: str, value: Any, *, keep_unknown: bool = False) -> Any:
     """``value`` as the API server stores it when KubeRay writes it through its Go type ``type_name`` (a
     :mod:`~raykube.golang.gostructs` expression; ``gostructs.ROOTS[kind]`` for a whole object): decoded into the Go
     struct and encoded again (:func:`marshal`), then :func:`drop_nulls`.
 
-    So: fields of no Go field are gone (a Pod field newer than KubeRay's k8s.io/api too, as KubeRay would drop it),
-    omitempty zeros are gone (``false``, ``""``, ``0``), structs Go always writes appear (``template.metadata: {}``,
-    ``resources: {}``), quantities and times are in Go's form."""
-    return drop_nulls(json.loads(marshal(type_name, value)))
+    So: omitempty zeros are gone (``false``, ``""``, ``0``), structs Go always writes appear (``template.metadata:
+    {}``, ``resources: {}``), quantities and times are in Go's form, and keys that are no field of the Go struct are
+    gone (a Pod field newer than KubeRay's k8s.io/api too), unless ``keep_unknown``: then each such key is put back
+    where it was, with its value as read (:func:`with_unknown`). Only ``RayClusterStatus.lastUpdateTime`` is nullable
+    in KubeRay's CRDs, and Go writes it ``null`` only for Go's zero instant, which nothing writes."""
+    written = drop_nulls(json.loads(marshal(type_name, value)))
+    return with_unknown(type_name, value, written) if keep_unknown else written
+
+
+def with_unknown(type_name: str, original: Any, written: Any) -> Any:
+    """``written`` (Go's encoding of ``original`` as the Go type ``type_name``) with every key of ``original`` that is
+    no JSON field of its Go struct (matched exactly) put back in place, with its value as read (nulls dropped)."""
+    return _restore(_node(type_name), original, written)
+
+
+def _restore(node: _Node, original: Any, written: Any) -> Any:
+    if isinstance(node, _Pointer):
+        return _restore(node.elem, original, written)
+    if isinstance(node, _Slice) and isinstance(original, list) and isinstance(written, list):
+        if len(original) != len(written):
+            return written
+        return [_restore(node.elem, old, new) for old, new in zip(original, written, strict=True)]
+    if isinstance(node, _Map) and isinstance(original, dict) and isinstance(written, dict):
+        return {key: _restore(node.elem, original.get(key), new) for key, new in written.items()}
+    if isinstance(node, _Struct) and isinstance(original, dict) and isinstance(written, dict):
+        known = {name: field for name, _, field, _ in node.fields}
+        restored = {
+            key: _restore(known[key], original.get(key), new) if key in known else new for key, new in written.items()
+        }
+        for key, old in original.items():
+            if key not in known and old is not None:
+                restored[key] = drop_nulls(old)
+        return restored
+    return written
 
 
 class _Node:
