@@ -508,6 +508,8 @@ async def test_a_failed_head_pod_create_is_a_warning_event_and_a_replica_failure
     failure = next(x for x in world.cluster["status"]["conditions"] if x["type"] == c.CONDITION_REPLICA_FAILURE)
     assert failure["status"] == "True"
     assert failure["reason"] == c.REASON_FAILED_CREATE_HEAD_POD
+    # KubeRay's errors.Join(ErrFailedCreateHeadPod, err).Error(): the marker, a newline, the API server's message
+    assert failure["message"] == f"{c.REASON_FAILED_CREATE_HEAD_POD}\nquota exceeded"
 
 
 async def test_an_unhealthy_head_is_deleted_and_recreated_next_pass() -> None:
