@@ -294,6 +294,26 @@ async def test_initializing_creates_the_cluster_and_waits_for_it_to_be_ready() -
     assert world.state == "Initializing"
 
 
+async def test_a_cluster_status_that_differs_only_in_its_json_form_is_not_written_again() -> None:
+    """KubeRay compares Go objects: the mirrored cluster status as stored (Go's form) against the cluster's as Go
+    reads it. A condition without ``message`` and a time with a fraction are the same Go values as the stored
+    ``message: ""`` and whole seconds, so nothing is written."""
+    world = new_world()
+    await world.reconcile()
+    await world.reconcile()
+    cluster = world.cluster
+    assert cluster is not None
+    condition = {"type": "HeadPodReady", "status": "False", "reason": "Unknown",
+                 "lastTransitionTime": "2026-12-03T12:00:00.250Z"}  # fmt: skip
+    world.fake.add({**cluster, "status": {"state": "", "conditions": [condition]}}, RAYCLUSTERS)
+    await world.reconcile()
+    mirrored = world.status["rayClusterStatus"]["conditions"]
+    assert mirrored == [{**condition, "message": "", "lastTransitionTime": "2026-12-03T12:00:00Z"}]
+    world.fake.writes.clear()
+    await world.reconcile()
+    assert world.fake.writes == []
+
+
 async def test_a_ready_cluster_gives_the_dashboard_url_the_submitter_job_and_running() -> None:
     world = await running_world()
     status = world.status

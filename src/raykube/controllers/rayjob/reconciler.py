@@ -366,7 +366,11 @@ class RayJobReconciler(WithDeps):
         changed = (
             old.get("jobStatus", "") != new.get("jobStatus", "")
             or before != after
-            or status_needs_update(old.get("rayClusterStatus") or {}, new.get("rayClusterStatus") or {})
+            # both as KubeRay's Go objects hold them: what was stored, and what would be
+            or status_needs_update(
+                old.get("rayClusterStatus") or {},
+                gowrites.status_as_kuberay_writes("RayJob", new).get("rayClusterStatus") or {},
+            )
             or _time_changed(old.get(CHECK_FAILURE_START), new.get(CHECK_FAILURE_START))
         )
         if not changed:
