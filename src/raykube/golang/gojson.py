@@ -20,8 +20,10 @@ Reading (``json.Unmarshal``):
 
 The round trip: :func:`marshal` takes the JSON as the API server serves it (dicts, lists, str, int, float, bool,
 None) and writes what Go writes after decoding that JSON into its structs and encoding them again, which is what
-KubeRay hashes (``utils.GenerateJsonHash``). The structs are :mod:`raykube.golang.gostructs`, generated from the
-compiled Go types (``tools/kuberay/gostructs``).
+KubeRay hashes (``utils.GenerateJsonHash``), and, for a whole object, what the API server stores when KubeRay writes it
+(:func:`as_go_writes`, with the server's null pruning; checked against Go's own encodings of hand-written and drawn
+objects, tests/vectors/kuberay_roundtrip_v170.json). The structs are :mod:`raykube.golang.gostructs`, generated from
+the compiled Go types (``tools/kuberay/gostructs``).
 
 Decoding, as apimachinery's JSON serializer does it (``sigs.k8s.io/json``, case-sensitive):
 
