@@ -135,7 +135,7 @@ def test_go_struct_table_is_kuberay_v170() -> None:
     cannot run: it needs the checkout). Its header names the release and the commit, as the vectors file does."""
     table = Path(gostructs.__file__).read_text(encoding="utf-8")
     first_line = table.splitlines()[0]
-    assert f"KubeRay {KUBERAY_RELEASE}'s RayClusterSpec" in first_line, first_line
+    assert f"KubeRay {KUBERAY_RELEASE}'s RayCluster, RayJob and RayService" in first_line, first_line
     modules = [line.removeprefix("#   ") for line in table.splitlines() if line.startswith("#   ")]
     expected = f"github.com/ray-project/kuberay/ray-operator {KUBERAY_RELEASE} (a checkout at commit {KUBERAY_COMMIT})"
     assert expected in modules, modules

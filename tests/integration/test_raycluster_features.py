@@ -141,6 +141,11 @@ async def test_the_redis_cleanup_finalizer_runs_the_cleanup_job_before_the_clust
     await wait_ready(runtime_kube, namespace, workers=1, name="ft")
     cluster = await runtime_kube.get(RAYCLUSTERS, "ft", namespace)
     assert "ray.io/gcs-ft-redis-cleanup-finalizer" in cluster["metadata"]["finalizers"]
+    # added as KubeRay adds it, by an Update of its Go object: the API server bumps the generation for the structs Go
+    # writes into the spec (template.metadata: {}, scaleStrategy: {}), and the status follows
+    assert cluster["metadata"]["generation"] == 2
+    assert cluster["spec"]["workerGroupSpecs"][0]["scaleStrategy"] == {}
+    assert cluster["status"]["observedGeneration"] == 2
     [head] = [p for p in await cluster_pods(runtime_kube, namespace, "ft")
               if p["metadata"]["labels"]["ray.io/node-type"] == "head"]  # fmt: skip
     assert head["metadata"]["annotations"]["ray.io/ft-enabled"] == "true"

@@ -20,7 +20,7 @@ import pytest
 
 from raykube.api import constants as c
 from raykube.api.resources import RAYCLUSTERS
-from raykube.builders import names, pods
+from raykube.builders import gowrites, names, pods
 from raykube.builders.options import BuildOptions
 from raykube.controllers import raycluster as raycluster_controller
 from raykube.controllers.base import Deps, OwnWrites, Result, StatusPacer
@@ -508,6 +508,8 @@ async def test_a_failed_head_pod_create_is_a_warning_event_and_a_replica_failure
     failure = next(x for x in world.cluster["status"]["conditions"] if x["type"] == c.CONDITION_REPLICA_FAILURE)
     assert failure["status"] == "True"
     assert failure["reason"] == c.REASON_FAILED_CREATE_HEAD_POD
+    # KubeRay's errors.Join(ErrFailedCreateHeadPod, err).Error(): the marker, a newline, the API server's message
+    assert failure["message"] == f"{c.REASON_FAILED_CREATE_HEAD_POD}\nquota exceeded"
 
 
 async def test_an_unhealthy_head_is_deleted_and_recreated_next_pass() -> None:
@@ -663,8 +665,20 @@ async def test_gcs_ft_with_redis_adds_the_finalizer_first_and_creates_nothing_el
     cluster = raycluster(gcsFaultToleranceOptions={"redisAddress": "redis:6379"})
     world = new_world(cluster)
     assert await world.reconcile() == Result(2.0)
-    assert_writes(world, [("patch", "rayclusters", NAME)])
+    assert_writes(world, [("update", "rayclusters", NAME)])
     assert world.cluster["metadata"]["finalizers"] == [c.GCS_FT_REDIS_CLEANUP_FINALIZER]
+    # KubeRay's Update of its Go object: the spec as Go writes it, so the generation bumps (2 in the differential)
+    assert world.cluster["metadata"]["generation"] == 2
+    assert world.cluster["spec"] == gowrites.as_kuberay_writes("RayCluster", cluster)["spec"] != cluster["spec"]
+    assert world.cluster["spec"]["workerGroupSpecs"][0]["scaleStrategy"] == {}
+
+
+async def test_gcs_ft_finalizer_on_a_spec_already_as_go_writes_it_keeps_the_generation() -> None:
+    cluster = gowrites.as_kuberay_writes("RayCluster", raycluster(gcsFaultToleranceOptions={"redisAddress": "r:6379"}))
+    world = new_world(cluster)
+    await world.reconcile()
+    assert world.cluster["metadata"]["finalizers"] == [c.GCS_FT_REDIS_CLEANUP_FINALIZER]
+    assert world.cluster["metadata"]["generation"] == 1
 
 
 async def test_a_multi_host_group_gets_a_headless_worker_service() -> None:

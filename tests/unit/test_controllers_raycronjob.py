@@ -13,6 +13,7 @@ import pytest
 
 from raykube.api import constants as c
 from raykube.api.resources import RAYCRONJOBS, RAYJOBS
+from raykube.builders import gowrites
 from raykube.builders.options import BuildOptions
 from raykube.controllers.base import Deps, Result
 from raykube.controllers.raycronjob import RayCronJobReconciler, registration
@@ -108,7 +109,9 @@ async def test_at_the_tick_one_rayjob_like_kuberays_and_last_schedule_time_is_th
         {"apiVersion": "ray.io/v1", "kind": "RayCronJob", "name": NAME, "uid": "cron-uid", "controller": True,
          "blockOwnerDeletion": True}
     ]  # fmt: skip
-    assert job["spec"] == raycronjob()["spec"]["jobTemplate"]
+    # created from KubeRay's Go struct: the template's spec as Go writes it (template.metadata: {} ...)
+    template = raycronjob()["spec"]["jobTemplate"]
+    assert job["spec"] == gowrites.as_kuberay_writes("RayJob", {"spec": template})["spec"] != template
     # v1.7.0: the tick (v1.6.1 wrote now)
     assert world.cron["status"] == {"lastScheduleTime": "2026-12-03T12:01:00Z"}
     assert [str(w) for w in world.fake.writes] == [

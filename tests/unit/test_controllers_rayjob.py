@@ -19,7 +19,7 @@ import pytest
 from raykube.api import constants as c
 from raykube.api.dashboard import DashboardError, JobInfo
 from raykube.api.resources import RAYCLUSTERS, RAYJOBS, RayCluster
-from raykube.builders import services
+from raykube.builders import gowrites, services
 from raykube.builders.batch import Volcano as BatchVolcano
 from raykube.builders.options import BuildOptions
 from raykube.controllers.base import Deps, Result
@@ -195,9 +195,11 @@ async def running_world(job: dict[str, Any] | None = None, **kwargs: Any) -> Wor
 async def test_a_new_rayjob_gets_its_finalizer_ids_and_initializing_in_one_pass() -> None:
     world = new_world()
     assert await world.reconcile() == Result(REQUEUE)
-    assert [str(w) for w in world.fake.writes] == [f"patch rayjobs {NS}/{NAME}", f"update rayjobs/status {NS}/{NAME}"]
+    assert [str(w) for w in world.fake.writes] == [f"update rayjobs {NS}/{NAME}", f"update rayjobs/status {NS}/{NAME}"]
     assert objects.finalizers(world.job) == [c.RAYJOB_FINALIZER]
     status = world.status
+    assert "jobStatus" not in status  # "" is omitempty in KubeRay's Go status
+    assert status["rayJobInfo"] == {}  # a struct Go always writes
     assert (status["jobId"], status["rayClusterName"], status["jobDeploymentStatus"]) == (
         JOB_ID,
         CLUSTER,
@@ -205,6 +207,66 @@ async def test_a_new_rayjob_gets_its_finalizer_ids_and_initializing_in_one_pass(
     )
     assert status["startTime"] == "2026-12-03T12:00:00Z"
     assert (status["failed"], status["succeeded"]) == (0, 0)
+
+
+def _as_go_writes(job: dict[str, Any]) -> dict[str, Any]:
+    return gowrites.as_kuberay_writes("RayJob", job)
+
+
+@pytest.mark.parametrize(
+    ("stored", "generation", "spec_lacks", "spec_has"),
+    [
+        # read as a user applies it: Go adds template.metadata {}, resources {}, scaleStrategy {}: KubeRay's bumps
+        (rayjob(), 2, (), (("rayClusterSpec", "workerGroupSpecs", 0, "scaleStrategy"),)),
+        # false and "" omitempty fields go (the differential's shutdownAfterJobFinishes: false, jobId: "")
+        (rayjob(shutdownAfterJobFinishes=False, jobId=""), 2, ("shutdownAfterJobFinishes", "jobId"), ()),
+        # already as Go writes it (a RayJob KubeRay or raykube updated before): nothing changes, no bump
+        (_as_go_writes(rayjob()), 1, (), ()),
+        # a Pod field KubeRay v1.7.0's Go types lack (only a newer CRD stores one) is kept
+        (
+            rayjob(submitterPodTemplate={"spec": {"futureField": 1, "containers": [{"name": "s"}]}}),
+            2,
+            (),
+            (("submitterPodTemplate", "spec", "futureField"), ("submitterPodTemplate", "metadata")),
+        ),
+    ],
+    ids=["as-applied", "false-and-empty", "as-go-writes", "unknown-field-kept"],
+)
+async def test_the_finalizer_update_writes_the_spec_as_kuberays_go_object(
+    stored: dict[str, Any], generation: int, spec_lacks: tuple[str, ...], spec_has: tuple[tuple[Any, ...], ...]
+) -> None:
+    """KubeRay adds its finalizer with an Update of the Go object: the spec as Go writes it, so the generation
+    becomes 2 exactly when that changes the spec."""
+    world = new_world(copy.deepcopy(stored))
+    await world.reconcile()
+    update = world.fake.writes_of("update", "rayjobs")[0]
+    assert update.body["metadata"]["resourceVersion"]  # guarded by what was read, as KubeRay's Update
+    job = world.job
+    assert objects.finalizers(job) == [c.RAYJOB_FINALIZER]
+    assert job["metadata"]["generation"] == generation
+    assert job["spec"] == _as_go_writes({"spec": stored["spec"]})["spec"]
+    for key in spec_lacks:
+        assert key not in job["spec"]
+    for path in spec_has:
+        value: Any = job["spec"]
+        for step in path:
+            value = value[step]
+    assert "status" in job and "jobStatus" not in job["status"]
+
+
+async def test_the_cluster_of_a_rayjob_is_created_as_kuberays_go_struct_writes_it() -> None:
+    """KubeRay creates the RayCluster from its Go struct: the structs Go always writes are in its spec."""
+    world = new_world()
+    await world.reconcile()
+    await world.reconcile()
+    cluster = world.cluster
+    assert cluster is not None
+    group = cluster["spec"]["workerGroupSpecs"][0]
+    assert group["scaleStrategy"] == {}
+    assert group["template"]["metadata"] == {}
+    assert cluster["spec"]["headGroupSpec"]["template"]["metadata"] == {}
+    created = world.fake.writes_of("create", "rayclusters")[0].body
+    assert created["spec"] == gowrites.as_kuberay_writes("RayCluster", created)["spec"]
 
 
 async def test_spec_job_id_is_the_submission_id() -> None:
@@ -230,6 +292,26 @@ async def test_initializing_creates_the_cluster_and_waits_for_it_to_be_ready() -
     await world.reconcile()  # not ready: nothing changes, nothing is written
     assert world.fake.writes == []
     assert world.state == "Initializing"
+
+
+async def test_a_cluster_status_that_differs_only_in_its_json_form_is_not_written_again() -> None:
+    """KubeRay compares Go objects: the mirrored cluster status as stored (Go's form) against the cluster's as Go
+    reads it. A condition without ``message`` and a time with a fraction are the same Go values as the stored
+    ``message: ""`` and whole seconds, so nothing is written."""
+    world = new_world()
+    await world.reconcile()
+    await world.reconcile()
+    cluster = world.cluster
+    assert cluster is not None
+    condition = {"type": "HeadPodReady", "status": "False", "reason": "Unknown",
+                 "lastTransitionTime": "2026-12-03T12:00:00.250Z"}  # fmt: skip
+    world.fake.add({**cluster, "status": {"state": "", "conditions": [condition]}}, RAYCLUSTERS)
+    await world.reconcile()
+    mirrored = world.status["rayClusterStatus"]["conditions"]
+    assert mirrored == [{**condition, "message": "", "lastTransitionTime": "2026-12-03T12:00:00Z"}]
+    world.fake.writes.clear()
+    await world.reconcile()
+    assert world.fake.writes == []
 
 
 async def test_a_ready_cluster_gives_the_dashboard_url_the_submitter_job_and_running() -> None:
@@ -457,7 +539,7 @@ async def test_suspend_while_running_deletes_the_cluster_and_the_submitter_first
     assert {c.EVENT_DELETED_RAYCLUSTER, c.EVENT_DELETED_RAYJOB_SUBMITTER} <= set(world.reasons())
     await world.reconcile()
     assert world.state == "Suspended"
-    assert world.status["rayClusterName"] == ""
+    assert "rayClusterName" not in world.status  # "" is omitempty in KubeRay's Go status
 
 
 # ---------------------------------------------------------------------------------------------------- finished

@@ -19,7 +19,7 @@ import pytest
 from raykube.api import constants as c
 from raykube.api.dashboard import DashboardError
 from raykube.api.resources import RAYCLUSTERS, RAYSERVICES, RayCluster, RayService
-from raykube.builders import services
+from raykube.builders import gowrites, services
 from raykube.builders.options import BuildOptions
 from raykube.builders.rayservice.clusters import goal_cluster_hash
 from raykube.controllers.base import Deps, Result
@@ -353,7 +353,15 @@ async def test_a_fresh_rayservice_names_then_creates_its_pending_cluster() -> No
     assert world.pending == cluster and world.active == ""
     assert world.condition(c.CONDITION_RAYSERVICE_READY) == ("False", c.REASON_RAYSERVICE_INITIALIZING)
     assert world.condition(c.CONDITION_UPGRADE_IN_PROGRESS) == ("False", c.REASON_RAYSERVICE_INITIALIZING)
-    assert (status["serviceStatus"], status["numServeEndpoints"], status["observedGeneration"]) == ("", 0, 1)
+    # KubeRay's Go status: serviceStatus "" and numServeEndpoints 0 are omitempty, the cluster statuses are written
+    assert "serviceStatus" not in status and "numServeEndpoints" not in status and status["observedGeneration"] == 1
+    assert status["activeServiceStatus"]["rayClusterStatus"] == {
+        "desiredCPU": "0",
+        "desiredGPU": "0",
+        "desiredMemory": "0",
+        "desiredTPU": "0",
+        "head": {},
+    }
     assert status["lastUpdateTime"] == times.format_time(START)
     world.clear()
 
@@ -373,7 +381,9 @@ async def test_a_fresh_rayservice_names_then_creates_its_pending_cluster() -> No
     assert annotations[c.RAY_KUBERAY_VERSION_ANNOTATION] == "v1.7.0"
     assert len(annotations[c.RAY_HASH_WITHOUT_REPLICAS_ANNOTATION]) == 32
     assert objects.controller_of(created, "RayService", c.API_GROUP) == (NS, NAME)
-    assert created["spec"] == world.service["spec"]["rayClusterConfig"]
+    # created from KubeRay's Go struct: the spec as Go writes it (template.metadata {}, scaleStrategy {} ...)
+    config = world.service["spec"]["rayClusterConfig"]
+    assert created["spec"] == gowrites.as_kuberay_writes("RayCluster", {"spec": config})["spec"] != config
 
 
 async def test_a_fresh_rayservice_is_served_by_its_cluster_once_the_apps_run() -> None:
@@ -661,9 +671,22 @@ async def test_a_new_rayservice_gets_its_finalizer_and_nothing_else_in_its_first
     del body["metadata"]["finalizers"]
     world = new_world(body)
     assert await world.reconcile() == Result(REQUEUE)
-    assert world.writes() == [f"patch rayservices {NS}/{NAME}"]
+    assert world.writes() == [f"update rayservices {NS}/{NAME}"]
     assert world.service["metadata"]["finalizers"] == [c.RAYSERVICE_FINALIZER]
     assert "status" not in world.service
+    # RS-5: KubeRay's Update of its Go object writes the spec as Go does, which bumps the generation
+    assert world.service["metadata"]["generation"] == 2
+    assert world.service["spec"] == gowrites.as_kuberay_writes("RayService", body)["spec"] != body["spec"]
+    assert world.service["spec"]["rayClusterConfig"]["workerGroupSpecs"][0]["scaleStrategy"] == {}
+
+
+async def test_a_new_rayservice_already_as_go_writes_it_keeps_its_generation() -> None:
+    body = gowrites.as_kuberay_writes("RayService", rayservice())
+    del body["metadata"]["finalizers"]
+    world = new_world(body)
+    await world.reconcile()
+    assert world.service["metadata"]["finalizers"] == [c.RAYSERVICE_FINALIZER]
+    assert world.service["metadata"]["generation"] == 1
 
 
 async def test_a_rayservice_being_deleted_deletes_every_cluster_at_once_then_drops_its_finalizer() -> None:

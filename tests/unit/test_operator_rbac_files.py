@@ -31,7 +31,10 @@ def test_rules_allow_exactly_what_they_list() -> None:
     # A RayCluster's spec is replaced only by a RayJob's DeleteWorkers rule (it suspends every worker group).
     assert rbac.allows(rbac.OPERATOR_RULES, "update", "ray.io", "rayclusters")
     assert rbac.allows(rbac.OPERATOR_RULES, "update", "ray.io", "rayjobs/status")
-    assert not rbac.allows(rbac.OPERATOR_RULES, "update", "ray.io", "rayjobs")  # the spec is never replaced
+    # A RayJob or RayService is updated whole once: KubeRay's Update of its Go object that adds the finalizer.
+    assert rbac.allows(rbac.OPERATOR_RULES, "update", "ray.io", "rayjobs")
+    assert rbac.allows(rbac.OPERATOR_RULES, "update", "ray.io", "rayservices")
+    assert not rbac.allows(rbac.OPERATOR_RULES, "update", "ray.io", "raycronjobs")
 
 
 def test_batch_scheduler_rules_come_only_with_their_scheduler() -> None:

@@ -20,7 +20,10 @@ go.mod require v1.7.0 and replace the module with the checkout's ray-operator/, 
    * specs drawn from raykube's strategies (tests/hash_specs.py) with a fixed seed: SPEC_V170 (v1.7.0's fields),
      SPEC_V170_ADDED (only what v1.7.0 added, densely) and SPEC_V161 (v1.6.1's only), written in full;
    * a few specs on which KubeRay v1.7.0 and v1.6.1 answer differently, each with v1.6.1's answer and why.
-4. KubeRay v1.6.1's helper (tests/kuberay_hash.py, from the module proxy) hashes v1.6.1's samples and the SPEC_V161
+4. `go run ./roundtrip` encodes hand-written RayClusters, RayJobs and RayServices and 20 of the SPEC_V170 specs in
+   each kind through v1.7.0's Go types: tests/vectors/kuberay_roundtrip_v170.json, what "as Go writes it"
+   (raykube.golang.gojson.as_go_writes) is checked against.
+5. KubeRay v1.6.1's helper (tests/kuberay_hash.py, from the module proxy) hashes v1.6.1's samples and the SPEC_V161
    specs too: it must agree with v1.7.0 on every one (a v1.7.0 operator reading objects a v1.6.1 one wrote hashes
    them alike), and must disagree on each of the specs of the last kind.
 
@@ -59,7 +62,10 @@ TOOLS = ROOT / "tools" / "kuberay"
 GOSTRUCTS = ROOT / "src" / "raykube" / "golang" / "gostructs.py"
 VECTORS = ROOT / "tests" / "vectors" / "kuberay_hash_v170.json"
 COMMAND = f"uv run python tools/kuberay/generate.py --src <a checkout of KubeRay {RELEASE}>"
-GO_SOURCES = ("go.mod", "go.sum", "extract/main.go", "gostructs/main.go", "hash/main.go")
+ROUNDTRIP = ROOT / "tests" / "vectors" / "kuberay_roundtrip_v170.json"
+GO_SOURCES = ("go.mod", "go.sum", "extract/main.go", "gostructs/main.go", "hash/main.go", "roundtrip/main.go")
+# How many drawn specs to wrap into each kind of object for the round-trip vectors.
+ROUNDTRIP_SPECS = 20
 # How many specs to draw from each strategy of tests/hash_specs.py.
 STRATEGIES = {"SPEC_V170": 600, "SPEC_V170_ADDED": 200, "SPEC_V161": 200}
 SEED = 170
@@ -94,6 +100,245 @@ DIFFERENCES: tuple[tuple[str, dict[str, Any]], ...] = (
         {"headGroupSpec": {**_HEAD, "ingressOptions": {"host": "ray.example.com"}}},
     ),
 )
+
+
+_TIME = "2026-01-02T03:04:05Z"
+_META = {
+    "name": "x",
+    "namespace": "ns",
+    "uid": "u-1",
+    "resourceVersion": "7",
+    "generation": 1,
+    "creationTimestamp": _TIME,
+}
+_CLUSTER = {
+    "headGroupSpec": {"rayStartParams": {}, "template": {"spec": {"containers": [{"name": "ray-head", "image": "r"}]}}},
+    "workerGroupSpecs": [
+        {
+            "groupName": "g",
+            "replicas": 1,
+            "minReplicas": 0,
+            "maxReplicas": 3,
+            "rayStartParams": {},
+            "template": {"spec": {"containers": [{"name": "w", "resources": {"limits": {"cpu": "1000m"}}}]}},
+        }
+    ],
+}
+_CLUSTER_STATUS = {
+    "state": "ready",
+    "desiredCPU": "0",
+    "desiredGPU": "0",
+    "desiredMemory": "0",
+    "desiredTPU": "0",
+    "head": {"podIP": "10.0.0.1", "serviceIP": "10.0.0.2"},
+    "endpoints": {"dashboard": "8265"},
+    "readyWorkerReplicas": 0,
+    "availableWorkerReplicas": 1,
+    "observedGeneration": 2,
+    "lastUpdateTime": "2026-01-02T03:04:05.250+02:00",
+    "stateTransitionTimes": {"ready": _TIME},
+    "conditions": [
+        {
+            "type": "HeadPodReady",
+            "status": "True",
+            "observedGeneration": 2,
+            "lastTransitionTime": _TIME,
+            "reason": "HeadPodRunningAndReady",
+            "message": "",
+        }
+    ],
+}
+# Hand-written objects, each with what it shows: the shapes raykube writes (statuses with empty strings and zeros, a
+# RayJob spec with false and "" fields), nulls, unknown fields (a Pod field newer than v1.7.0's k8s.io/api, a key in
+# another case), times with fractions and offsets, and the whole of metav1.ObjectMeta.
+ROUNDTRIP_OBJECTS: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("RayCluster", "a spec without the structs Go always writes", {"metadata": _META, "spec": _CLUSTER}),
+    (
+        "RayCluster",
+        "every ObjectMeta field",
+        {
+            "apiVersion": "ray.io/v1",
+            "kind": "RayCluster",
+            "metadata": {
+                **_META,
+                "generateName": "x-",
+                "deletionTimestamp": _TIME,
+                "deletionGracePeriodSeconds": 0,
+                "labels": {"a": "b", "<&>": ""},
+                "annotations": {"ray.io/hash": "abc"},
+                "ownerReferences": [
+                    {"apiVersion": "ray.io/v1", "kind": "RayJob", "name": "j", "uid": "u-2", "controller": True}
+                ],
+                "finalizers": ["ray.io/gcs-ft-redis-cleanup-finalizer"],
+                "managedFields": [
+                    {
+                        "manager": "kubectl",
+                        "operation": "Update",
+                        "apiVersion": "ray.io/v1",
+                        "time": _TIME,
+                        "fieldsType": "FieldsV1",
+                        "fieldsV1": {"f:spec": {"f:z": {}, "f:a": {}}},
+                    }
+                ],
+            },
+            "spec": _CLUSTER,
+        },
+    ),
+    (
+        "RayCluster",
+        "nulls, empty structs and a Pod field KubeRay v1.7.0's k8s.io/api does not know (dropped)",
+        {
+            "metadata": {**_META, "labels": None, "finalizers": []},
+            "spec": {
+                "suspend": None,
+                "headGroupSpec": {
+                    "template": {
+                        "metadata": None,
+                        "spec": {
+                            "containers": [{"name": "h", "futureContainerField": {"a": 1}, "Image": "r"}],
+                            "futurePodField": True,
+                            "volumes": None,
+                        },
+                    }
+                },
+                "workerGroupSpecs": [],
+            },
+            "status": None,
+        },
+    ),
+    ("RayCluster", "a status with conditions, times and counters", {"metadata": _META, "status": _CLUSTER_STATUS}),
+    (
+        "RayJob",
+        "a spec with false and empty fields, as a sample writes it",
+        {
+            "metadata": _META,
+            "spec": {
+                "entrypoint": "python x.py",
+                "shutdownAfterJobFinishes": False,
+                "jobId": "",
+                "suspend": False,
+                "runtimeEnvYAML": "",
+                "submitterPodTemplate": {"spec": {"restartPolicy": "Never", "containers": [{"name": "s"}]}},
+                "rayClusterSpec": _CLUSTER,
+            },
+        },
+    ),
+    (
+        "RayJob",
+        "the status raykube writes first",
+        {
+            "metadata": _META,
+            "spec": {"entrypoint": "e"},
+            "status": {
+                "jobId": "x-abcde",
+                "rayClusterName": "x-fghij",
+                "jobStatus": "",
+                "jobDeploymentStatus": "Initializing",
+                "startTime": _TIME,
+                "rayClusterStatus": {},
+                "failed": 0,
+                "succeeded": 0,
+                "observedGeneration": 2,
+            },
+        },
+    ),
+    (
+        "RayJob",
+        "a finished job's status",
+        {
+            "metadata": _META,
+            "status": {
+                "jobId": "j",
+                "jobStatus": "SUCCEEDED",
+                "jobDeploymentStatus": "Complete",
+                "reason": "",
+                "message": "done",
+                "dashboardURL": "x-head-svc.ns.svc.cluster.local:8265",
+                "startTime": _TIME,
+                "endTime": "2026-01-02T03:05:05.999Z",
+                "rayJobInfo": {"startTime": _TIME, "endTime": _TIME},
+                "rayClusterStatus": _CLUSTER_STATUS,
+                "jobStatusCheckFailureStartTime": None,
+                "succeeded": 1,
+            },
+        },
+    ),
+    (
+        "RayService",
+        "a spec and the status raykube writes first",
+        {
+            "metadata": _META,
+            "spec": {
+                "serveConfigV2": "applications: []\n",
+                "rayClusterConfig": _CLUSTER,
+                "excludeHeadPodFromServeSvc": False,
+            },
+            "status": {
+                "serviceStatus": "",
+                "numServeEndpoints": 0,
+                "observedGeneration": 1,
+                "activeServiceStatus": {},
+                "pendingServiceStatus": {"rayClusterName": "", "rayClusterStatus": {}},
+                "lastUpdateTime": _TIME,
+                "conditions": [
+                    {
+                        "type": "Ready",
+                        "status": "False",
+                        "observedGeneration": 1,
+                        "lastTransitionTime": _TIME,
+                        "reason": "Initializing",
+                        "message": "",
+                    }
+                ],
+            },
+        },
+    ),
+    (
+        "RayService",
+        "a running service's status, applications and deployments",
+        {
+            "metadata": _META,
+            "status": {
+                "serviceStatus": "Running",
+                "numServeEndpoints": 2,
+                "activeServiceStatus": {
+                    "rayClusterName": "x-abcde",
+                    "rayClusterStatus": _CLUSTER_STATUS,
+                    "applicationStatuses": {
+                        "app": {
+                            "status": "RUNNING",
+                            "message": "",
+                            "serveDeploymentStatuses": {"d": {"status": "HEALTHY", "message": ""}},
+                        }
+                    },
+                },
+            },
+        },
+    ),
+)
+
+
+def roundtrip_objects(specs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The objects whose Go round trip the vectors record: the hand-written ones, then each drawn spec as a RayCluster,
+    the cluster of a RayJob and of a RayService."""
+    cases = [{"kind": kind, "why": why, "object": obj} for kind, why, obj in ROUNDTRIP_OBJECTS]
+    for index, spec in enumerate(specs):
+        served = json.loads(hash_specs.served(spec))
+        meta = {**_META, "name": f"s{index}"}
+        cases += [
+            {"kind": "RayCluster", "strategy": "SPEC_V170", "object": {"metadata": meta, "spec": served}},
+            {
+                "kind": "RayJob",
+                "strategy": "SPEC_V170",
+                "object": {"metadata": meta, "spec": {"entrypoint": "e", "rayClusterSpec": served}},
+            },
+            {
+                "kind": "RayService",
+                "strategy": "SPEC_V170",
+                "object": {"metadata": meta, "spec": {"rayClusterConfig": served}},
+            },
+        ]
+    return cases
 
 
 def _stderr(message: str) -> None:
@@ -149,6 +394,26 @@ class Module:
 
     def gostructs(self) -> str:
         return self.run("run", "-buildvcs=false", "./gostructs", f"-regenerate={COMMAND}")
+
+    def roundtrip(self, cases: Sequence[dict[str, Any]]) -> list[str]:
+        """What KubeRay's Go types write of each ``{"kind", "object"}``: decoded as the API server's answers are, then
+        json.Marshal'ed (tools/kuberay/roundtrip)."""
+        stdin = "".join(json.dumps({"kind": case["kind"], "object": case["object"]}) + "\n" for case in cases)
+        done = subprocess.run(
+            [self.go.path, "run", "-buildvcs=false", "./roundtrip"],
+            cwd=self.work,
+            input=stdin,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=1800,
+        )
+        if done.returncode:
+            raise SystemExit(f"go run ./roundtrip failed:\n{done.stderr}")
+        lines = done.stdout.splitlines()
+        if len(lines) != len(cases):
+            raise SystemExit(f"go run ./roundtrip answered {len(lines)} lines for {len(cases)} objects")
+        return lines
 
     def hash_helper(self) -> Path:
         self.run("generate", "./hash")
@@ -236,8 +501,8 @@ def document(header: dict[str, Any], cases: Sequence[dict[str, Any]]) -> str:
     return "{\n" + "\n".join(lines) + '\n  "cases": [\n' + ",\n".join(rows) + "\n  ]\n}\n"
 
 
-def generate(src: Path, work: Path) -> tuple[str, str]:
-    """The gostructs table and the vectors file, as text."""
+def generate(src: Path, work: Path) -> tuple[str, str, str]:
+    """The gostructs table, the hash vectors and the round-trip vectors, as text."""
     commit = check_release(src)
     module = Module(work, src)
     _stderr(f"KubeRay {RELEASE} at {commit[:12]}: writing the struct table")
@@ -253,6 +518,10 @@ def generate(src: Path, work: Path) -> tuple[str, str]:
             for salt, (name, count) in enumerate(STRATEGIES.items(), start=1)
         }
         generated = [spec_case(v170, spec, strategy=name) for name, specs in drawn.items() for spec in specs]
+        _stderr("encoding objects through KubeRay's Go types")
+        objects = roundtrip_objects(drawn["SPEC_V170"][:ROUNDTRIP_SPECS])
+        for case, answer in zip(objects, module.roundtrip(objects), strict=True):
+            case["go"] = answer
         differences = []
         for reason, spec in DIFFERENCES:
             case = spec_case(v170, spec, why=reason)
@@ -292,7 +561,22 @@ def generate(src: Path, work: Path) -> tuple[str, str]:
         "v161_agrees_on": {"v161_samples": len(v161_samples), "SPEC_V161": len(v161_generated)},
         "count": len(samples) + len(generated) + len(differences),
     }
-    return table, document(header, [*samples, *generated, *differences])
+    roundtrip_header = {
+        "kuberay": RELEASE,
+        "commit": commit,
+        "generator": "tools/kuberay/generate.py (tools/kuberay/roundtrip: sigs.k8s.io/json's case-sensitive decoding "
+        "into KubeRay's Go type of the kind, then encoding/json's Marshal)",
+        "regenerate": COMMAND,
+        "modules": modules,
+        "checks": "go: what KubeRay's Go types write of object (the body of its Create, Update and status Update "
+        "calls); raykube.golang.gojson.marshal of the kind's root must write the same bytes",
+        "count": len(objects),
+    }
+    return (
+        table,
+        document(header, [*samples, *generated, *differences]),
+        document(roundtrip_header, objects),
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -307,9 +591,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     with tempfile.TemporaryDirectory(prefix="raykube-kuberay-") as work:
-        table, vectors = generate(args.src.resolve(), Path(work))
+        table, vectors, roundtrip = generate(args.src.resolve(), Path(work))
     stale = []
-    for path, text in ((GOSTRUCTS, table), (VECTORS, vectors)):
+    for path, text in ((GOSTRUCTS, table), (VECTORS, vectors), (ROUNDTRIP, roundtrip)):
         same = path.is_file() and path.read_text(encoding="utf-8") == text
         if args.check:
             stale += [] if same else [str(path.relative_to(ROOT))]

@@ -57,20 +57,23 @@ OPERATOR_RULES: tuple[Rule, ...] = (
     # events.k8s.io/v1 Events, as KubeRay v1.7.0 writes them (create; patch: a repeat's series). Not core events:
     # KubeRay v1.7.0's ClusterRole dropped them, so an operator writing core/v1 Events there is forbidden.
     Rule("events.k8s.io", ("events",), ("create", "patch")),
-    # patch: the GCS FT finalizer, and the autoscaler's Role grants get/patch on RayClusters (see above).
-    # create/delete/update: a RayJob's cluster (created, deleted between attempts, worker groups suspended).
+    # patch: the GCS FT finalizer removed, and the autoscaler's Role grants get/patch on RayClusters (see above).
+    # create/delete/update: a RayJob's cluster (created, deleted between attempts, worker groups suspended); update:
+    # the GCS FT finalizer added (KubeRay's Update of its Go object).
     Rule(c.API_GROUP, ("rayclusters",), ("create", "delete", "get", "list", "patch", "update", "watch")),
     Rule(c.API_GROUP, ("rayclusters/status",), ("patch",)),
-    # patch: the RayJob finalizer; delete: DeleteSelf and DELETE_RAYJOB_CR_AFTER_JOB_FINISHES; create: a RayCronJob's.
-    Rule(c.API_GROUP, ("rayjobs",), ("create", "delete", "list", "patch", "watch")),
+    # update: the RayJob finalizer added (KubeRay's Update of its Go object); patch: the finalizer removed; delete:
+    # DeleteSelf and DELETE_RAYJOB_CR_AFTER_JOB_FINISHES; create: a RayCronJob's.
+    Rule(c.API_GROUP, ("rayjobs",), ("create", "delete", "list", "patch", "update", "watch")),
     Rule(c.API_GROUP, ("rayjobs/status",), ("update",)),
     # The RayCronJob controller runs only with its feature gate; its rules are granted always, as KubeRay's role.yaml
     # grants them (so turning the gate on needs no RBAC change).
     Rule(c.API_GROUP, ("raycronjobs",), ("list", "watch")),
     Rule(c.API_GROUP, ("raycronjobs/status",), ("update",)),
     # The RayService controller (the dashboard's Serve calls are services/proxy; the head Pod's label, pods patch;
-    # patch: the RayService finalizer of KubeRay v1.6.2).
-    Rule(c.API_GROUP, ("rayservices",), ("list", "patch", "watch")),
+    # the RayService finalizer of KubeRay v1.6.2: update adds it, as KubeRay's Update of its Go object; patch removes
+    # it).
+    Rule(c.API_GROUP, ("rayservices",), ("list", "patch", "update", "watch")),
     Rule(c.API_GROUP, ("rayservices/status",), ("update",)),
     # Setting blockOwnerDeletion on children needs update on the owner's finalizers where the
     # OwnerReferencesPermissionEnforcement admission plugin runs (OpenShift, for one).

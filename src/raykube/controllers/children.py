@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from raykube.api import constants as c
 from raykube.api.resources import RAYCLUSTERS
-from raykube.builders import children, pods
+from raykube.builders import children, gowrites, pods
 from raykube.controllers.base import Deps, reported
 from raykube.golang.duration import duration_string
 from raykube.golang.errors import GoError
@@ -185,11 +185,9 @@ class Children:
         finalizers = objects.finalizers(ctx.obj)
         if not self.cleanup_enabled(ctx) or c.GCS_FT_REDIS_CLEANUP_FINALIZER in finalizers:
             return False
-        patch = [
-            {"op": "test", "path": "/metadata/resourceVersion", "value": objects.resource_version(ctx.obj)},
-            {"op": "add", "path": "/metadata/finalizers", "value": [*finalizers, c.GCS_FT_REDIS_CLEANUP_FINALIZER]},
-        ]
-        await self.api.patch(RAYCLUSTERS, ctx.name, patch, ctx.namespace, patch_type="json")
+        # KubeRay's Update of its Go object: the spec as Go writes it, so the generation bumps as KubeRay's does
+        body = gowrites.finalizer_update("RayCluster", ctx.obj, c.GCS_FT_REDIS_CLEANUP_FINALIZER)
+        await self.api.replace(RAYCLUSTERS, ctx.name, body, ctx.namespace)
         return True
 
     async def _remove_finalizer(self, ctx: ClusterContext) -> None:

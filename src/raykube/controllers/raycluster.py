@@ -177,6 +177,14 @@ class ReconcileError(Exception):
         self.failure = status.ReconcileFailure(message, reason)
 
 
+def _replica_failure(marker: str | None, exc: Exception) -> ReconcileError:
+    """The error of a failed Pod create or delete. KubeRay returns ``errors.Join(<marker>, err)``, so its
+    ReplicaFailure condition's message is the marker, a newline and the error's text: for an API error, the Status
+    message (``StatusError.Error()``: ``pods "x-head-" is forbidden: ...``), without raykube's code and reason."""
+    text = exc.message if isinstance(exc, ApiError) and exc.message else str(exc)
+    return ReconcileError(f"{marker}\n{text}", marker) if marker else ReconcileError(str(exc))
+
+
 class _NotYet(Exception):
     """Expectations not met yet: stop this pass quietly and look again soon."""
 
@@ -351,7 +359,7 @@ class RayClusterReconciler:
             done=done,
             failed=failed,
             tolerate=_exists,
-            raise_as=lambda _note, exc: ReconcileError(str(exc), marker),
+            raise_as=lambda _note, exc: _replica_failure(marker, exc),
         )
 
     async def _delete_pod(self, ctx: ClusterContext, pod: Obj, group: str) -> bool:
@@ -592,7 +600,7 @@ class RayClusterReconciler:
                 done=(c.EVENT_DELETED_WORKER_POD, f"Deleted pod {namespace}/{pod_name}"),
                 failed=(c.EVENT_FAILED_TO_DELETE_WORKER_POD, f"Failed deleting worker Pod {namespace}/{pod_name}"),
                 tolerate=lambda exc: exc.not_found or exc.conflict,  # gone, or another incarnation: not ours
-                raise_as=lambda _note, exc: ReconcileError(str(exc), c.REASON_FAILED_DELETE_WORKER_POD),
+                raise_as=lambda _note, exc: _replica_failure(c.REASON_FAILED_DELETE_WORKER_POD, exc),
             )
             deleted.add(pod_name)
             if went:

@@ -30,6 +30,7 @@ from raykube.api import constants as c
 from raykube.api import cron
 from raykube.api.resources import RAYCRONJOBS, RAYJOBS
 from raykube.api.validation import validate_raycronjob
+from raykube.builders import gowrites
 from raykube.builders.raycronjob import tick_rayjob
 from raykube.controllers.base import Deps, Registration, Result
 from raykube.kube import objects, times
@@ -91,7 +92,7 @@ class RayCronJobReconciler:
             return Result()
         if tick > now:
             return Result(_seconds(tick - now))
-        rayjob = tick_rayjob(obj, tick=tick)
+        rayjob = gowrites.as_kuberay_writes("RayJob", tick_rayjob(obj, tick=tick))  # KubeRay creates its Go struct
         try:
             await self.api.create(RAYJOBS, rayjob, namespace)
             log.info("RayCronJob %s/%s: created RayJob %s", namespace, name, objects.name(rayjob))

@@ -57,7 +57,7 @@ from raykube.api.dashboard import DashboardError
 from raykube.api.rayservice import RayServiceSpec
 from raykube.api.resources import RAYCLUSTERS, RAYSERVICES, RayCluster, RayService
 from raykube.api.validation import FieldError, validate_rayservice
-from raykube.builders import names
+from raykube.builders import gowrites, names
 from raykube.builders import rayjob as rj
 from raykube.builders import rayservice as rs
 from raykube.builders.status import StatusError, head_pod, is_running_and_ready
@@ -191,15 +191,16 @@ class RayServiceReconciler:
 
     async def _set_finalizer(self, obj: Obj, *, present: bool) -> None:
         """Add or remove ``ray.io/rayservice-finalizer`` (KubeRay v1.6.2 ``controllerutil.AddFinalizer`` /
-        ``RemoveFinalizer`` and an Update, here a JSON patch guarded by what was read)."""
+        ``RemoveFinalizer`` and an Update). The add is KubeRay's Update of its Go object (the spec as Go writes it,
+        which bumps ``metadata.generation`` as KubeRay's does: RS-5); the removal, on a RayService being deleted, a
+        JSON patch guarded by what was read."""
         finalizers = objects.finalizers(obj)
         if (c.RAYSERVICE_FINALIZER in finalizers) == present:
             return
         if present:
-            patch = [
-                {"op": "test", "path": "/metadata/resourceVersion", "value": objects.resource_version(obj)},
-                {"op": "add", "path": "/metadata/finalizers", "value": [*finalizers, c.RAYSERVICE_FINALIZER]},
-            ]
+            body = gowrites.finalizer_update("RayService", obj, c.RAYSERVICE_FINALIZER)
+            await self.api.replace(RAYSERVICES, objects.name(obj), body, objects.namespace(obj))
+            return
         else:
             patch = [
                 {"op": "test", "path": "/metadata/finalizers", "value": finalizers},
@@ -368,7 +369,9 @@ class RayServiceReconciler:
         return active, pending
 
     async def _create_cluster(self, ctx: ServiceContext, cluster_name: str) -> Obj:
-        body = rs.rayservice_cluster(ctx.service, cluster_name, gates=self.gates)
+        body = gowrites.as_kuberay_writes(
+            "RayCluster", rs.rayservice_cluster(ctx.service, cluster_name, gates=self.gates)
+        )
         where = f"{ctx.namespace}/{cluster_name}"
         return await reported(
             self.recorder,
@@ -384,7 +387,7 @@ class RayServiceReconciler:
         """``modifyRayCluster`` + Update: spec, labels and annotations replaced by the goal's **[Q]**."""
         cluster_name = objects.name(live)
         goal = rs.rayservice_cluster(ctx.service, cluster_name, gates=self.gates)
-        body = rs.updated_cluster(live, goal)
+        body = gowrites.as_kuberay_writes("RayCluster", rs.updated_cluster(live, goal))
         where = f"{ctx.namespace}/{cluster_name}"
         return await reported(
             self.recorder,
@@ -608,7 +611,7 @@ class RayServiceReconciler:
             "apiVersion": obj.get("apiVersion"),
             "kind": obj.get("kind"),
             "metadata": {**objects.meta(obj), "resourceVersion": objects.resource_version(obj)},
-            "status": {k: v for k, v in status.items() if v is not None},
+            "status": gowrites.status_as_kuberay_writes("RayService", status),  # as KubeRay's Go object writes it
         }
         try:
             await self.api.replace(RAYSERVICES, objects.name(obj), body, objects.namespace(obj), subresource="status")

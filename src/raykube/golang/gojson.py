@@ -20,8 +20,10 @@ Reading (``json.Unmarshal``):
 
 The round trip: :func:`marshal` takes the JSON as the API server serves it (dicts, lists, str, int, float, bool,
 None) and writes what Go writes after decoding that JSON into its structs and encoding them again, which is what
-KubeRay hashes (``utils.GenerateJsonHash``). The structs are :mod:`raykube.golang.gostructs`, generated from the
-compiled Go types (``tools/kuberay/gostructs``).
+KubeRay hashes (``utils.GenerateJsonHash``), and, for a whole object, what the API server stores when KubeRay writes it
+(:func:`as_go_writes`, with the server's null pruning; checked against Go's own encodings of hand-written and drawn
+objects, tests/vectors/kuberay_roundtrip_v170.json). The structs are :mod:`raykube.golang.gostructs`, generated from
+the compiled Go types (``tools/kuberay/gostructs``).
 
 Decoding, as apimachinery's JSON serializer does it (``sigs.k8s.io/json``, case-sensitive):
 
@@ -75,10 +77,12 @@ from raykube.golang.strings import trim_space
 __all__ = [
     "Float32",
     "Pairs",
+    "as_go_writes",
     "decode",
     "decode_map",
     "decode_string",
     "decode_struct",
+    "drop_nulls",
     "float32_from_json",
     "json_kind",
     "json_marshal",
@@ -86,6 +90,7 @@ __all__ = [
     "json_string",
     "marshal",
     "preserve_ints",
+    "with_unknown",
 ]
 
 
@@ -293,6 +298,57 @@ def marshal(type_name: str, value: Any) -> str:
     out: list[str] = []
     _node(type_name).encode(value, out)
     return "".join(out)
+
+
+def drop_nulls(value: Any) -> Any:
+    """``value`` without the ``null`` object members, at any depth: what the API server stores of a custom resource
+    written with them (it prunes nulls of fields not marked nullable, and KubeRay's CRDs mark none)."""
+    if isinstance(value, dict):
+        return {key: drop_nulls(item) for key, item in value.items() if item is not None}
+    if isinstance(value, list):
+        return [drop_nulls(item) for item in value]
+    return value
+
+
+def as_go_writes(type_name: str, value: Any, *, keep_unknown: bool = False) -> Any:
+    """``value`` as the API server stores it when KubeRay writes it through its Go type ``type_name`` (a
+    :mod:`~raykube.golang.gostructs` expression; ``gostructs.ROOTS[kind]`` for a whole object): decoded into the Go
+    struct and encoded again (:func:`marshal`), then :func:`drop_nulls`.
+
+    So: omitempty zeros are gone (``false``, ``""``, ``0``), structs Go always writes appear (``template.metadata:
+    {}``, ``resources: {}``), quantities and times are in Go's form, and keys that are no field of the Go struct are
+    gone (a Pod field newer than KubeRay's k8s.io/api too), unless ``keep_unknown``: then each such key is put back
+    where it was, with its value as read (:func:`with_unknown`). Only ``RayClusterStatus.lastUpdateTime`` is nullable
+    in KubeRay's CRDs, and Go writes it ``null`` only for Go's zero instant, which nothing writes."""
+    written = drop_nulls(json.loads(marshal(type_name, value)))
+    return with_unknown(type_name, value, written) if keep_unknown else written
+
+
+def with_unknown(type_name: str, original: Any, written: Any) -> Any:
+    """``written`` (Go's encoding of ``original`` as the Go type ``type_name``) with every key of ``original`` that is
+    no JSON field of its Go struct (matched exactly) put back in place, with its value as read (nulls dropped)."""
+    return _restore(_node(type_name), original, written)
+
+
+def _restore(node: _Node, original: Any, written: Any) -> Any:
+    if isinstance(node, _Pointer):
+        return _restore(node.elem, original, written)
+    if isinstance(node, _Slice) and isinstance(original, list) and isinstance(written, list):
+        if len(original) != len(written):
+            return written
+        return [_restore(node.elem, old, new) for old, new in zip(original, written, strict=True)]
+    if isinstance(node, _Map) and isinstance(original, dict) and isinstance(written, dict):
+        return {key: _restore(node.elem, original.get(key), new) for key, new in written.items()}
+    if isinstance(node, _Struct) and isinstance(original, dict) and isinstance(written, dict):
+        known = {name: field for name, _, field, _ in node.fields}
+        restored = {
+            key: _restore(known[key], original.get(key), new) if key in known else new for key, new in written.items()
+        }
+        for key, old in original.items():
+            if key not in known and old is not None:
+                restored[key] = drop_nulls(old)
+        return restored
+    return written
 
 
 class _Node:

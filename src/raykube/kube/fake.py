@@ -237,6 +237,14 @@ class FakeKube:
     def _bump(self, obj: dict[str, Any]) -> None:
         obj["metadata"]["resourceVersion"] = str(next(self._counter))
 
+    @staticmethod
+    def _next_generation(live: dict[str, Any], updated: dict[str, Any]) -> None:
+        """The API server's ``metadata.generation``: one more when anything but metadata and status changed."""
+        if {k: v for k, v in live.items() if k not in ("metadata", "status")} != {
+            k: v for k, v in updated.items() if k not in ("metadata", "status")
+        }:
+            updated["metadata"]["generation"] = int(live["metadata"].get("generation") or 1) + 1
+
     def _record(self, verb: str, res: Resource, where: tuple[str, str], body: Any, sub: str | None = None) -> None:
         namespace, name = where
         resource = f"{res.plural}/{sub}" if sub else res.plural
@@ -319,6 +327,7 @@ class _FakeApi:
             updated = {**copy.deepcopy(live), "status": updated.get("status")}
         elif "status" in live:  # ... and never through the main resource
             updated["status"] = live["status"]
+        fake._next_generation(live, updated)
         if updated != live:
             updated["metadata"]["resourceVersion"] = str(next(fake._counter))
             fake._server[(res, namespace or "", name)] = updated
@@ -347,6 +356,9 @@ class _FakeApi:
             updated = {**copy.deepcopy(live), "status": copy.deepcopy(body.get("status"))}
         elif "status" in live:  # ... and never through the main resource
             updated["status"] = copy.deepcopy(live["status"])
+        if "status" not in live and subresource != "status":
+            updated.pop("status", None)
+        fake._next_generation(live, updated)
         fake._bump(updated)
         fake._server[(res, namespace or "", name)] = updated
         fake._release(res, namespace or "", name)

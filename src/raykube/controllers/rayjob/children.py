@@ -12,7 +12,7 @@ from typing import Any
 
 from raykube.api import constants as c
 from raykube.api.resources import RAYCLUSTERS, RayCluster
-from raykube.builders import batch
+from raykube.builders import batch, gowrites
 from raykube.builders import rayjob as rj
 from raykube.controllers.base import reported
 from raykube.controllers.rayjob.context import (
@@ -111,8 +111,9 @@ class Children(WithDeps):
             )
             self.recorder.event(ctx.obj, WARNING, c.EVENT_RAYCLUSTER_NOT_FOUND, "Validate", note)
             raise RayJobError(f"clusterSelector mode is enabled, but RayCluster {ctx.namespace}/{name} is not found")
-        body = rj.rayjob_cluster(
-            ctx.job, name, self.options, job_id=str(ctx.status.get("jobId") or ""), dashboard_url=""
+        body = gowrites.as_kuberay_writes(  # KubeRay creates it from its Go struct
+            "RayCluster",
+            rj.rayjob_cluster(ctx.job, name, self.options, job_id=str(ctx.status.get("jobId") or ""), dashboard_url=""),
         )
         return await reported(
             self.recorder,

@@ -26,6 +26,7 @@ from typing import Any
 
 from raykube.api import constants as c
 from raykube.api.resources import RAYCLUSTERS, RAYJOBS
+from raykube.builders import gowrites
 from raykube.controllers.base import Result, reported, sent
 from raykube.controllers.rayjob.context import JobContext, WithDeps
 from raykube.kube import objects, times
@@ -197,6 +198,7 @@ class Cleanup(WithDeps):
         body: dict[str, Any] = copy.deepcopy(dict(cluster))
         for group in (body.get("spec") or {}).get("workerGroupSpecs") or []:
             group["suspend"] = True
+        body = gowrites.as_kuberay_writes("RayCluster", body)  # KubeRay's Update of its Go object
         where = f"{ctx.namespace}/{name}"
         await reported(
             self.recorder,

@@ -45,7 +45,7 @@ from raykube.api import constants as c
 from raykube.api.dashboard import JOB_FAILED, DashboardError, JobInfo, is_job_terminal
 from raykube.api.resources import RAYCLUSTERS, RAYJOBS, RayJob
 from raykube.api.validation import FieldError, validate_rayjob
-from raykube.builders import names
+from raykube.builders import gowrites, names
 from raykube.builders.status import status_needs_update
 from raykube.controllers.base import Deps, Registration, Result
 from raykube.controllers.rayjob.children import Children
@@ -175,12 +175,9 @@ class RayJobReconciler(WithDeps):
     # -------------------------------------------------------------------------------------------------- states
     async def _new(self, ctx: JobContext) -> Result | None:
         if c.RAYJOB_FINALIZER not in objects.finalizers(ctx.obj):
-            finalizers = objects.finalizers(ctx.obj)
-            patch = [
-                {"op": "test", "path": "/metadata/resourceVersion", "value": objects.resource_version(ctx.obj)},
-                {"op": "add", "path": "/metadata/finalizers", "value": [*finalizers, c.RAYJOB_FINALIZER]},
-            ]
-            updated = await self.api.patch(RAYJOBS, ctx.name, patch, ctx.namespace, patch_type="json")
+            # KubeRay's Update of the Go object: the spec as Go writes it, so the generation bumps as KubeRay's does
+            body = gowrites.finalizer_update("RayJob", ctx.obj, c.RAYJOB_FINALIZER)
+            updated = await self.api.replace(RAYJOBS, ctx.name, body, ctx.namespace)
             ctx.status["_resourceVersion"] = objects.resource_version(updated)
         status = ctx.status
         if not status.get("jobId") or not status.get("rayClusterName") or not status.get("jobStatus"):
@@ -369,7 +366,11 @@ class RayJobReconciler(WithDeps):
         changed = (
             old.get("jobStatus", "") != new.get("jobStatus", "")
             or before != after
-            or status_needs_update(old.get("rayClusterStatus") or {}, new.get("rayClusterStatus") or {})
+            # both as KubeRay's Go objects hold them: what was stored, and what would be
+            or status_needs_update(
+                old.get("rayClusterStatus") or {},
+                gowrites.status_as_kuberay_writes("RayJob", new).get("rayClusterStatus") or {},
+            )
             or _time_changed(old.get(CHECK_FAILURE_START), new.get(CHECK_FAILURE_START))
         )
         if not changed:
@@ -380,7 +381,7 @@ class RayJobReconciler(WithDeps):
             "apiVersion": obj.get("apiVersion"),
             "kind": obj.get("kind"),
             "metadata": {**objects.meta(obj), "resourceVersion": version or objects.resource_version(obj)},
-            "status": {k: v for k, v in new.items() if v is not None},
+            "status": gowrites.status_as_kuberay_writes("RayJob", new),  # KubeRay's Status().Update of its Go object
         }
         await self.api.replace(RAYJOBS, objects.name(obj), body, objects.namespace(obj), subresource="status")
         started = times.parse_time(new.get("startTime"))
