@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from raykube.api import constants as c
+from raykube.api.raycluster import RedisCredential
 from raykube.api.resources import RayCluster
 from raykube.builders import gcs_storage, pods
 from raykube.builders.options import BuildOptions
@@ -231,3 +232,14 @@ def test_the_owner_reference_follows_the_deletion_policy(
 def test_a_claim_another_controller_owns_is_not_taken() -> None:
     with pytest.raises(gcs_storage.OwnershipError, match="team/demo-gcs-pvc is already owned by another StatefulSet"):
         gcs_storage.owned_as_wanted(cluster(), _live(LIVE_DEFAULT, [OTHER_REF]))
+
+
+def test_redis_settings_are_not_wired_for_the_embedded_backend() -> None:
+    """Validation refuses Redis fields with rocksdb; the builder, as configureGCSFaultTolerance, never reaches the
+    Redis branch for it either (no REDIS_PASSWORD env, no ``--redis-password`` flag)."""
+    model = cluster()
+    assert model.spec is not None and model.spec.gcs_fault_tolerance_options is not None
+    model.spec.gcs_fault_tolerance_options.redis_password = RedisCredential(value="secret")
+    ray = pods.head_pod(model, OPTIONS)["spec"]["containers"][0]
+    assert c.REDIS_PASSWORD not in _env(ray)
+    assert "redis-password" not in " ".join(ray["args"])

@@ -230,8 +230,7 @@ class Children:
                 self.recorder.event(ctx.obj, WARNING, c.EVENT_FAILED_TO_CREATE_PVC, "Update", note)
             await self._own_gcs_storage_pvc(ctx, live)
             return
-        if not gcs_storage.retain_on_deletion(cluster):
-            desired = gcs_storage.owned_as_wanted(cluster, desired) or desired
+        desired = gcs_storage.owned_as_wanted(cluster, desired) or desired  # owned unless Retain
         created = await reported(
             self.recorder,
             ctx.obj,
