@@ -254,8 +254,10 @@ def test_sidecar_submitter_restart_is_implemented_and_may_be_turned_on() -> None
 
 def test_the_v170_gates_raykube_implements_can_be_turned_on() -> None:
     assert c.GATE_RAYCLUSTER_NETWORK_POLICY not in c.UNIMPLEMENTED_FEATURE_GATES
-    config = parse_flags(["--feature-gates=RayClusterNetworkPolicy=true"])
-    assert config is not None and config.feature_gates == {"RayClusterNetworkPolicy": True}
+    assert c.GATE_GCS_FT_EMBEDDED_STORAGE not in c.UNIMPLEMENTED_FEATURE_GATES
+    config = parse_flags(["--feature-gates=RayClusterNetworkPolicy=true,GCSFaultToleranceEmbeddedStorage=true"])
+    assert config is not None
+    assert config.feature_gates == {"RayClusterNetworkPolicy": True, "GCSFaultToleranceEmbeddedStorage": True}
 
 
 def test_v170s_gates_and_defaults_and_v161s_removed_gate() -> None:

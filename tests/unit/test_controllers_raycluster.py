@@ -31,6 +31,7 @@ from raykube.kube.fake import FakeKube
 from raykube.kube.resources import (
     INGRESSES,
     JOBS,
+    PERSISTENT_VOLUME_CLAIMS,
     PODS,
     ROLE_BINDINGS,
     ROLES,
@@ -42,8 +43,10 @@ from raykube.kube.resources import (
 
 NS, NAME = "team", "demo"
 NOW = dt.datetime(2026, 12, 3, 12, 0, 0, tzinfo=dt.UTC)
+PVCS = PERSISTENT_VOLUME_CLAIMS
 PODGROUPS = Resource("scheduling.volcano.sh", "v1beta1", "PodGroup", "podgroups")
-RESOURCES = (RAYCLUSTERS, PODS, SERVICES, SERVICE_ACCOUNTS, ROLES, ROLE_BINDINGS, JOBS, SECRETS, INGRESSES, PODGROUPS)
+RESOURCES = (RAYCLUSTERS, PODS, SERVICES, SERVICE_ACCOUNTS, ROLES, ROLE_BINDINGS, JOBS, SECRETS, INGRESSES, PVCS,
+             PODGROUPS)  # fmt: skip
 STATUS = ("patch", "rayclusters/status", NAME)
 
 
@@ -714,9 +717,11 @@ def test_the_registration_watches_what_kuberays_controller_owns() -> None:
     assert reg.kind == RAYCLUSTERS
     assert reg.recorder == c.RAYCLUSTER_CONTROLLER_NAME
     owned = [w.res for w in reg.owned]
-    assert owned == [PODS, SERVICES, SERVICE_ACCOUNTS, ROLES, ROLE_BINDINGS, JOBS, SECRETS, INGRESSES]
+    assert owned == [PODS, SERVICES, SERVICE_ACCOUNTS, ROLES, ROLE_BINDINGS, JOBS, SECRETS, INGRESSES, PVCS]
     # Every Ingress is cached, as KubeRay's: an unlabelled one holding the dashboard Ingress's name must be seen.
     assert [w.label_selector for w in reg.owned if w.res == INGRESSES] == [None]
+    # Every PVC too (KubeRay v1.7.0 Owns(PersistentVolumeClaim)): a user's unlabelled storage.claimName must be seen.
+    assert [w.label_selector for w in reg.owned if w.res == PVCS] == [None]
     volcano = registration(BuildOptions(batch_scheduler=c.BATCH_SCHEDULER_VOLCANO))
     assert [w.res.kind for w in volcano.owned][-1] == "PodGroup"
     assert volcano.owned[-1].missing_hint is not None

@@ -124,6 +124,14 @@ RAY_CONTAINER_INDEX: Final = 0
 GCS_STORAGE_VOLUME_NAME: Final = "gcs-storage"
 # KubeRay utils/constant.go GCSStorageMountPath: where the RocksDB GCS store is mounted on the head.
 GCS_STORAGE_MOUNT_PATH: Final = "/data/gcs"
+# KubeRay utils/constant.go GCSStorageRocksDBValue: the RAY_gcs_storage value that selects the embedded store.
+GCS_STORAGE_ROCKSDB_VALUE: Final = "rocksdb"
+# KubeRay utils/constant.go GCSStoragePVCSuffix: the operator-managed claim is <cluster>-gcs-pvc.
+GCS_STORAGE_PVC_SUFFIX: Final = "-gcs-pvc"
+# KubeRay utils/constant.go GCSStorageDefaultSize: the size of that claim when storage.size is not set.
+GCS_STORAGE_DEFAULT_SIZE: Final = "1Gi"
+# KubeRay common/gcs_ft.go BuildGCSStoragePVC: the access modes of that claim when storage.accessModes is empty.
+GCS_STORAGE_DEFAULT_ACCESS_MODES: Final = ("ReadWriteOnce",)
 # KubeRay utils/constant.go RayTLSVolumeName: the TLS secret volume KubeRay adds with tlsOptions.
 RAY_TLS_VOLUME_NAME: Final = "ray-tls"
 # KubeRay utils/constant.go RayTLSCertMountPath: where the TLS secret volume is mounted.
@@ -183,6 +191,8 @@ GCS_FT_BACKEND_ROCKSDB: Final = "rocksdb"
 GCS_FT_BACKENDS: Final = (GCS_FT_BACKEND_REDIS, GCS_FT_BACKEND_ROCKSDB)
 # KubeRay apis/ray/v1 raycluster_types.go GCSStorageDeletionPolicy: the CRD enum.
 GCS_STORAGE_DELETION_POLICIES: Final = ("DeleteWithCluster", "Retain")
+# KubeRay apis/ray/v1 raycluster_types.go RetainGCSStorageDeletionPolicy: the claim outlives the cluster (no owner).
+GCS_STORAGE_RETAIN: Final = "Retain"
 # KubeRay apis/ray/v1 raycluster_types.go NetworkPolicyMode enum (the CRD default).
 NETWORK_POLICY_DENY_ALL: Final = "DenyAll"
 # KubeRay apis/ray/v1 raycluster_types.go NetworkPolicyMode enum.
@@ -299,7 +309,6 @@ GATE_KUBERNETES_WAS: Final = "KubernetesWAS"
 # start-up (raykube.api.config), as an unimplemented batch scheduler is, rather than accepting the fields and silently
 # making none of their objects (no certificates, no collector, ...).
 UNIMPLEMENTED_FEATURE_GATES: Final = (
-    GATE_GCS_FT_EMBEDDED_STORAGE,
     GATE_RAYCLUSTER_MTLS,
     GATE_RAYCLUSTER_HISTORY_SERVER,
     GATE_KUBERNETES_WAS,
@@ -612,6 +621,7 @@ EVENT_FAILED_TO_DELETE_WORKER_POD: Final = "FailedToDeleteWorkerPod"
 EVENT_DELETED_POD: Final = "DeletedPod"
 EVENT_CREATED_INGRESS: Final = "CreatedIngress"
 EVENT_FAILED_TO_CREATE_INGRESS: Final = "FailedToCreateIngress"
+EVENT_CREATED_PVC: Final = "CreatedPVC"
 EVENT_FAILED_TO_CREATE_PVC: Final = "FailedToCreatePVC"
 # KubeRay utils/constant.go K8sEventType: the Ray autoscaler's ServiceAccount, Role and RoleBinding.
 EVENT_CREATED_SERVICE_ACCOUNT: Final = "CreatedServiceAccount"

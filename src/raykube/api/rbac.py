@@ -53,6 +53,10 @@ OPERATOR_RULES: tuple[Rule, ...] = (
     # delete: a RayJob's submitter Job between attempts and on suspend.
     Rule("batch", ("jobs",), ("create", "delete", "list", "watch")),
     Rule("networking.k8s.io", ("ingresses",), ("create", "list", "update", "watch")),
+    # The embedded (rocksdb) GCS store's claim (KubeRay v1.7.0 Owns(PersistentVolumeClaim), granted always as its
+    # role.yaml does): created, adopted with get when a create answers AlreadyExists, its owner reference updated to
+    # follow storage.deletionPolicy. Never deleted by the operator: the garbage collector does that.
+    Rule("", ("persistentvolumeclaims",), ("create", "get", "list", "update", "watch")),
     Rule("rbac.authorization.k8s.io", ("roles", "rolebindings"), ("create", "list", "watch")),
     # events.k8s.io/v1 Events, as KubeRay v1.7.0 writes them (create; patch: a repeat's series). Not core events:
     # KubeRay v1.7.0's ClusterRole dropped them, so an operator writing core/v1 Events there is forbidden.

@@ -195,7 +195,8 @@ def updated_ingress(live: Mapping[str, Any], desired: Mapping[str, Any]) -> dict
 
 # ---------------------------------------------------------------------------------------------- GCS FT cleanup
 def gcs_ft_enabled(cluster: RayCluster) -> bool:
-    """GCS fault tolerance with Redis: options present, or the deprecated ``ray.io/ft-enabled`` annotation."""
+    """GCS fault tolerance (``IsGCSFaultToleranceEnabled``): options present, or the deprecated ``ray.io/ft-enabled``
+    annotation. Either backend: :func:`raykube.builders.gcs_storage.embedded` tells rocksdb from Redis."""
     annotations = cluster.metadata.get("annotations") or {}
     options = cluster.spec.gcs_fault_tolerance_options if cluster.spec else None
     return options is not None or str(annotations.get(c.RAY_FT_ENABLED_ANNOTATION, "")).lower() == "true"

@@ -33,9 +33,12 @@ What v1.7.0 changed from v1.6.1 on every cluster, and raykube follows:
   ``createHeadPod``'s annotations, which win over them. The Redis cleanup Job, built from :func:`build_head_pod`,
   carries them too.
 
+GCS fault tolerance with the embedded ``rocksdb`` backend (gate ``GCSFaultToleranceEmbeddedStorage``): the head gets
+:mod:`raykube.builders.gcs_storage`'s env, mount and claim volume instead of the Redis settings.
+
 Not yet built here (each behind a v1.7.0 feature gate that is off by default, and refused by validation while raykube
-lacks it): the mTLS volumes, env and ``wait-for-tls-ip-san`` init container (``RayClusterMTLS``), the rocksdb GCS
-volume (``GCSFaultToleranceEmbeddedStorage``) and the history-server collector sidecar (``RayClusterHistoryServer``).
+lacks it): the mTLS volumes, env and ``wait-for-tls-ip-san`` init container (``RayClusterMTLS``) and the
+history-server collector sidecar (``RayClusterHistoryServer``).
 
 K8s token auth (``authOptions.enableK8sTokenAuth``): ``RAY_ENABLE_K8S_TOKEN_AUTH=true`` instead of ``RAY_AUTH_TOKEN``,
 and the projected ``ray-token`` volume mounted read-only at ``/var/run/secrets/ray.io/serviceaccount``.
@@ -58,7 +61,7 @@ from raykube.api.raycluster import (
     WorkerGroupSpec,
 )
 from raykube.api.resources import RayCluster
-from raykube.builders import batch, names
+from raykube.builders import batch, gcs_storage, names
 from raykube.builders.command import (
     container_command,
     generate_ray_start_command,
@@ -165,7 +168,9 @@ def build_head_pod(cluster: RayCluster, options: BuildOptions) -> dict[str, Any]
     if autoscaling:
         _add_autoscaler(ctx, spec, ray)
     annotations[c.RAY_FT_ENABLED_ANNOTATION] = "true" if ctx.ft_enabled else "false"
-    if ctx.ft_enabled:
+    if ctx.ft_enabled and gcs_storage.embedded(ctx.spec):
+        gcs_storage.add_to_head(cluster, spec, ray)
+    elif ctx.ft_enabled:
         _add_head_ft(ctx, ray, annotations)
     _add_metrics_port(ray)
     if ctx.auth is not None:
@@ -325,7 +330,7 @@ def _head_params(ctx: _Context) -> dict[str, str]:
     if is_autoscaling_enabled(ctx.spec):
         params["no-monitor"] = "true"
     options = ctx.spec.gcs_fault_tolerance_options
-    if ctx.ft_enabled and options is not None:
+    if ctx.ft_enabled and options is not None and not gcs_storage.embedded(ctx.spec):
         if options.redis_username is not None:
             params[c.RAY_START_REDIS_USERNAME_PARAM] = f"${c.REDIS_USERNAME}"
         if options.redis_password is not None:
@@ -528,7 +533,7 @@ def _credential_env(name: str, credential: RedisCredential) -> dict[str, Any]:
 
 
 def _add_head_ft(ctx: _Context, ray: dict[str, Any], annotations: dict[str, str]) -> None:
-    """GCS fault tolerance on the head (Redis backend, ``configureGCSFaultTolerance``)."""
+    """GCS fault tolerance on the head, Redis backend (``configureRedisFT``)."""
     options: GcsFaultToleranceOptions | None = ctx.spec.gcs_fault_tolerance_options
     storage_ns = ctx.uid
     if c.RAY_EXTERNAL_STORAGE_NS_ANNOTATION in ctx.annotations:

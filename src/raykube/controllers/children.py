@@ -14,7 +14,14 @@ KubeRay's behaviour, kept here:
 * with Redis GCS FT the first pass adds the finalizer ``ray.io/gcs-ft-redis-cleanup-finalizer`` and creates no Pods;
   on deletion the Pods go (head first), then a cleanup Job runs, and the finalizer is removed when the Job finishes
   or when ``ray.io/gcs-ft-deletion-timeout`` seconds (default 300) have passed since the deletion
-  (``Warning ForceDeletedStuckCluster``). ``ENABLE_GCS_FT_REDIS_CLEANUP=false`` turns all of that off.
+  (``Warning ForceDeletedStuckCluster``). ``ENABLE_GCS_FT_REDIS_CLEANUP=false`` turns all of that off;
+* with the embedded ``rocksdb`` backend (v1.7.0, gate ``GCSFaultToleranceEmbeddedStorage``) there is no Redis to clean:
+  no finalizer, and one left from an earlier Redis backend is removed when the cluster is deleted. Its claim
+  (``raykube.builders.gcs_storage``): a user's ``storage.claimName`` is only looked for in the cache (a
+  ``Warning FailedToCreatePVC`` when missing; the head Pod waits for it); else ``<cluster>-gcs-pvc`` is created
+  (``Normal CreatedPVC``), or adopted when it exists (drift in what cannot change in place is a
+  ``Warning FailedToCreatePVC``, never a rewrite), and its controller owner reference follows
+  ``storage.deletionPolicy`` (none for ``Retain``, so the claim outlives the cluster).
 """
 
 from __future__ import annotations
@@ -27,14 +34,24 @@ from typing import TYPE_CHECKING, Any
 
 from raykube.api import constants as c
 from raykube.api.resources import RAYCLUSTERS
-from raykube.builders import children, gowrites, pods
+from raykube.builders import children, gcs_storage, gowrites, pods
 from raykube.controllers.base import Deps, reported
 from raykube.golang.duration import duration_string
 from raykube.golang.errors import GoError
 from raykube.golang.strconv import atoi, quote
 from raykube.kube import objects, times
 from raykube.kube.errors import ApiError
-from raykube.kube.resources import INGRESSES, JOBS, PODS, ROLE_BINDINGS, ROLES, SECRETS, SERVICE_ACCOUNTS, Resource
+from raykube.kube.resources import (
+    INGRESSES,
+    JOBS,
+    PERSISTENT_VOLUME_CLAIMS,
+    PODS,
+    ROLE_BINDINGS,
+    ROLES,
+    SECRETS,
+    SERVICE_ACCOUNTS,
+    Resource,
+)
 
 if TYPE_CHECKING:
     from raykube.controllers.raycluster import ClusterContext
@@ -178,7 +195,64 @@ class Children:
 
     # ------------------------------------------------------------------------------------------ GCS FT
     def cleanup_enabled(self, ctx: ClusterContext) -> bool:
-        return children.gcs_ft_enabled(ctx.cluster) and self.options.gcs_ft_redis_cleanup
+        """Redis GCS FT with cleanup on: the embedded backend has no Redis to clean (KubeRay v1.7.0)."""
+        return (
+            children.gcs_ft_enabled(ctx.cluster)
+            and not gcs_storage.embedded(ctx.spec)
+            and self.options.gcs_ft_redis_cleanup
+        )
+
+    async def gcs_storage_pvc(self, ctx: ClusterContext) -> None:
+        """KubeRay v1.7.0 ``reconcileGCSStoragePVC``: the claim of the embedded (rocksdb) GCS store, between the
+        Services and the Pods."""
+        cluster = ctx.cluster
+        if not children.gcs_ft_enabled(cluster) or not gcs_storage.embedded(ctx.spec):
+            return
+        namespace = ctx.namespace
+        name = gcs_storage.claim_name(cluster)
+        live = self.cache.get(PERSISTENT_VOLUME_CLAIMS, namespace, name)
+        if gcs_storage.users_claim(cluster):  # the user's: looked for, never created nor owned
+            if live is None:
+                note = (
+                    f"GcsFaultToleranceOptions.Storage.ClaimName {quote(name)} not found in namespace {namespace}; "
+                    "the head Pod will not start until it exists"
+                )
+                self.recorder.event(ctx.obj, WARNING, c.EVENT_FAILED_TO_CREATE_PVC, "Validate", note)
+            return
+        desired = gcs_storage.pvc(cluster)
+        if live is not None:
+            drift = gcs_storage.pvc_drift(desired, live)
+            if drift:
+                note = (
+                    f"GCS storage PVC {namespace}/{name} already exists and cannot be reconfigured in place ({drift}); "
+                    "delete the PVC to recreate it with the new settings"
+                )
+                self.recorder.event(ctx.obj, WARNING, c.EVENT_FAILED_TO_CREATE_PVC, "Update", note)
+            await self._own_gcs_storage_pvc(ctx, live)
+            return
+        desired = gcs_storage.owned_as_wanted(cluster, desired) or desired  # owned unless Retain
+        created = await reported(
+            self.recorder,
+            ctx.obj,
+            "Create",
+            self.api.create(PERSISTENT_VOLUME_CLAIMS, desired, namespace),
+            done=(c.EVENT_CREATED_PVC, f"Created GCS storage PVC {namespace}/{name}"),
+            failed=(c.EVENT_FAILED_TO_CREATE_PVC, f"Failed to create GCS storage PVC {namespace}/{name}"),
+            tolerate=_already_exists,
+        )
+        if created is None:  # AlreadyExists: the cache has not seen it yet; adopt it as KubeRay does
+            live = await self.api.get(PERSISTENT_VOLUME_CLAIMS, name, namespace)
+            await self._own_gcs_storage_pvc(ctx, live)
+
+    async def _own_gcs_storage_pvc(self, ctx: ClusterContext, live: Mapping[str, Any]) -> None:
+        """``reconcileGCSStoragePVCOwnerRef``: the cluster's controller reference on the claim follows
+        ``deletionPolicy``; an Update without an event, as KubeRay's."""
+        try:
+            body = gcs_storage.owned_as_wanted(ctx.cluster, live)
+        except gcs_storage.OwnershipError as exc:
+            raise ChildError(str(exc)) from None
+        if body is not None:
+            await self.api.replace(PERSISTENT_VOLUME_CLAIMS, objects.name(live), body, ctx.namespace)
 
     async def ensure_finalizer(self, ctx: ClusterContext) -> bool:
         """Add the Redis cleanup finalizer; True when it was just added (the pass then stops, as KubeRay's)."""

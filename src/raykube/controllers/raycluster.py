@@ -10,7 +10,8 @@ caused it, so a missed or duplicated event costs nothing but a pass. The pass fo
    a ``Warning InvalidRayClusterSpec`` on every pass, which goes on (KubeRay v1.7.0). Being deleted → nothing (owner
    references let the garbage collector remove the children).
 3. The head Service (created once, never updated: a user's edits to it are not fought over), the headless worker
-   Service of multi-host groups, the serve Service when asked for by annotation.
+   Service of multi-host groups, the serve Service when asked for by annotation; then the claim of the embedded
+   (rocksdb) GCS store (KubeRay v1.7.0 ``reconcileGCSStoragePVC``, :mod:`raykube.controllers.children`).
 4. Pods: suspend (delete all, then stop), Recreate upgrades, the batch scheduler's objects (Volcano's PodGroup:
    created if missing, its ``minMember``/``minResources`` kept in step; ``raykube.builders.batch``), the head Pod, then
    each worker group in spec order:
@@ -26,8 +27,9 @@ The pass returns when to look again: soon (2 s) while things are moving, in 5 mi
 :class:`ReconcileError`, which the runtime retries with exponential back-off.
 
 :func:`registration` is how the runtime learns what this controller watches (the RayCluster, and the Pods, Services,
-autoscaler RBAC objects, Jobs, Secrets, Ingresses and batch scheduler objects it owns). Every pass works on one
-:class:`ClusterContext`: the live object, its validated model and spec, and the cluster's children in the cache.
+autoscaler RBAC objects, Jobs, Secrets, Ingresses, PersistentVolumeClaims and batch scheduler objects it owns). Every
+pass works on one :class:`ClusterContext`: the live object, its validated model and spec, and the cluster's children
+in the cache.
 """
 
 from __future__ import annotations
@@ -66,6 +68,7 @@ from raykube.kube.errors import ApiError
 from raykube.kube.resources import (
     INGRESSES,
     JOBS,
+    PERSISTENT_VOLUME_CLAIMS,
     PODS,
     ROLE_BINDINGS,
     ROLES,
@@ -112,6 +115,9 @@ def registration(options: BuildOptions) -> Registration:
         # Every Ingress, as KubeRay's cache: v1.7.0 reads the dashboard Ingress by name, and one of that name the
         # cluster does not control (a user's, unlabelled) must be seen to be reported and left alone.
         .owns(INGRESSES)
+        # Every PVC, as KubeRay v1.7.0's Owns(PersistentVolumeClaim): the embedded GCS store's claim, and a user's
+        # storage.claimName (unlabelled) that must be seen to be found.
+        .owns(PERSISTENT_VOLUME_CLAIMS)
     )
     plugin = batch.get(options.batch_scheduler)
     for res in plugin.kinds if plugin else ():
@@ -293,6 +299,7 @@ class RayClusterReconciler:
             await self.children.ingress(ctx)
             await self.children.auth_secret(ctx)
             await self._reconcile_services(ctx)
+            await self.children.gcs_storage_pvc(ctx)
             await self._reconcile_pods(ctx)
         except _NotYet:
             waiting = True
