@@ -18,9 +18,10 @@ from raykube.controllers.base import Deps, Result
 from raykube.controllers.raycluster import RayClusterReconciler, ReconcileError
 from raykube.controllers.raycluster_mtls import MTLSError, RayClusterMTLSReconciler, registration
 from raykube.kube import objects
+from raykube.kube.errors import ApiError
 from raykube.kube.fake import FakeKube, RecordedEvent
 from raykube.kube.resources import CERTIFICATES, ISSUERS, PODS, SECRETS, SERVICES
-from raykube.runtime.manager import default_registrations
+from raykube.runtime.manager import api_served, default_registrations
 
 NS, NAME, UID = "team", "secure", "a1b2c3d4-0000-0000-0000-000000000000"
 NOW = dt.datetime(2026, 12, 6, 12, tzinfo=dt.UTC)
@@ -276,3 +277,55 @@ async def test_a_reissue_after_a_san_update_holds_new_workers_back() -> None:
     with pytest.raises(ReconcileError, match=f"certificate {WORKER_CERT} is not ready at current generation 2"):
         await raycluster_pass(fake)
     assert len(fake.all(PODS, NS)) == 2
+
+
+async def test_multi_host_replicas_wait_for_the_certificates_too() -> None:
+    cluster = raycluster()
+    cluster["spec"]["workerGroupSpecs"][0].update({"numOfHosts": 2, "replicas": 1})
+    fake = world(cluster=cluster)
+    await mtls_pass(fake)
+    issue(fake, HEAD_CERT)
+    issue(fake, WORKER_CERT)
+    await raycluster_pass(fake)
+    assert len(fake.all(PODS, NS)) == 3  # the head and one replica of two hosts
+    worker = fake.stored(CERTIFICATES, NS, WORKER_CERT)
+    assert worker is not None
+    fake.add({**worker, "metadata": {**worker["metadata"], "generation": 2}}, CERTIFICATES)
+    stored = fake.stored(RAYCLUSTERS, NS, NAME)
+    assert stored is not None
+    more = copy.deepcopy(stored)
+    more["spec"]["workerGroupSpecs"][0]["replicas"] = 2
+    fake.add(more)
+    with pytest.raises(ReconcileError, match=f"certificate {WORKER_CERT} is not ready at current generation 2"):
+        await raycluster_pass(fake)
+    assert len(fake.all(PODS, NS)) == 3
+
+
+class _Discovery:
+    """A client whose discovery answers as given (a dict, or an ApiError to raise)."""
+
+    def __init__(self, answer: dict[str, Any] | Exception) -> None:
+        self.answer = answer
+        self.paths: list[str] = []
+
+    async def request(self, verb: str, method: str, res: Any, path: str, **_: Any) -> dict[str, Any]:
+        self.paths.append(path)
+        if isinstance(self.answer, Exception):
+            raise self.answer
+        return self.answer
+
+
+@pytest.mark.parametrize(
+    ("answer", "served"),
+    [
+        ({"kind": "APIResourceList", "groupVersion": "cert-manager.io/v1", "resources": []}, True),
+        (ApiError(404, "NotFound", "the server could not find the requested resource"), False),
+        (ApiError(503, "ServiceUnavailable", "discovery failed"), False),
+        (OSError("connection refused"), False),
+    ],
+    ids=["served", "not-found", "error", "unreachable"],
+)
+async def test_discovery_of_cert_manager(answer: dict[str, Any] | Exception, served: bool) -> None:
+    client = _Discovery(answer)
+    assert await api_served(client, CERTIFICATES) is served  # type: ignore[arg-type]
+    assert client.paths == ["/apis/cert-manager.io/v1"]
