@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from raykube.api import constants as c
+from raykube.api.config import OperatorConfig
 from raykube.api.rbac import LEADER_ELECTION_RULES, OPERATOR_RULES
 from raykube.api.resources import RAYCLUSTERS
 from raykube.builders.options import BuildOptions
@@ -29,6 +30,7 @@ from raykube.kube.errors import ApiError
 from raykube.kube.resources import CERTIFICATES, CRDS, EVENTS, ISSUERS, PODS, SECRETS, Resource
 from raykube.runtime.crds import install_crds
 from raykube.runtime.manager import Manager, api_served
+from raykube.runtime.operator import Operator
 from raykube.waiting import NotYet, wait_for
 
 NAME = "secure"
@@ -215,3 +217,30 @@ async def test_pki_then_pods_once_issued_then_sans_follow_the_pods(
         return True
 
     await wait_for(owned, 90, what="the leaf Secrets owned by their Certificates")
+
+
+async def test_the_operator_starts_the_mtls_controller_when_it_finds_cert_manager(
+    kubeconfig: Path, namespace: str, ray_crds: list[str], cert_manager_crds: None
+) -> None:
+    """``raykube operator --feature-gates=RayClusterMTLS=true``: its start-up discovery (KubeRay v1.7.0 main.go's)
+    finds cert-manager.io/v1, so the raycluster-mtls controller runs and the RayCluster controller accepts TLS."""
+    config = OperatorConfig(kubeconfig=kubeconfig, enable_leader_election=False, probe_addr="127.0.0.1:0",
+                            watch_namespaces=(namespace,), feature_gates={c.GATE_RAYCLUSTER_MTLS: True})  # fmt: skip
+    operator = Operator(config)
+    stop = asyncio.Event()
+    running = asyncio.create_task(operator.run(stop))
+    try:
+
+        async def started() -> Manager | NotYet:
+            try:
+                return operator.manager
+            except RuntimeError:
+                return NotYet("the operator has not built its manager yet")
+
+        manager = await wait_for(started, 30, what="the operator's start-up")
+        assert "raycluster-mtls" in [ctl.name for ctl in manager.controllers]
+        assert manager.options.cert_manager_available
+    finally:
+        stop.set()
+        await asyncio.wait_for(running, 30)
+        await operator.kube.close()
