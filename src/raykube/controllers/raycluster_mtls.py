@@ -71,8 +71,10 @@ def registration(options: BuildOptions | None = None) -> Registration:
     return (
         Registration.named(CONTROLLER, recorder=c.RAYCLUSTER_MTLS_CONTROLLER_NAME)
         .for_(RAYCLUSTERS)
-        .owns(ISSUERS, label_selector=c.RAY_CLUSTER_LABEL)
-        .owns(CERTIFICATES, label_selector=c.RAY_CLUSTER_LABEL)
+        # Every Issuer and Certificate, as KubeRay's cache: one whose labels a user changed is still found (and its
+        # labels put back) rather than created again.
+        .owns(ISSUERS)
+        .owns(CERTIFICATES)
         .reads_(PODS, label_selector=POD_SELECTOR, index_labels=(c.RAY_CLUSTER_LABEL,), transform=cached_pod)
         .with_predicate(any_change)
         .complete(RayClusterMTLSReconciler)
