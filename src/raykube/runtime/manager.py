@@ -126,7 +126,8 @@ def default_registrations(options: BuildOptions) -> list[Registration]:
 
 async def api_served(kube: Kube, res: Resource) -> bool:
     """Whether the API server serves ``res``'s group version (KubeRay v1.7.0 main.go ``certManagerAPIAvailable``:
-    discovery lists it). Any error reads as not served, as there."""
+    discovery lists it). Any error reads as not served, as there. KubeRay reads every group's resources and also
+    gives up when an unrelated aggregated API fails to answer; this asks for the one group version only."""
     try:
         found = await kube.request("get", "GET", res, f"/apis/{res.group}/{res.version}")
     except ApiError as exc:
