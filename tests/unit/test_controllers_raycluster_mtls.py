@@ -12,16 +12,19 @@ from typing import Any
 import pytest
 
 from raykube.api import constants as c
+from raykube.api.config import OperatorConfig
 from raykube.api.resources import RAYCLUSTERS
 from raykube.builders.options import BuildOptions
 from raykube.controllers.base import Deps, Result
 from raykube.controllers.raycluster import RayClusterReconciler, ReconcileError
 from raykube.controllers.raycluster_mtls import MTLSError, RayClusterMTLSReconciler, registration
 from raykube.kube import objects
+from raykube.kube.client import Kube
 from raykube.kube.errors import ApiError
 from raykube.kube.fake import FakeKube, RecordedEvent
 from raykube.kube.resources import CERTIFICATES, ISSUERS, PODS, SECRETS, SERVICES
 from raykube.runtime.manager import api_served, default_registrations
+from raykube.runtime.operator import Operator
 
 NS, NAME, UID = "team", "secure", "a1b2c3d4-0000-0000-0000-000000000000"
 NOW = dt.datetime(2026, 12, 6, 12, tzinfo=dt.UTC)
@@ -329,3 +332,31 @@ async def test_discovery_of_cert_manager(answer: dict[str, Any] | Exception, ser
     client = _Discovery(answer)
     assert await api_served(client, CERTIFICATES) is served  # type: ignore[arg-type]
     assert client.paths == ["/apis/cert-manager.io/v1"]
+
+
+@pytest.mark.parametrize(
+    ("gates", "answer", "controller", "asked"),
+    [
+        ({c.GATE_RAYCLUSTER_MTLS: True}, {"groupVersion": "cert-manager.io/v1", "resources": []}, True, True),
+        ({c.GATE_RAYCLUSTER_MTLS: True}, ApiError(404, "NotFound", "not found"), False, True),
+        ({}, {"groupVersion": "cert-manager.io/v1", "resources": []}, False, False),
+    ],
+    ids=["gate-and-cert-manager", "no-cert-manager", "gate-off"],
+)
+async def test_the_operator_looks_for_cert_manager_only_with_the_gate(
+    gates: dict[str, bool], answer: dict[str, Any] | Exception, controller: bool, asked: bool
+) -> None:
+    """KubeRay v1.7.0 main.go: with the gate on, cert-manager's API is looked up once before the controllers are set
+    up; the mTLS controller runs only if it is served, and the RayCluster controller knows whether it is."""
+    kube = Kube(object())  # type: ignore[arg-type]
+    discovery = _Discovery(answer)
+    kube.request = discovery.request  # type: ignore[method-assign]
+    operator = Operator(OperatorConfig(enable_leader_election=False, feature_gates=gates), kube=kube, identity="t")
+    with pytest.raises(RuntimeError, match="has not started"):
+        _ = operator.manager
+    manager = await operator._build_manager()
+    assert ("raycluster-mtls" in [ctl.name for ctl in manager.controllers]) is controller
+    assert manager.options.cert_manager_available is controller
+    assert discovery.paths == (["/apis/cert-manager.io/v1"] if asked else [])
+    for ctl in manager.controllers:
+        ctl.queue.shutdown()
