@@ -91,19 +91,8 @@ class RayClusterMTLSReconciler:
 
     async def reconcile(self, namespace: str, name: str) -> Result:
         obj = self.cache.get(RAYCLUSTERS, namespace, name)
-        if obj is None or objects.terminating(obj):
-            return Result()
-        spec = obj.get("spec")
-        managed_by = spec.get("managedBy") if isinstance(spec, Mapping) else None
-        if managed_by and managed_by != c.MANAGED_BY_KUBERAY:
-            log.info("RayCluster %s/%s: skipping, managed by %s", namespace, name, managed_by)
-            return Result()
-        try:
-            cluster = RayCluster.model_validate(obj)
-        except ValidationError as exc:
-            log.warning("RayCluster %s/%s: cannot read spec.tlsOptions: %s", namespace, name, exc)
-            return Result()
-        if not tls.tls_enabled(cluster.spec, self.options):
+        cluster = None if obj is None else self._tls_cluster(obj)
+        if obj is None or cluster is None:
             return Result()
 
         steps: list[tuple[str, Callable[[], Awaitable[object]]]] = [
@@ -135,6 +124,27 @@ class RayClusterMTLSReconciler:
         self.recorder.event(obj, c.EVENT_TYPE_NORMAL, c.EVENT_MTLS_PKI_READY, "Reconcile", note)
         self._warn_expiring(obj, [*leaves, tls.ca_cert_name(name)])
         return Result(REQUEUE_PERIODIC)
+
+    def _tls_cluster(self, obj: Obj) -> RayCluster | None:
+        """The cluster's model when this controller has work on it: not being deleted, not ``managedBy`` another
+        controller, TLS on (checked on the raw spec first: most clusters get no model built on each status update)."""
+        namespace, name = objects.namespace(obj), objects.name(obj)
+        spec = obj.get("spec")
+        if objects.terminating(obj) or not isinstance(spec, Mapping):
+            return None
+        managed_by = spec.get("managedBy")
+        if managed_by and managed_by != c.MANAGED_BY_KUBERAY:
+            log.info("RayCluster %s/%s: skipping, managed by %s", namespace, name, managed_by)
+            return None
+        raw_tls = spec.get("tlsOptions")
+        if not isinstance(raw_tls, Mapping) or raw_tls.get("enabled") is not True:
+            return None
+        try:
+            cluster = RayCluster.model_validate(obj)
+        except ValidationError as exc:
+            log.warning("RayCluster %s/%s: cannot read spec.tlsOptions: %s", namespace, name, exc)
+            return None
+        return cluster if tls.tls_enabled(cluster.spec, self.options) else None
 
     async def _ensure(self, cluster: Obj, res: Resource, desired: dict[str, Any]) -> Obj | None:
         """Create ``desired`` when the cache does not have it; the live object, or None when just created."""
