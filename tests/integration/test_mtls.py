@@ -5,9 +5,9 @@ The sandbox runs no cert-manager controller: this test does what it would, by ha
 ``tls.crt``/``tls.key``/``ca.crt``, the Ready condition at the Certificate's generation). It shows the operator's
 discovery finding the API, the PKI objects appearing with v1.7.0's names, owners, labels and specs, no Ray Pod before
 the certificates are issued, the Pods (with the TLS volume, env and ``wait-for-tls-ip-san``) once they are, the Pods'
-IPs entering the certificates (a new generation), and the Secrets owned by their Certificates. The CRDs here are
-minimal stand-ins for cert-manager's (any spec, a status subresource, as cert-manager's own have) and are removed at
-the end.
+IPs entering the certificates (a new generation), the Secrets owned by their Certificates, and all of it
+garbage-collected with the cluster. The CRDs here are minimal stand-ins for cert-manager's (any spec, a status
+subresource, as cert-manager's own have) and are removed at the end.
 """
 
 from __future__ import annotations
@@ -207,16 +207,33 @@ async def test_pki_then_pods_once_issued_then_sans_follow_the_pods(
 
     await wait_for(settled, 90, what="MTLSCertificatesUpdated and MTLSPKIReady")
 
+    await owned_then_collected(kube, namespace, found)
+
+
+async def owned_then_collected(kube: Kube, namespace: str, found: Mapping[str, Mapping[str, Any]]) -> None:
+    """Each Secret gets an ownerReference to its Certificate; deleting the cluster then takes the PKI with it."""
+
     async def owned() -> bool | NotYet:
         certs = await named(kube, CERTIFICATES, namespace)
-        for cert_name in (HEAD_CERT, WORKER_CERT):
+        for cert_name in (CA_CERT, HEAD_CERT, WORKER_CERT):
             secret = await kube.get(SECRETS, certs[cert_name]["spec"]["secretName"], namespace)
             refs = [(r["kind"], r["uid"]) for r in objects.meta(secret).get("ownerReferences") or []]
             if refs != [("Certificate", objects.uid(certs[cert_name]))]:
                 return NotYet(f"{objects.name(secret)} owners: {refs}")
         return True
 
-    await wait_for(owned, 90, what="the leaf Secrets owned by their Certificates")
+    await wait_for(owned, 90, what="the CA and leaf Secrets owned by their Certificates")
+
+    # Deleting the cluster takes the PKI with it: the garbage collector follows the owners, no finalizer needed.
+    secret_names = {found[n]["spec"]["secretName"] for n in (CA_CERT, HEAD_CERT, WORKER_CERT)}
+    await kube.delete(RAYCLUSTERS, NAME, namespace)
+
+    async def collected() -> bool | NotYet:
+        left = [*await named(kube, CERTIFICATES, namespace), *await named(kube, ISSUERS, namespace)]
+        left += sorted(secret_names & set(await named(kube, SECRETS, namespace)))
+        return not left or NotYet(f"still there: {left}")
+
+    await wait_for(collected, 90, what="the Issuers, Certificates and their Secrets to be garbage-collected")
 
 
 async def test_the_operator_starts_the_mtls_controller_when_it_finds_cert_manager(
