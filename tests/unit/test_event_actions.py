@@ -56,6 +56,12 @@ V170_ACTION: dict[str, str] = {
     "DeletedNetworkPolicy": "Delete",
     "FailedToDeleteNetworkPolicy": "Delete",
     "NetworkPolicyNameCollision": "Validate",
+    # the RayClusterMTLS controller (gate RayClusterMTLS, cert-manager installed)
+    "MTLSFailedToReconcile": "Reconcile",
+    "MTLSCertsNotReady": "Reconcile",
+    "MTLSPKIReady": "Reconcile",
+    "MTLSCertificatesUpdated": "Update",
+    "MTLSCertificateExpiringSoon": "Reconcile",
     "FailedToUpdateIngress": "Update",
     "UpdatedRayCluster": "Update",
     "FailedToUpdateRayCluster": "Update",

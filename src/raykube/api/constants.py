@@ -309,7 +309,6 @@ GATE_KUBERNETES_WAS: Final = "KubernetesWAS"
 # start-up (raykube.api.config), as an unimplemented batch scheduler is, rather than accepting the fields and silently
 # making none of their objects (no certificates, no collector, ...).
 UNIMPLEMENTED_FEATURE_GATES: Final = (
-    GATE_RAYCLUSTER_MTLS,
     GATE_RAYCLUSTER_HISTORY_SERVER,
     GATE_KUBERNETES_WAS,
 )
@@ -712,6 +711,36 @@ EVENT_FAILED_TO_CREATE_NETWORK_POLICY: Final = "FailedToCreateNetworkPolicy"
 EVENT_FAILED_TO_UPDATE_NETWORK_POLICY: Final = "FailedToUpdateNetworkPolicy"
 EVENT_FAILED_TO_DELETE_NETWORK_POLICY: Final = "FailedToDeleteNetworkPolicy"
 EVENT_NETWORK_POLICY_NAME_COLLISION: Final = "NetworkPolicyNameCollision"
+
+# --- mTLS through cert-manager (KubeRay v1.7.0 raycluster_mtls_controller.go, common/pod.go, utils/; alpha, gated) --
+
+# KubeRay v1.7.0 main.go certManagerAPIAvailable: the group version whose being served turns the mTLS controller on.
+CERT_MANAGER_GROUP: Final = "cert-manager.io"
+CERT_MANAGER_GROUP_VERSION: Final = "cert-manager.io/v1"
+# KubeRay v1.7.0 NewRayClusterMTLSController GetEventRecorder: the reporting controller of its events.
+RAYCLUSTER_MTLS_CONTROLLER_NAME: Final = "raycluster-mtls-controller"
+# KubeRay v1.7.0 common/pod.go configureTLS: the init container that waits for the Pod's IP in its certificate.
+WAIT_FOR_TLS_IP_SAN_INIT_CONTAINER: Final = "wait-for-tls-ip-san"
+WAIT_FOR_TLS_IP_SAN_CPU: Final = "50m"
+WAIT_FOR_TLS_IP_SAN_MEMORY: Final = "64Mi"
+# KubeRay v1.7.0 utils/constant.go: the cert-manager objects' name prefixes ("<prefix>-<cluster>"; the CA Secret is
+# "<cluster>-ca-secret-<uid[:8]>").
+RAY_SELF_SIGNED_ISSUER_PREFIX: Final = "ray-selfsigned-issuer"
+RAY_CA_CERTIFICATE_PREFIX: Final = "ray-ca-certificate"
+RAY_CA_ISSUER_PREFIX: Final = "ray-ca-issuer"
+RAY_HEAD_CERT_PREFIX: Final = "ray-head-cert"
+RAY_WORKER_CERT_PREFIX: Final = "ray-worker-cert"
+RAY_HEAD_SECRET_PREFIX: Final = "ray-head-secret"  # noqa: S105 - a name prefix, not a credential
+RAY_WORKER_SECRET_PREFIX: Final = "ray-worker-secret"  # noqa: S105 - a name prefix, not a credential
+RAY_CA_SECRET_PREFIX: Final = "ca-secret"  # noqa: S105 - a name prefix, not a credential
+# KubeRay v1.7.0 raycluster_controller.go checkMTLSSecretsReady: the keys each leaf Secret must hold.
+TLS_SECRET_KEYS: Final = ("tls.crt", "tls.key", "ca.crt")
+# KubeRay v1.7.0 utils/constant.go K8sEventType: what the mTLS controller reports.
+EVENT_MTLS_PKI_READY: Final = "MTLSPKIReady"
+EVENT_MTLS_CERTS_NOT_READY: Final = "MTLSCertsNotReady"
+EVENT_MTLS_FAILED_TO_RECONCILE: Final = "MTLSFailedToReconcile"
+EVENT_MTLS_CERTIFICATES_UPDATED: Final = "MTLSCertificatesUpdated"
+EVENT_MTLS_CERTIFICATE_EXPIRING_SOON: Final = "MTLSCertificateExpiringSoon"
 
 # --- RayJob submission (KubeRay v1.6.1 rayjob_controller.go, common/job.go, utils/constant.go) ------------------
 

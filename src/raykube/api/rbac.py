@@ -49,7 +49,9 @@ OPERATOR_RULES: tuple[Rule, ...] = (
     # A RayService's serve endpoints (numServeEndpoints), read from an informer.
     Rule("discovery.k8s.io", ("endpointslices",), ("list", "watch")),
     Rule("", ("serviceaccounts",), ("create", "get", "list", "watch")),
-    Rule("", ("secrets",), ("create", "get", "list", "watch")),
+    # update: the mTLS controller's ownerReference from a cert-manager Secret to its Certificate; delete: as KubeRay
+    # v1.7.0's chart grants it (RayClusterMTLS).
+    Rule("", ("secrets",), ("create", "delete", "get", "list", "update", "watch")),
     # delete: a RayJob's submitter Job between attempts and on suspend.
     Rule("batch", ("jobs",), ("create", "delete", "list", "watch")),
     Rule("networking.k8s.io", ("ingresses",), ("create", "list", "update", "watch")),
@@ -90,6 +92,11 @@ OPERATOR_RULES: tuple[Rule, ...] = (
     # gate; its rule is granted always, as KubeRay v1.7.0's role.yaml grants it. get: a same-named policy the cache
     # does not hold (a create answered AlreadyExists).
     Rule("networking.k8s.io", ("networkpolicies",), ("create", "delete", "get", "list", "update", "watch")),
+    # The RayClusterMTLS controller (raykube.controllers.raycluster_mtls; gate and cert-manager) and the RayCluster
+    # controller's wait for its certificates (get); granted always, as KubeRay v1.7.0's role.yaml grants them.
+    Rule(c.CERT_MANAGER_GROUP, ("certificates",), ("create", "get", "list", "update", "watch")),
+    Rule(c.CERT_MANAGER_GROUP, ("certificates/status",), ("get",)),
+    Rule(c.CERT_MANAGER_GROUP, ("issuers",), ("create", "get", "list", "watch")),
 )
 
 # What the --batch-scheduler plugins add (raykube.builders.batch): their objects are created, watched (KubeRay ``Owns``)

@@ -6,7 +6,8 @@
 * the auth Secret (``authOptions.mode: token`` without ``secretName``): key ``auth_token``, a base64 text of 32
   random bytes that the caller passes in, created once and never rotated;
 * the dashboard Ingress (``headGroupSpec.enableIngress``), kept in step with the spec;
-* the Redis cleanup Job run when a cluster with GCS fault tolerance is deleted.
+* the Redis cleanup Job run when a cluster with GCS fault tolerance is deleted (the head Pod, its Ray container
+  only, without the ``wait-for-tls-ip-san`` init container).
 
 All are plain dicts with a controller ownerReference to the RayCluster. Pure: no I/O, no randomness, no clock.
 """
@@ -19,7 +20,7 @@ from typing import Any
 
 from raykube.api import constants as c
 from raykube.api.resources import RayCluster
-from raykube.builders import names, services
+from raykube.builders import names, services, tls
 
 
 def _meta(cluster: RayCluster, name: str) -> dict[str, Any]:
@@ -241,6 +242,9 @@ def redis_cleanup_job(cluster: RayCluster, head_pod: Mapping[str, Any]) -> dict[
     labels[c.RAY_NODE_TYPE_LABEL] = c.NODE_TYPE_REDIS_CLEANUP
     template_spec = {k: v for k, v in spec.items() if k not in ("containers", "initContainers", "nodeName")}
     template_spec.update({"containers": [ray], "restartPolicy": "Never"})
+    inits = tls.without_tls_wait(spec.get("initContainers") or [])  # v1.7.0: the head's others stay
+    if inits:
+        template_spec["initContainers"] = inits
     job_meta = _meta(cluster, redis_cleanup_job_name(cluster))
     job_meta["labels"] = {**labels, c.K8S_CREATED_BY_LABEL: c.COMPONENT_NAME}
     job_meta["annotations"] = dict(meta.get("annotations") or {})

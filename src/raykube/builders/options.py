@@ -44,6 +44,9 @@ class BuildOptions:
     default_pod_annotations: Mapping[str, str] = field(default_factory=dict)
     head_sidecar_containers: tuple[Mapping[str, Any], ...] = ()
     worker_sidecar_containers: tuple[Mapping[str, Any], ...] = ()
+    # cert-manager.io/v1 is served (found at start-up, KubeRay v1.7.0 main.go certManagerAPIAvailable): mTLS clusters
+    # get their certificates; without it the RayCluster controller refuses them with a Warning.
+    cert_manager_available: bool = False
 
     def gate(self, name: str) -> bool:
         return bool(self.features.get(name, c.FEATURE_GATE_DEFAULTS.get(name, False)))

@@ -12,7 +12,7 @@ lives in :mod:`raykube.builders.command`, the probes in :mod:`raykube.builders.p
 
 Build order, head: template copy → name/namespace → group ``resources``/``labels`` into rayStartParams → labels →
 missing rayStartParams → annotations → autoscaler (``no-monitor``, service account, sidecar, v2 or v1 env and
-restartPolicy) → GCS fault tolerance → metrics port → token auth → operator head sidecars → default Pod
+restartPolicy) → GCS fault tolerance → metrics port → token auth → mTLS → operator head sidecars → default Pod
 labels/annotations → ``BuildPod`` (``ray.io/serve``, ``/dev/shm``, ``/tmp/ray``, command and args, init-container env,
 Ray container env, probes) → the recreate hash and KubeRay version annotations → owner reference → batch-scheduler
 metadata. Workers: the same, with the ``wait-gcs-ready`` init container first and the multi-host labels after the
@@ -36,8 +36,9 @@ What v1.7.0 changed from v1.6.1 on every cluster, and raykube follows:
 GCS fault tolerance with the embedded ``rocksdb`` backend (gate ``GCSFaultToleranceEmbeddedStorage``): the head gets
 :mod:`raykube.builders.gcs_storage`'s env, mount and claim volume instead of the Redis settings.
 
-Not yet built here (each behind a v1.7.0 feature gate that is off by default, and refused by validation while raykube
-lacks it): the mTLS volumes, env and ``wait-for-tls-ip-san`` init container (``RayClusterMTLS``) and the
+mTLS (``RayClusterMTLS``): :mod:`raykube.builders.tls`, after token auth (and on the autoscaler sidecar before the
+user's overrides). Not yet built here (behind a v1.7.0 feature gate that is off by default, and refused by validation
+while raykube lacks it): the
 history-server collector sidecar (``RayClusterHistoryServer``).
 
 K8s token auth (``authOptions.enableK8sTokenAuth``): ``RAY_ENABLE_K8S_TOKEN_AUTH=true`` instead of ``RAY_AUTH_TOKEN``,
@@ -61,7 +62,7 @@ from raykube.api.raycluster import (
     WorkerGroupSpec,
 )
 from raykube.api.resources import RayCluster
-from raykube.builders import batch, gcs_storage, names
+from raykube.builders import batch, gcs_storage, names, tls
 from raykube.builders.command import (
     container_command,
     generate_ray_start_command,
@@ -175,6 +176,8 @@ def build_head_pod(cluster: RayCluster, options: BuildOptions) -> dict[str, Any]
     _add_metrics_port(ray)
     if ctx.auth is not None:
         _add_token_auth(ctx, spec, ctx.auth)
+    if tls.tls_enabled(ctx.spec, options):
+        tls.configure_tls(spec, ctx.name, head=True)
     _append_copies(spec, options.head_sidecar_containers)
     return _build_pod(ctx, meta, annotations, spec, params, head=True, autoscaling=autoscaling)
 
@@ -217,6 +220,8 @@ def worker_pod(
         spec["restartPolicy"] = c.RESTART_POLICY_NEVER
     if ctx.auth is not None:
         _add_token_auth(ctx, spec, ctx.auth)
+    if tls.tls_enabled(ctx.spec, options):
+        tls.configure_tls(spec, ctx.name, head=False)
     _append_copies(spec, options.worker_sidecar_containers)
     pod = _build_pod(ctx, meta, annotations, spec, params, head=False, autoscaling=is_autoscaling_enabled(ctx.spec))
     return batch.decorate_pod(options.batch_scheduler, cluster, group.group_name, pod)
@@ -475,7 +480,7 @@ def _autoscaler_version(ctx: _Context) -> str | None:
 
 
 def _autoscaler_container(ctx: _Context, image: Any) -> dict[str, Any]:
-    """``BuildAutoscalerContainer``, the auth env, then ``mergeAutoscalerOverrides``."""
+    """``BuildAutoscalerContainer``, the auth env, the TLS env and mount, then ``mergeAutoscalerOverrides``."""
     container: dict[str, Any] = {
         "name": c.AUTOSCALER_CONTAINER_NAME,
         "image": image,
@@ -493,6 +498,8 @@ def _autoscaler_container(ctx: _Context, image: Any) -> dict[str, Any]:
     }
     if ctx.auth is not None:
         set_token_auth_env(ctx.name, container, ctx.auth)
+    if tls.tls_enabled(ctx.spec, ctx.options):
+        tls.set_container_tls_config(container)
     options = ctx.spec.autoscaler_options
     if options is not None:
         _merge_autoscaler_overrides(container, options)

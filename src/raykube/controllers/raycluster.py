@@ -44,7 +44,7 @@ from raykube.api import constants as c
 from raykube.api.raycluster import RayClusterSpec, WorkerGroupSpec
 from raykube.api.resources import RAYCLUSTERS, RayCluster
 from raykube.api.validation import FieldError, validate_raycluster
-from raykube.builders import batch, groups, names, pods, services, spechash, status
+from raykube.builders import batch, certificates, groups, names, pods, services, spechash, status, tls
 from raykube.builders.options import BuildOptions
 from raykube.builders.patch import merge_patch
 from raykube.controllers.base import (
@@ -66,6 +66,7 @@ from raykube.controllers.watches import CREATED_BY_SELECTOR, POD_SELECTOR, cache
 from raykube.kube import objects
 from raykube.kube.errors import ApiError
 from raykube.kube.resources import (
+    CERTIFICATES,
     INGRESSES,
     JOBS,
     PERSISTENT_VOLUME_CLAIMS,
@@ -264,7 +265,7 @@ class RayClusterReconciler:
         self._validated: dict[tuple[str, str], tuple[str, list[FieldError]]] = {}
 
     # -------------------------------------------------------------------------------------------------- entry
-    async def reconcile(self, namespace: str, name: str) -> Result:
+    async def reconcile(self, namespace: str, name: str) -> Result:  # noqa: PLR0911 - KubeRay's early exits, in order
         obj = self.own.newest((namespace, name), self.cache.get(RAYCLUSTERS, namespace, name))
         if obj is None:
             self.expectations.forget((namespace, name))
@@ -285,6 +286,13 @@ class RayClusterReconciler:
         if cluster.spec is None:  # validation requires a spec; this keeps the type checker honest
             raise ReconcileError("the RayCluster has no spec")
         self._warn_autoscaler_v1_restart_policy(obj, cluster.spec, namespace, name)
+        if tls.tls_enabled(cluster.spec, self.options) and not self.options.cert_manager_available:
+            note = (  # KubeRay v1.7.0: checked after validation, once at start-up (main.go certManagerAPIAvailable)
+                f"The RayCluster spec is invalid {namespace}/{name}: tlsOptions requires cert-manager, but "
+                "cert-manager is not installed"
+            )
+            self.recorder.event(obj, WARNING, c.EVENT_INVALID_RAYCLUSTER_SPEC, "Validate", note)
+            return Result()
         ctx = ClusterContext(obj, cluster, cluster.spec, namespace, name, self.cache)
         if objects.terminating(obj):
             requeue = await self.children.finalize(ctx)  # GCS FT Redis cleanup, if the finalizer is on
@@ -529,6 +537,7 @@ class RayClusterReconciler:
         provisioned = objects.condition_true(ctx.obj, c.CONDITION_RAYCLUSTER_PROVISIONED)
         if provisioned and ctx.annotations.get(c.RAY_DISABLE_PROVISIONED_HEAD_RESTART_ANNOTATION) == "true":
             return True
+        await self._check_mtls_ready(ctx)
         body = pods.head_pod(ctx.cluster, self.options)
         target = objects.name(body) or objects.meta(body).get("generateName", "")
         failed = (c.EVENT_FAILED_TO_CREATE_HEAD_POD, f"Failed to create head Pod {namespace}/{target}")
@@ -578,6 +587,7 @@ class RayClusterReconciler:
         running = sorted((p for p in group_pods if objects.name(p) not in deleted), key=objects.name)
         diff = groups.desired_worker_replicas(group) - len(running)
         if diff > 0:
+            await self._check_mtls_ready(ctx)
             await self._scale_up(ctx, index, running, diff)
         elif diff < 0 and (self.options.random_pod_delete or not ctx.autoscaling):
             leaving = sum(1 for p in running if objects.terminating(p))  # already going: no second delete
@@ -651,6 +661,8 @@ class RayClusterReconciler:
             raise ReconcileError(f"desired {desired} workers is not a multiple of numOfHosts {hosts}")
         missing = desired // hosts - len(replicas)
         used = {objects.labels(m[0]).get(c.RAY_WORKER_REPLICA_INDEX_LABEL) for m in replicas.values()}
+        if missing > 0:
+            await self._check_mtls_ready(ctx)
         for replica_index in _free_indices(used, missing):
             await self._create_replica(ctx, index, replica_index, f"{group.group_name}-{names.random_suffix()}")
         if missing < 0 and (self.options.random_pod_delete or not ctx.autoscaling):
@@ -675,6 +687,26 @@ class RayClusterReconciler:
             for host in range(group.num_of_hosts)
         ]
         await slow_start(bodies, lambda body: self._create_worker(ctx, group, body))
+
+    async def _check_mtls_ready(self, ctx: ClusterContext) -> None:
+        """KubeRay v1.7.0 ``checkMTLSSecretsReady`` before any Ray Pod is created, with TLS on: both leaf Certificates
+        Ready at their generation and their Secrets holding tls.crt, tls.key and ca.crt, else the pass fails (retried
+        with back-off). Read from the API server: the cache holds neither cert-manager's objects nor its Secrets."""
+        if not tls.tls_enabled(ctx.spec, self.options):
+            return
+        found: dict[Resource, dict[str, Obj | None]] = {CERTIFICATES: {}, SECRETS: {}}
+        for head in (True, False):
+            for res, name in ((CERTIFICATES, tls.tls_cert_name(ctx.name, head=head)),
+                              (SECRETS, tls.tls_secret_name(ctx.name, head=head))):  # fmt: skip
+                try:
+                    found[res][name] = await self.api.get(res, name, ctx.namespace)
+                except ApiError as exc:
+                    if not exc.not_found:
+                        raise ReconcileError(f"mTLS secrets not ready: {name}: {exc}") from exc
+                    found[res][name] = None
+        problem = certificates.leaf_problem(ctx.name, found[CERTIFICATES], found[SECRETS])
+        if problem is not None:
+            raise ReconcileError(f"mTLS secrets not ready: {problem}")
 
     async def _create_worker(self, ctx: ClusterContext, group: WorkerGroupSpec, body: Obj) -> None:
         failed = (

@@ -81,6 +81,11 @@ INGRESSES = Resource(
     "networking.k8s.io", "v1", "Ingress", "ingresses", spec_status=True, short_names=("ingress", "ing")
 )
 NETWORK_POLICIES = Resource("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies", short_names=("netpol",))
+# cert-manager's (KubeRay v1.7.0's mTLS: served only where cert-manager is installed).
+CERTIFICATES = Resource(
+    "cert-manager.io", "v1", "Certificate", "certificates", spec_status=True, short_names=("certificate", "cert")
+)
+ISSUERS = Resource("cert-manager.io", "v1", "Issuer", "issuers", spec_status=True, short_names=("issuer",))
 STORAGE_CLASSES = Resource(
     "storage.k8s.io", "v1", "StorageClass", "storageclasses", namespaced=False, short_names=("sc",)
 )

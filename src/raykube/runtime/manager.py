@@ -43,6 +43,7 @@ from raykube.builders.options import BuildOptions
 from raykube.controllers.base import Deps, Key, Reconciler, Registration, Watch
 from raykube.controllers.networkpolicy import registration as networkpolicy_registration
 from raykube.controllers.raycluster import registration as raycluster_registration
+from raykube.controllers.raycluster_mtls import registration as raycluster_mtls_registration
 from raykube.controllers.raycronjob import registration as raycronjob_registration
 from raykube.controllers.rayjob import registration as rayjob_registration
 from raykube.controllers.rayservice import registration as rayservice_registration
@@ -111,13 +112,32 @@ class Controller:
 
 def default_registrations(options: BuildOptions) -> list[Registration]:
     """The controllers the operator runs: RayCluster, RayJob, RayService and, each only with its feature gate (as
-    KubeRay v1.7.0 starts them), RayCronJob and NetworkPolicy."""
+    KubeRay v1.7.0 starts them), RayCronJob, NetworkPolicy and RayClusterMTLS (that one also only when cert-manager
+    was found at start-up, :func:`api_served`: its Issuer and Certificate informers would never sync without it)."""
     registrations = [raycluster_registration(options), rayjob_registration(options), rayservice_registration(options)]
     if options.gate(c.GATE_RAY_CRON_JOB):
         registrations.append(raycronjob_registration(options))
     if options.gate(c.GATE_RAYCLUSTER_NETWORK_POLICY):
         registrations.append(networkpolicy_registration(options))
+    if options.gate(c.GATE_RAYCLUSTER_MTLS) and options.cert_manager_available:
+        registrations.append(raycluster_mtls_registration(options))
     return registrations
+
+
+async def api_served(kube: Kube, res: Resource) -> bool:
+    """Whether the API server serves ``res``'s group version (KubeRay v1.7.0 main.go ``certManagerAPIAvailable``:
+    discovery lists it). Any error reads as not served, as there. KubeRay reads every group's resources and also
+    gives up when an unrelated aggregated API fails to answer; this asks for the one group version only."""
+    try:
+        found = await kube.request("get", "GET", res, f"/apis/{res.group}/{res.version}")
+    except ApiError as exc:
+        if not exc.not_found:
+            log.info("discovery of %s/%s failed: %s", res.group, res.version, exc)
+        return False
+    except Exception as exc:  # a connection error: KubeRay's discovery client gives up the same way
+        log.info("discovery of %s/%s failed: %s", res.group, res.version, exc)
+        return False
+    return isinstance(found, Mapping) and found.get("groupVersion") == res.api_version
 
 
 def _merge_watches(registrations: Sequence[Registration]) -> dict[Resource, Watch]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import signal
@@ -26,9 +27,10 @@ from raykube.api import constants as c
 from raykube.api.config import OperatorConfig, describe
 from raykube.builders.options import BuildOptions
 from raykube.kube.client import Kube
+from raykube.kube.resources import CERTIFICATES
 from raykube.runtime.http import HttpServer
 from raykube.runtime.leader import LeaderElector
-from raykube.runtime.manager import Manager
+from raykube.runtime.manager import Manager, api_served
 from raykube.runtime.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -71,15 +73,8 @@ class Operator:
         if self.kube.observer is None:
             self.kube.observer = self.metrics
         self.identity = identity or f"{socket.gethostname()}_{uuid.uuid4()}"
-        self.manager = Manager(
-            self.kube,
-            options=build_options(config),
-            namespaces=config.watch_namespaces or None,
-            reconcile_concurrency=config.reconcile_concurrency,
-            identity=self.identity,
-            metrics=self.metrics,
-            use_kubernetes_proxy=config.use_kubernetes_proxy,
-        )
+        self.options = build_options(config)
+        self._manager: Manager | None = None  # built by start(), once discovery says which controllers can run
         self.elector: LeaderElector | None = None
         if config.enable_leader_election:
             namespace = config.leader_election_namespace or pod_namespace()
@@ -91,11 +86,41 @@ class Operator:
         )
         self._tasks: list[asyncio.Task[None]] = []
 
+    @property
+    def manager(self) -> Manager:
+        if self._manager is None:
+            raise RuntimeError("the operator has not started: its manager is built at start-up, after API discovery")
+        return self._manager
+
+    async def _build_manager(self) -> Manager:
+        """The manager, with the controllers this API server allows: with the RayClusterMTLS gate on, cert-manager's
+        API is looked up once, as KubeRay v1.7.0's main.go does before it sets up its controllers."""
+        options = self.options
+        if options.gate(c.GATE_RAYCLUSTER_MTLS):
+            available = await api_served(self.kube, CERTIFICATES)
+            options = dataclasses.replace(options, cert_manager_available=available)
+            if not available:  # KubeRay v1.7.0 main.go's words
+                log.info(
+                    "cert-manager API not found; mTLS controller disabled (RayClusters with tlsOptions and no "
+                    "CertificateSecretName will not get auto-generated certs)"
+                )
+        else:
+            log.info("RayClusterMTLS feature gate is disabled, skipping mTLS controller setup")
+        return Manager(
+            self.kube,
+            options=options,
+            namespaces=self.config.watch_namespaces or None,
+            reconcile_concurrency=self.config.reconcile_concurrency,
+            identity=self.identity,
+            metrics=self.metrics,
+            use_kubernetes_proxy=self.config.use_kubernetes_proxy,
+        )
+
     async def _healthz(self) -> tuple[int, str, bytes]:
         return 200, "text/plain", b"ok\n"
 
     async def _readyz(self) -> tuple[int, str, bytes]:
-        if not self.manager.synced.is_set():
+        if self._manager is None or not self._manager.synced.is_set():
             return 503, "text/plain", b"caches not synced\n"
         if self.elector is not None and not self.elector.healthy:
             return 503, "text/plain", b"leader election cannot reach the API server\n"
@@ -110,6 +135,8 @@ class Operator:
 
     async def start(self) -> None:
         log.info("starting raykube operator", extra={"config": describe(self.config), "identity": self.identity})
+        if self._manager is None:
+            self._manager = await self._build_manager()
         if self.config.batch_scheduler:
             log.info("batch scheduler %s: Ray Pods get its scheduling metadata", self.config.batch_scheduler)
         if self.manager.options.gate(c.GATE_RAYCLUSTER_NETWORK_POLICY):  # KubeRay v1.7.0 main.go's words
@@ -140,7 +167,8 @@ class Operator:
     async def stop(self) -> None:
         """Stop taking work, finish in-flight reconciles, release the Lease, close the servers."""
         grace = 0.0 if self.lost.is_set() else 10.0  # a lost leader must stop at once
-        await self.manager.stop(grace=grace)
+        if self._manager is not None:
+            await self._manager.stop(grace=grace)
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:

@@ -218,6 +218,7 @@ def _check_tls(
         return
     if not gates.get(c.GATE_RAYCLUSTER_MTLS, False):
         errs.kuberay(tls.path, f"spec.tlsOptions requires the {c.GATE_RAYCLUSTER_MTLS} feature gate to be enabled")
+        return  # v1.7.0 validateTLSOptions checks nothing more without the gate (IsTLSEnabled is false)
     if not enabled:
         return
     managed = "- the operator manages TLS configuration automatically"
