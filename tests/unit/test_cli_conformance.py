@@ -47,7 +47,10 @@ def test_the_operator_accepts_kuberay_e2e_feature_gates() -> None:
 def test_gates_raykube_does_not_build_are_left_off_and_named() -> None:
     """KubeRay v1.7.0's e2e CI turns on gates whose features raykube does not build yet; raykube would refuse to
     start with them, so the run leaves them off and the page names them."""
-    v170 = "RayCronJob=true,RayClusterMTLS=true,GCSFaultToleranceEmbeddedStorage=true,RayClusterHistoryServer=true,KubernetesWAS=false"
+    v170 = (
+        "RayCronJob=true,RayClusterMTLS=true,GCSFaultToleranceEmbeddedStorage=true,RayClusterHistoryServer=true,"
+        "KubernetesWAS=false"
+    )
     kept, dropped = raykube_feature_gates(v170)
     assert kept == "RayCronJob=true,RayClusterMTLS=true,GCSFaultToleranceEmbeddedStorage=true,KubernetesWAS=false"
     assert dropped == ("RayClusterHistoryServer",)
