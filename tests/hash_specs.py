@@ -27,9 +27,13 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import yaml
+from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
+from hypothesis.internal.conjecture import providers
+from hypothesis.internal.constants_ast import Constants
 
 from raykube.api import constants as c
 from raykube.api.raycluster import RayClusterSpec
@@ -485,3 +489,56 @@ SPEC_V170_ADDED = _obj(
     },
     {},
 )
+
+
+# ---------------------------------------------------------------------------------------------------- the draws
+
+# How many specs tools/kuberay/generate.py draws from each strategy, and the seed: the vectors file holds these draws,
+# and tests/unit/test_kuberay_hash_v170.py checks that it still does (a change to a strategy, or to a constant one
+# reads, changes them: regenerate the file).
+STRATEGIES = {"SPEC_V170": 600, "SPEC_V170_ADDED": 200, "SPEC_V161": 200}
+SEED = 170
+
+
+def draw(strategy: st.SearchStrategy[dict[str, Any]], count: int, salt: int) -> list[dict[str, Any]]:
+    """``count`` distinct specs (by their served text) drawn from ``strategy``, the same ones on every run.
+
+    Hypothesis mixes into what it draws the literals of every non-library module the process has imported (its "local
+    constants"), so a seed alone draws differently after any edit anywhere in raykube or the tests, and differently
+    under pytest than under the generator. The draws here see none: the same specs for a seed, whatever is loaded.
+    (A Hypothesis internal, pinned by uv.lock; patching it fails loudly if a new release renames it.)
+    """
+    found: dict[str, dict[str, Any]] = {}
+
+    @seed(SEED * 1000 + salt)
+    @settings(
+        max_examples=count * 2,
+        database=None,
+        phases=[Phase.generate],
+        deadline=None,
+        suppress_health_check=[
+            HealthCheck.too_slow,
+            HealthCheck.data_too_large,
+            HealthCheck.filter_too_much,
+            HealthCheck.large_base_example,
+        ],
+    )
+    @given(spec=strategy)
+    def collect(spec: dict[str, Any]) -> None:
+        if len(found) < count:
+            found.setdefault(served(spec), spec)
+
+    with mock.patch.object(providers, "_get_local_constants", Constants):
+        providers.CONSTANTS_CACHE.cache.clear()
+        try:
+            collect()
+        finally:
+            providers.CONSTANTS_CACHE.cache.clear()
+    if len(found) < count:
+        raise SystemExit(f"drew only {len(found)} distinct specs of {count}")
+    return list(found.values())
+
+
+def drawn() -> dict[str, list[dict[str, Any]]]:
+    """Every strategy's draws, by strategy name (the spec cases of tests/vectors/kuberay_hash_v170.json)."""
+    return {name: draw(globals()[name], count, salt) for salt, (name, count) in enumerate(STRATEGIES.items(), start=1)}

@@ -31,6 +31,7 @@ from tests import hash_specs
 from tests.support import KUBERAY_V161
 
 VECTORS = Path(__file__).resolve().parents[1] / "vectors" / "kuberay_hash_v170.json"
+ROUNDTRIP = VECTORS.with_name("kuberay_roundtrip_v170.json")
 REGENERATE = "regenerate with tools/kuberay/generate.py (tools/kuberay/README.md); never edit the file by hand"
 # v1.7.0's samples whose spec is one of v1.6.1's (plain or +priority): 135 when the file was written.
 MIN_SAMPLE_MATCHES = 100
@@ -131,6 +132,24 @@ def test_vectors_are_kuberay_v170_and_match_the_struct_table() -> None:
     module_lines = [line.removeprefix("#   ") for line in table.splitlines() if line.startswith("#   ")]
     assert module_lines == header["modules"], REGENERATE
     assert f"ray-operator v1.7.0 (a checkout at commit {header['commit']})" in module_lines[0]
+
+
+def test_the_spec_cases_are_what_the_strategies_draw_today() -> None:
+    """The generator's draws depend on tests/hash_specs.py and the constants it reads: when either changes, the files
+    no longer hold what re-running the generator writes, and a claim nobody can reproduce is not evidence. (The Go
+    round-trip vectors encode the first SPEC_V170 draws, each as a RayCluster, a RayJob's and a RayService's.)"""
+    spec_cases = _cases("spec")
+    drawn = hash_specs.drawn()
+    for name, specs in drawn.items():
+        committed = [case["spec"] for case in spec_cases if case.get("strategy") == name]
+        today = [hash_specs.served(spec) for spec in specs]
+        stale = sum(1 for a, b in zip(committed, today, strict=True) if a != b)
+        assert committed == today, f"{stale} of the {name} specs are no longer what the strategy draws: {REGENERATE}"
+    roundtrip = json.loads(ROUNDTRIP.read_text(encoding="utf-8"))["cases"]
+    clusters = [case["object"]["spec"] for case in roundtrip if case.get("strategy") and case["kind"] == "RayCluster"]
+    assert clusters, "the round-trip vectors hold no drawn spec"
+    today = [json.loads(hash_specs.served(spec)) for spec in drawn["SPEC_V170"][: len(clusters)]]
+    assert clusters == today, f"the round-trip vectors' drawn specs are no longer the SPEC_V170 draws: {REGENERATE}"
 
 
 # --------------------------------------------------------------------------------------------------- the cases

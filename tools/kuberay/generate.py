@@ -45,9 +45,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, Phase, given, seed, settings
-from hypothesis import strategies as st
-
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # the tests package, for its strategies and KubeRay v1.6.1's helper
 
@@ -66,9 +63,6 @@ ROUNDTRIP = ROOT / "tests" / "vectors" / "kuberay_roundtrip_v170.json"
 GO_SOURCES = ("go.mod", "go.sum", "extract/main.go", "gostructs/main.go", "hash/main.go", "roundtrip/main.go")
 # How many drawn specs to wrap into each kind of object for the round-trip vectors.
 ROUNDTRIP_SPECS = 20
-# How many specs to draw from each strategy of tests/hash_specs.py.
-STRATEGIES = {"SPEC_V170": 600, "SPEC_V170_ADDED": 200, "SPEC_V161": 200}
-SEED = 170
 
 # Specs KubeRay v1.6.1 and v1.7.0 hash differently, each with the reason: what changes under a v1.6-made object when
 # the operator (or the CRD) becomes v1.7.0's.
@@ -422,34 +416,6 @@ class Module:
         return binary
 
 
-def draw(strategy: st.SearchStrategy[dict[str, Any]], count: int, salt: int) -> list[dict[str, Any]]:
-    """``count`` distinct specs (by their served text) drawn from ``strategy``, the same ones on every run."""
-    found: dict[str, dict[str, Any]] = {}
-
-    @seed(SEED * 1000 + salt)
-    @settings(
-        max_examples=count * 2,
-        database=None,
-        phases=[Phase.generate],
-        deadline=None,
-        suppress_health_check=[
-            HealthCheck.too_slow,
-            HealthCheck.data_too_large,
-            HealthCheck.filter_too_much,
-            HealthCheck.large_base_example,
-        ],
-    )
-    @given(spec=strategy)
-    def collect(spec: dict[str, Any]) -> None:
-        if len(found) < count:
-            found.setdefault(hash_specs.served(spec), spec)
-
-    collect()
-    if len(found) < count:
-        raise SystemExit(f"drew only {len(found)} distinct specs of {count}")
-    return list(found.values())
-
-
 def _hashes(helper: kuberay_hash.KubeRayHash, text: str) -> tuple[str, str]:
     try:
         return helper.hashes(text)
@@ -513,10 +479,7 @@ def generate(src: Path, work: Path) -> tuple[str, str, str]:
     try:
         _stderr("hashing the samples and the generated specs")
         samples = sample_cases(v170, src / "ray-operator" / "config" / "samples")
-        drawn = {
-            name: draw(getattr(hash_specs, name), count, salt)
-            for salt, (name, count) in enumerate(STRATEGIES.items(), start=1)
-        }
+        drawn = hash_specs.drawn()
         generated = [spec_case(v170, spec, strategy=name) for name, specs in drawn.items() for spec in specs]
         _stderr("encoding objects through KubeRay's Go types")
         objects = roundtrip_objects(drawn["SPEC_V170"][:ROUNDTRIP_SPECS])
@@ -551,7 +514,7 @@ def generate(src: Path, work: Path) -> tuple[str, str, str]:
         "of the release's ray-operator/config/samples by file#index and the sha256 of its canonical JSON "
         "(tests/hash_specs.py input_sha256), +priority with priority: 0 added to every worker group lacking one; a "
         "spec case holds the spec as served, and the strategy it was drawn from or why v1.6.1 answers v161 instead",
-        "seed": SEED,
+        "seed": hash_specs.SEED,
         "counts": {
             "samples": sum(1 for case in samples if not case["sample"].endswith("+priority")),
             "samples_priority": sum(1 for case in samples if case["sample"].endswith("+priority")),
