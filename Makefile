@@ -109,13 +109,15 @@ bench: sandbox-build
 reliability: preflight sandbox-build
 	RAYKUBE_RELIABILITY_PROFILE=full RAYKUBE_RELIABILITY_REPORT=docs/reliability.md $(UVRUN) pytest -m 'not long'
 
-# Not part of `make test` (each suite takes minutes per operator): builds KubeRay's e2e test binaries and its operator
-# the first time (from KUBERAY_SRC, a checkout of the v1.7.0 tag, else a clone of it from GitHub; 2 minutes with a warm
-# Go cache), runs them on process sandboxes against the raykube operator and then KubeRay's, and updates
-# docs/conformance.md (not with RUN=); then, unless SUITE or RUN picks something, raykube's own long tests and the
-# objects raykube generates from each KubeRay v1.7.0 sample against KubeRay v1.7.0's own (rewrites docs/differential.md;
-# SUITE=objects alone, RUN= a regex over sample paths).
+# Not part of `make test` (each suite takes minutes per operator): first checks that the committed KubeRay v1.7.0
+# vectors and struct table are what tools/kuberay/generate.py writes from the tag; builds KubeRay's e2e test binaries
+# and its operator the first time (from KUBERAY_SRC, a checkout of the v1.7.0 tag, else a clone of it from GitHub; 2
+# minutes with a warm Go cache), runs them on process sandboxes against the raykube operator and then KubeRay's, and
+# updates docs/conformance.md (not with RUN=); then, unless SUITE or RUN picks something, raykube's own long tests and
+# the objects raykube generates from each KubeRay v1.7.0 sample against KubeRay v1.7.0's own (rewrites
+# docs/differential.md; SUITE=objects alone, RUN= a regex over sample paths).
 conformance: sandbox-build
+	$(UVRUN) python tools/kuberay/generate.py --check
 ifeq ($(SUITE),objects)
 	$(UVRUN) raykube conformance --objects $(if $(RUN),--run '$(RUN)')
 else

@@ -3,8 +3,9 @@
     uv run python tools/kuberay/generate.py --src <kuberay checkout>           # rewrite both files
     uv run python tools/kuberay/generate.py --src <kuberay checkout> --check   # fail if either would change
 
-`--src` (default: $KUBERAY_SRC) is a checkout of github.com/ray-project/kuberay at the release raykube follows
-(`git clone --branch v1.7.0 https://github.com/ray-project/kuberay`). The module proxy refuses ray-operator v1.7.0,
+`--src` (default: $KUBERAY_SRC, else the clone of the tag `make conformance` makes, which needs GitHub) is a checkout
+of github.com/ray-project/kuberay at the release raykube follows (`git clone --branch v1.7.0
+https://github.com/ray-project/kuberay`); `make conformance` runs `--check` first. The module proxy refuses ray-operator v1.7.0,
 so this copies tools/kuberay (a Go module requiring v1.6.1 from the proxy) into a temporary directory, makes its
 go.mod require v1.7.0 and replace the module with the checkout's ray-operator/, and `go mod tidy`s it. Then:
 
@@ -51,6 +52,8 @@ sys.path.insert(0, str(ROOT))  # the tests package, for its strategies and KubeR
 from tests import hash_specs, kuberay_hash  # noqa: E402 - after the path is set
 
 from raykube.sandbox.build import find_go  # noqa: E402
+from raykube.sandbox.conformance import clone_tag  # noqa: E402
+from raykube.sandbox.errors import SandboxError  # noqa: E402
 from raykube.sandbox.reference import kuberay_reference  # noqa: E402
 
 RELEASE = "v1.7.0"  # the KubeRay release raykube follows
@@ -547,12 +550,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--src", type=Path, default=os.environ.get("KUBERAY_SRC"), help="a KubeRay checkout")
     parser.add_argument("--check", action="store_true", help="fail when a committed file is not what is generated")
     args = parser.parse_args(argv)
-    if args.src is None:
-        sys.stderr.write(
-            f"needs a checkout of KubeRay {RELEASE}: git clone --branch {RELEASE} "
-            "https://github.com/ray-project/kuberay <dir>, then --src <dir> or KUBERAY_SRC=<dir>\n"
-        )
-        return 2
+    if args.src is None:  # the clone `make conformance` makes (needs GitHub), as for the e2e suites
+        try:
+            args.src = clone_tag(RELEASE.removeprefix("v"), _stderr)
+        except SandboxError as error:
+            sys.stderr.write(
+                f"{error}\nneeds a checkout of KubeRay {RELEASE}: git clone --branch {RELEASE} "
+                "https://github.com/ray-project/kuberay <dir>, then --src <dir> or KUBERAY_SRC=<dir>\n"
+            )
+            return 2
     with tempfile.TemporaryDirectory(prefix="raykube-kuberay-") as work:
         table, vectors, roundtrip = generate(args.src.resolve(), Path(work))
     stale = []
