@@ -10,7 +10,9 @@ from typing import Any
 
 import yaml
 
-from raykube.cli.differential import Pair, gates, kuberay_argv, prerequisite_service_accounts
+from raykube.api.raycluster import RayClusterSpec
+from raykube.builders.spechash import cluster_spec_hash
+from raykube.cli.differential import Pair, gates, hashes_checked, kuberay_argv, prerequisite_service_accounts
 from raykube.sandbox import differential as d
 
 
@@ -322,3 +324,45 @@ def test_empty_values_one_side_omits_are_told_apart_and_counted_on_their_own() -
         "1 of 3 KubeRay v1.7.0 samples equal, 1 more only for empty values one side writes and the other omits"
     )
     assert "| `b.yaml` |  | 1 | 2 differences (2 empty vs absent) |" in d.markdown(run)
+
+
+def test_a_rayjobs_copy_of_its_clusters_status_is_a_snapshot_counted_on_its_own() -> None:
+    snapshot = d.Difference("RayJob/j", ".status.rayClusterStatus.head.podIP", "<ip>", d.MISSING)
+    condition = d.Difference("RayJob/j", ".status.rayClusterStatus.conditions[0].status", "True", "False")
+    own_status = d.Difference("RayJob/j", ".status.jobDeploymentStatus", "Running", "Initializing")
+    cluster = d.Difference("RayCluster/c", ".status.rayClusterStatus.x", 1, 2)  # the path alone is not enough
+    assert snapshot.snapshot and condition.snapshot
+    assert not own_status.snapshot and not cluster.snapshot
+    assert condition.line().endswith("(snapshot)")
+    empty = d.Difference("RayCluster/c", ".spec.workerGroupSpecs[0].scaleStrategy", {}, d.MISSING)
+    run = run_of(
+        d.SampleResult("a.yaml", [], 1),
+        d.SampleResult("b.yaml", [], 1, (empty,)),
+        d.SampleResult("c.yaml", [], 1, (snapshot, condition, empty)),
+        d.SampleResult("d.yaml", [], 1, (snapshot, own_status)),
+        d.SampleResult("e.yaml", [], 1, (snapshot,), error="boom"),
+        total=5,
+    )
+    assert run.count_sentence() == (
+        "1 of 5 KubeRay v1.7.0 samples equal, 1 more only for empty values one side writes and the other omits, "
+        "1 more only in a RayJob's snapshot of its cluster's status"
+    )
+    assert "| `c.yaml` |  | 1 | 3 differences (1 empty vs absent, 2 snapshot) |" in d.markdown(run)
+
+
+def test_a_recreate_hash_is_shown_as_its_specs_only_when_it_is_its_clusters_spec_hash() -> None:
+    spec = {"headGroupSpec": {"template": {"spec": {"containers": [{"name": "ray-head", "image": "ray:2.52.0"}]}}}}
+    right = cluster_spec_hash(RayClusterSpec.model_validate(spec))
+    cluster = {"kind": "RayCluster", "metadata": {"name": "c-bcdfg"}, "spec": spec}
+
+    def head(value: str, cluster_name: str = "c-bcdfg") -> dict[str, object]:
+        annotations = {"ray.io/upgrade-strategy-recreate-hash": value}
+        return {
+            "kind": "Pod",
+            "metadata": {"name": "h", "labels": {"ray.io/cluster": cluster_name}, "annotations": annotations},
+        }
+
+    checked = hashes_checked([cluster, head(right), head("WRONG"), head(right, "other")])
+    values = [o["metadata"]["annotations"]["ray.io/upgrade-strategy-recreate-hash"] for o in checked[1:]]
+    assert values == [d.SPEC_HASH, "WRONG", right]  # checked, left to show, no cluster to check against
+    assert head(right)["metadata"]["annotations"]["ray.io/upgrade-strategy-recreate-hash"] == right  # input untouched
