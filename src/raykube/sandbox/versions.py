@@ -101,6 +101,31 @@ KUBERAY_OPERATOR = Artifact(
 )
 OPTIONAL_ARTIFACTS = (KUBERAY_E2E, KUBERAY_OPERATOR)
 
+# The sandbox's S3-compatible object store (issue 44): versitygw, Versity's S3 gateway, whose POSIX backend serves a
+# directory as buckets and objects. Apache-2.0 (the LICENSE file of the module github.com/versity/versitygw v1.8.0),
+# built from the Go module proxy, unlike MinIO (AGPL-3.0). The image ``versity/versitygw:v1.8.0`` (also published as
+# ghcr.io/versity/versitygw; the module's README and chart/values.yaml) maps to this build on process nodes; its
+# ENTRYPOINT, CMD and files come from the module's own Dockerfile and docker-entrypoint.sh at that version
+# (sandbox/objectstore.py). v1.8.0 is the release this was verified with and what ``latest`` means here.
+VERSITYGW_VERSION = "1.8.0"
+VERSITYGW_MODULE = "github.com/versity/versitygw"
+VERSITYGW_RECIPE_REVISION = 1
+
+
+def versitygw_artifact(version: str = VERSITYGW_VERSION) -> Artifact:
+    """The build behind the image ``versity/versitygw:v<version>``: the binary, the image's entrypoint script, and
+    ``image.json`` (the image's ENTRYPOINT, CMD, WORKDIR, ENV and where its files go, read from its Dockerfile)."""
+    return Artifact(
+        "versitygw",
+        version,
+        ("bin/versitygw", "image.json"),
+        recipe=VERSITYGW_RECIPE_REVISION,
+        typical_seconds=80.0,  # go install of cmd/versitygw on 2 cores with its modules downloaded (2026-12-06)
+    )
+
+
+VERSITYGW = versitygw_artifact()
+
 
 def cache_root() -> Path:
     """``$RAYKUBE_CACHE_DIR``, else ``$XDG_CACHE_HOME/raykube``, else ``~/.cache/raykube``."""

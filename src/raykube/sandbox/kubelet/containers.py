@@ -160,6 +160,9 @@ class ContainerRunner:
             raise RuntimeError(f"container {c.name}: no image prepared")
         try:
             mounts = volumes.container_mounts(c.spec, sandbox.volumes, c.env)
+            # The image's own files first (a built binary at its path in the image), so a volume can cover them.
+            image_files = [{"source": host, "target": path, "readOnly": True} for host, path in runnable.image_files]
+            mounts = [*image_files, *mounts]
         except ContainerConfigError as exc:
             await self._config_error(exc)
             return 1
@@ -180,7 +183,7 @@ class ContainerRunner:
             "tmp": str(run_dir / "tmp"),
             "mounts": mounts,
             "etc": {name: str(sandbox.dir / "etc" / name) for name in ("hosts", "resolv.conf", "hostname")},
-            "mkdirs": [runnable.working_dir, "/tmp"],  # noqa: S108 - the container's own /tmp
+            "mkdirs": [runnable.working_dir, "/tmp", *runnable.image_dirs],  # noqa: S108 - the container's own /tmp
             "hide": ctx.host.hide_paths,
             "workingDir": c.spec.get("workingDir") or runnable.working_dir,
             "argv": argv,

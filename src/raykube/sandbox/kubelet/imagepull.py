@@ -86,7 +86,7 @@ class ImagePuller:
                 f"{images.python_version()} (Ray {image.version} is not)",
                 c,
             )
-        c.image_id = f"raykube-venv://{runnable.venv}"
+        c.image_id = runnable.image_id
         return runnable
 
 

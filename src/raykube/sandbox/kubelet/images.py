@@ -20,12 +20,21 @@ at raykube's installed version. Its Pod runs ``raykube operator`` for real, with
 ``/home/nonroot``, unbuffered Python) and its ServiceAccount token at the usual path, so the operator finds its
 in-cluster config as in any cluster. Only the installed version exists: another tag is not found.
 
+versitygw's image (``versity/versitygw:v<X.Y.Z>``, also ``ghcr.io/versity/versitygw``; the sandbox's object store,
+``docs/sandbox.md``) maps to a build of the Go module ``github.com/versity/versitygw`` at exactly that version,
+made once into ``<cache>/bin/versitygw-v<X.Y.Z>-r<recipe>/`` (:mod:`raykube.sandbox.objectstore`): building it is
+the image's "pull", having it is the image being "present". ``latest`` (or no tag) means the version pinned in
+``versions.VERSITYGW_VERSION``. Its container runs as the image does: the binary and the entrypoint script bound at
+their paths in the image, the image's ``ENTRYPOINT``/``CMD``/``WORKDIR``/``ENV`` from its Dockerfile, with
+``command``/``args`` replacing them as Kubernetes does. A version the module proxy does not have is not found.
+
 An image the runtime cannot map is **not found**, as a registry answers for a missing image, so the kubelet's pull
 rules apply to it (``ErrImagePull``, then ``ImagePullBackOff`` between retries; ``ErrImageNeverPull`` under
 ``imagePullPolicy: Never``). Not found are:
 
-* any image other than ``rayproject/ray``, ``rayproject/ray-ml``, ``rayproject/ray-llm`` and raykube's operator
-  (``busybox:1.36``, ``example.invalid/nothing:1``): nothing else is run under another image's name;
+* any image other than ``rayproject/ray``, ``rayproject/ray-ml``, ``rayproject/ray-llm``, raykube's operator and
+  versitygw (``busybox:1.36``, ``example.invalid/nothing:1``): nothing else is run under another image's name;
+* a versitygw tag that names no version (``versity/versitygw:edge``), or a version the module proxy does not have;
 * an operator image tag other than the raykube version installed here (``latest`` means that one);
 * a tag of those that names no Ray version (``rayproject/ray:does-not-exist``; the version is ``X.Y.Z``, ``latest``
   or ``nightly``, optionally followed by ``-py3XX``, ``-cpu``, ``-gpu``, ``-cuXXX`` variants);
@@ -54,6 +63,8 @@ from typing import Any
 
 import raykube
 from raykube.api.constants import RAY_DASHBOARD_MODULE_READY_TIMEOUT_ENV
+from raykube.sandbox import objectstore, versions
+from raykube.sandbox.errors import SandboxError
 
 _RAY_IMAGE = re.compile(
     r"^(?:(?:docker\.io|index\.docker\.io|registry-1\.docker\.io|quay\.io)/)?"
@@ -67,6 +78,14 @@ _OPERATOR_IMAGE = re.compile(
     rf"^{re.escape(OPERATOR_REPOSITORY)}(?::(?P<tag>[A-Za-z0-9_.-]+))?(?:@sha256:[0-9a-f]{{64}})?$"
 )
 OPERATOR_HOME = "/home/nonroot"  # the Containerfile's HOME and WORKDIR
+# versitygw's published image: Docker Hub's versity/versitygw (the module's README) and ghcr.io (its Helm chart).
+VERSITYGW_REPOSITORY = "versity/versitygw"
+_VERSITYGW_IMAGE = re.compile(
+    r"^(?:(?:docker\.io|index\.docker\.io|registry-1\.docker\.io|ghcr\.io)/)?versity/versitygw"
+    r"(?::(?P<tag>[A-Za-z0-9_.-]+))?(?:@sha256:[0-9a-f]{64})?$"
+)
+_VERSITYGW_TAG = re.compile(r"^v?(?P<version>\d+\.\d+\.\d+(?:-[0-9A-Za-z.]+)?)$")
+VERSITYGW_HOME = "/root"  # the image runs as root and sets no HOME: the runtime's default for root
 _TAG = re.compile(r"^(?P<version>\d+\.\d+\.\d+|latest|nightly)(?:-(?P<rest>[A-Za-z0-9_.-]+))?$")
 _PYTHON_TAG = re.compile(r"^py3(\d{1,2})$")
 PULL_ALWAYS = "Always"
@@ -114,11 +133,38 @@ class OperatorImage:
     note: str = ""
 
 
-Image = RayImage | OperatorImage
+@dataclass(frozen=True)
+class VersityImage:
+    """versitygw's image, run from a build of its Go module at ``version``."""
+
+    reference: str
+    version: str  # X.Y.Z, the module's vX.Y.Z; `latest` already resolved to versions.VERSITYGW_VERSION
+    note: str = ""
+
+
+Image = RayImage | OperatorImage | VersityImage
+
+
+def parse_versitygw(reference: str, tag: str | None) -> VersityImage:
+    """``versity/versitygw:<tag>``: ``vX.Y.Z`` (or ``X.Y.Z``) is that module version, ``latest`` the pinned one."""
+    tag = tag or "latest"
+    if tag == "latest":
+        pinned = versions.VERSITYGW_VERSION
+        return VersityImage(reference, pinned, f'"latest" means versitygw v{pinned} here')
+    match = _VERSITYGW_TAG.match(tag)
+    if not match:
+        raise ImageNotFound(
+            f'"{reference}" not found: its tag names no versitygw release; the process runtime builds '
+            f"{VERSITYGW_REPOSITORY}:v<X.Y.Z> (or latest: v{versions.VERSITYGW_VERSION}) from the Go module "
+            f"{versions.VERSITYGW_MODULE} at that version"
+        )
+    return VersityImage(reference, match["version"])
 
 
 def parse(reference: str) -> Image:
     """The image ``reference`` names, or ImageNotFound saying why the runtime cannot run it and what it can run."""
+    if versity := _VERSITYGW_IMAGE.match(reference.strip()):
+        return parse_versitygw(reference, versity["tag"])
     if operator := _OPERATOR_IMAGE.match(reference.strip()):
         installed = raykube.__version__
         tag = operator["tag"] or "latest"
@@ -135,8 +181,9 @@ def parse(reference: str) -> Image:
         raise ImageNotFound(
             f'"{reference}" not found: the sandbox\'s process runtime pulls no images; it runs rayproject/ray:<X.Y.Z> '
             "(and its -py3XX, -cpu and -gpu variants, and rayproject/ray-ml and ray-llm) from a local venv with "
-            f"ray[{RAY_EXTRAS}] of that version, and raykube's operator image {OPERATOR_REPOSITORY}:"
-            f"{raykube.__version__} from the project's environment"
+            f"ray[{RAY_EXTRAS}] of that version, raykube's operator image {OPERATOR_REPOSITORY}:"
+            f"{raykube.__version__} from the project's environment, and {VERSITYGW_REPOSITORY}:v<X.Y.Z> built from "
+            "its Go module"
         )
     tag = match["tag"] or "latest"
     tag_match = _TAG.match(tag)
@@ -291,11 +338,18 @@ class Runnable:
     entrypoint: tuple[str, ...] = ()
     cmd: tuple[str, ...] = ("bash",)
     more_paths: tuple[str, ...] = ()  # the project's sources, when it is installed editable
+    # Files of the image at their paths in it (host file, path in the container), bound read-only; and directories
+    # the image has (made in the container's own root).
+    image_files: tuple[tuple[str, str], ...] = ()
+    image_dirs: tuple[str, ...] = ()
 
     @property
     def host_paths(self) -> list[str]:
         """Host directories the container must see at their own paths: the venv, the Python it is built on, and
-        for the project's environment the sources an editable install points at."""
+        for the project's environment the sources an editable install points at (none for a built binary, whose
+        files are bound at the image's own paths: :attr:`image_files`)."""
+        if isinstance(self.image, VersityImage):
+            return []
         base = Path(os.path.realpath(self.venv / "bin" / "python")).parent.parent
         return [str(self.venv), str(base), *self.more_paths]
 
@@ -304,7 +358,15 @@ class Runnable:
         """What the image runs as, for the ``Pulled`` event."""
         if isinstance(self.image, OperatorImage):
             return f"raykube {self.version} from the project's environment {self.venv}"
+        if isinstance(self.image, VersityImage):
+            return f"versitygw v{self.version} built from the Go module {versions.VERSITYGW_MODULE} in {self.venv}"
         return f"venv {self.venv} with {requirement(self.version)}"
+
+    @property
+    def image_id(self) -> str:
+        """The container status's ``imageID``: where the image's files are."""
+        scheme = "raykube-build" if isinstance(self.image, VersityImage) else "raykube-venv"
+        return f"{scheme}://{self.venv}"
 
     @property
     def bin_dir(self) -> Path:
@@ -327,6 +389,25 @@ def project_runnable(image: OperatorImage) -> Runnable:
     }
     return Runnable(
         image, venv, image.version, env, OPERATOR_HOME, entrypoint=("raykube", "operator"), cmd=(), more_paths=sources
+    )
+
+
+def versitygw_runnable(image: VersityImage, done: objectstore.Built) -> Runnable:
+    """versitygw's image as its build: the built files bound where the Dockerfile puts them, its ENTRYPOINT and CMD,
+    WORKDIR and ENV; ``PATH`` as in its (Alpine) base image and ``HOME`` as for root."""
+    config = done.config
+    files = tuple((str(done.directory / "bin" / name), path) for path, name in sorted(config.files.items()))
+    env = {"PATH": IMAGE_PATH, "HOME": VERSITYGW_HOME, **config.env}
+    return Runnable(
+        image,
+        done.directory,
+        image.version,
+        env,
+        config.working_dir,
+        entrypoint=config.entrypoint,
+        cmd=config.cmd,
+        image_files=files,
+        image_dirs=config.dirs,
     )
 
 
@@ -362,6 +443,7 @@ class ImageStore:
     """The venvs behind Ray images, under ``<cache>/ray``; installs are serialised by a file lock per version."""
 
     def __init__(self, cache: Path) -> None:
+        self.cache = cache
         self.root = cache / "ray"
         self._locks: dict[str, asyncio.Lock] = {}
         self._nearest: dict[str, str] = {}  # a version not installable for this Python -> the one that runs instead
@@ -383,6 +465,8 @@ class ImageStore:
         project's environment always is."""
         if isinstance(image, OperatorImage):
             return True
+        if isinstance(image, VersityImage):
+            return objectstore.built(image.version, self.cache) is not None
         version = self._nearest.get(image.version, image.version)
         return self.installed(version) is not None
 
@@ -405,6 +489,8 @@ class ImageStore:
         ImageNotFound when the version is no release at all; InstallFailed when the venv could not be made."""
         if isinstance(image, OperatorImage):
             return project_runnable(image)
+        if isinstance(image, VersityImage):
+            return await self._ensure_versitygw(image, report)
         for version in (image.version, self._nearest.get(image.version)):
             if version and (venv := self.installed(version)):
                 return self.runnable(image, venv, version)
@@ -431,6 +517,21 @@ class ImageStore:
                 venv = self.installed(nearest) or await self._install(nearest, report)
                 self._nearest[image.version] = nearest
                 return self.runnable(image, venv, nearest)
+
+    async def _ensure_versitygw(self, image: VersityImage, report: Report) -> Runnable:
+        """The build of versitygw at the image's version, made (in a thread: minutes of ``go install``) the first
+        time; ImageNotFound when the module proxy has no such version, InstallFailed when the build fails."""
+        if done := objectstore.built(image.version, self.cache):
+            return versitygw_runnable(image, done)
+        lock = self._locks.setdefault(f"versitygw-{image.version}", asyncio.Lock())
+        async with lock:
+            try:
+                done = await asyncio.to_thread(objectstore.ensure_built, image.version, self.cache, report)
+            except objectstore.VersionNotFound as exc:
+                raise ImageNotFound(f'"{image.reference}" not found: {exc}') from exc
+            except SandboxError as exc:
+                raise InstallFailed(f"building versitygw v{image.version} failed: {str(exc)[-1500:]}") from exc
+            return versitygw_runnable(image, done)
 
     async def _run(self, argv: list[str], timeout: float = INSTALL_TIMEOUT) -> tuple[int, str]:
         proc = await asyncio.create_subprocess_exec(
