@@ -92,28 +92,40 @@ def test_failed_when_a_test_failed_or_the_binary_did() -> None:
     assert failed([run("=== RUN   TestA\npanic: test timed out after 1m0s\n", 2)])
 
 
-def test_the_tree_stays_clean_when_a_run_only_rewrote_the_readme_date(
+def test_the_tree_stays_clean_when_a_run_only_rewrote_what_runs_write(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A run rewrites docs/conformance.md and README.md's date; the next run (another suite) is still on a clean
-    tree. Any other change to README.md, or to another file, is not clean."""
+    """A run rewrites docs/conformance.md and README.md's date, the differential its page, its results line and
+    README.md's count; the next run (another suite) is still on a clean tree. Any other change to README.md, or to
+    another file, is not clean."""
 
     def git(*args: str) -> None:
         subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
 
     readme = tmp_path / "README.md"
-    readme.write_text("intro\n<!-- conformance:date -->last run 2026-12-03<!-- /conformance:date -->\n")
+    readme.write_text(
+        "intro\n<!-- conformance:date -->last run 2026-12-03<!-- /conformance:date -->\n"
+        "<!-- differential:count -->7 of 9 equal<!-- /differential:count -->\n"
+    )
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "conformance.md").write_text("results\n")
+    (tmp_path / "docs" / "differential.md").write_text("objects\n")
+    (tmp_path / "benchmarks" / "results").mkdir(parents=True)
+    (tmp_path / "benchmarks" / "results" / "differential.jsonl").write_text("{}\n")
     git("init", "-q")
     git("add", ".")
     git("-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-q", "-m", "start")
     monkeypatch.setattr(conformance, "repository_root", lambda: tmp_path)
 
     assert conformance.source_tree().clean
-    readme.write_text(readme.read_text().replace("2026-12-03", "2026-12-06"))
+    readme.write_text(readme.read_text().replace("2026-12-03", "2026-12-06").replace("7 of", "8 of"))
     (tmp_path / "docs" / "conformance.md").write_text("results, rewritten\n")
+    (tmp_path / "docs" / "differential.md").write_text("objects, rewritten\n")
+    (tmp_path / "benchmarks" / "results" / "differential.jsonl").write_text("{}\n{}\n")
     assert conformance.source_tree().clean
+    (tmp_path / "docs" / "other.md").write_text("new\n")
+    assert not conformance.source_tree().clean
+    (tmp_path / "docs" / "other.md").unlink()
     readme.write_text(readme.read_text().replace("intro", "intro, edited"))
     assert not conformance.source_tree().clean
 

@@ -48,7 +48,7 @@ from rich.table import Table
 
 from raykube.api.constants import UNIMPLEMENTED_FEATURE_GATES
 from raykube.cli.output import err, fail, out, progress, success
-from raykube.sandbox import versions
+from raykube.sandbox import differential, versions
 from raykube.sandbox.conformance import (
     DEFAULT_SUITE,
     SUITES,
@@ -411,15 +411,16 @@ def raykube_revision() -> str:
 
 def source_tree() -> Source:
     """The commit under test and whether the checkout differs from it: any change to a tracked file, or an untracked
-    file git does not ignore (``.reports/`` and the caches are ignored), but not what earlier runs wrote: the results
-    page, and README.md when only its conformance date differs."""
+    file git does not ignore (``.reports/`` and the caches are ignored), but not what earlier runs of ``make
+    conformance`` wrote (:data:`RUN_WRITTEN`: the results pages and results line, and README.md when it differs only in
+    the marked sentences a run rewrites), so one invocation's e2e suites after its differential still count as clean."""
     root = str(repository_root())
     try:
         commit = subprocess.run(
             ["git", "-C", root, "rev-parse", "HEAD"], capture_output=True, text=True, check=True, timeout=30
         ).stdout.strip()
         changes = subprocess.run(
-            ["git", "-C", root, "status", "--porcelain", "--", ".", ":!docs/conformance.md"],
+            ["git", "-C", root, "status", "--porcelain", "--", ".", *(f":!{path}" for path in RUN_WRITTEN)],
             capture_output=True, text=True, check=True, timeout=30,
         ).stdout.splitlines()  # fmt: skip
         if changes == [" M README.md"] and _only_the_date_differs(root):
@@ -467,7 +468,11 @@ def write_document(path: Path, runs: Sequence[SuiteRun]) -> None:
 README_DATE = re.compile(r"<!-- conformance:date -->.*?<!-- /conformance:date -->", re.DOTALL)
 README_COMPARISON = re.compile(r"<!-- conformance:comparison -->.*?<!-- /conformance:comparison -->", re.DOTALL)
 # What a run rewrites in README.md: a tree that differs from HEAD only there is still clean.
-README_WRITTEN = re.compile(rf"{README_DATE.pattern}|{README_COMPARISON.pattern}", re.DOTALL)
+README_WRITTEN = re.compile(
+    rf"{README_DATE.pattern}|{README_COMPARISON.pattern}|{differential.COUNT_MARK.pattern}", re.DOTALL
+)
+# The files a run of `make conformance` writes whole (the e2e page, the differential's page and its results line).
+RUN_WRITTEN = ("docs/conformance.md", "docs/differential.md", "benchmarks/results/differential.jsonl")
 
 
 def readme_sentence(document: str) -> str:
