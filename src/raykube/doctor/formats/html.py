@@ -83,10 +83,13 @@ def _subject(document: Document, subject: Mapping[str, Any] | None, findings: li
     for root in roots:
         shown.add(root["id"])
         parts.append(_finding(root, role="root"))
+        before = set(shown)
         below = [f for f in _descendants(root, by_id, shown) if f["id"] in mine]
-        if below:
+        also = [i for i in root.get("causes", []) if i in before]  # shown under an earlier root cause
+        if below or also:
             parts.append('<div class="consequences"><h3>Consequences</h3>')
             parts += [_finding(f, role="consequence") for f in below]
+            parts += [f'<p class="dim">also explains {_e(", ".join(also))}</p>'] if also else []
             parts.append("</div>")
     rest = [f for f in findings if f["id"] not in shown]
     if rest:
