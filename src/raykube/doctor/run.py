@@ -122,7 +122,9 @@ def _mentioned(snap: Snapshot) -> list[str]:
     """The names of nodes and worker groups, which titles and evidence say without an object reference."""
     names = [objects.name(node) for node in snap.all(s.NODES)]
     for cluster in snap.rayclusters:
-        names += [str(g.get("groupName")) for g in (cluster.get("spec") or {}).get("workerGroupSpecs") or []]
+        spec = cluster.get("spec")
+        groups = spec.get("workerGroupSpecs") if isinstance(spec, dict) else None
+        names += [str(g.get("groupName") or "") for g in groups or () if isinstance(g, dict)]
     return [name for name in dict.fromkeys(names) if name]
 
 
