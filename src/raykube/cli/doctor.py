@@ -13,11 +13,13 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from raykube.cli.output import err, out
 from raykube.kube import objects
 
 SEVERITIES = ("critical", "error", "warning", "info")
+OUTPUTS = ("text", "json", "sarif", "junit", "html")  # raykube.doctor.formats.OUTPUTS (imported late: heavy)
 # What TARGET may name, as kubectl spells a type: plural, singular, with or without the group.
 KINDS = {
     spelling: kind
@@ -80,7 +82,12 @@ def doctor(
         bool, typer.Option("--all", help="Every RayCluster in the namespace (-n), or in the whole cluster.")
     ] = False,
     all_namespaces: Annotated[bool, typer.Option("--all-namespaces", "-A", help="Look in every namespace.")] = False,
-    output: Annotated[str, typer.Option("--output", "-o", help="text or json (doctor.raykube.io/v1).")] = "text",
+    output: Annotated[
+        str,
+        typer.Option(
+            "--output", "-o", help=f"{', '.join(OUTPUTS[:-1])} or {OUTPUTS[-1]} (all but text: doctor.raykube.io/v1)."
+        ),
+    ] = "text",
     fail_on: Annotated[
         str, typer.Option("--fail-on", help="Exit 1 on a finding this severe or worse: critical|error|warning|info.")
     ] = "error",
@@ -112,6 +119,24 @@ def doctor(
             "as progress, not as a problem (300s, 5m; 0 turns it off).",
         ),
     ] = "5m",
+    prometheus_textfile: Annotated[
+        Path | None,
+        typer.Option(
+            "--prometheus-textfile",
+            help="Also write the findings as gauges to this file, for node_exporter's textfile collector (atomic).",
+        ),
+    ] = None,
+    anonymize: Annotated[
+        bool,
+        typer.Option("--anonymize", help="Replace names, namespaces, label values and IPs by stable tokens."),
+    ] = False,
+    ignore_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--ignore-file",
+            help="Findings to ignore: {rule, object, reason} entries (default: ./.raykube-doctor.yaml if present).",
+        ),
+    ] = None,
     exec_: Annotated[
         bool | None,
         typer.Option(
@@ -126,8 +151,8 @@ def doctor(
     and scheduling, the head Service and its EndpointSlices, ConfigMaps, Secrets and PVCs, then Ray itself (ray
     status, ports, DNS, logs: --exec), and names the root cause first (a RayJob's or RayService's may be in the
     RayCluster it runs on)."""
-    if output not in ("text", "json"):
-        raise typer.BadParameter("use text or json", param_hint="--output")
+    if output not in OUTPUTS:
+        raise typer.BadParameter(f"{output!r}: use one of {', '.join(OUTPUTS)}", param_hint="--output")
     if fail_on not in SEVERITIES:
         raise typer.BadParameter(f"use one of {', '.join(SEVERITIES)}", param_hint="--fail-on")
     if target is None and not (all_ or all_namespaces):
@@ -140,8 +165,14 @@ def doctor(
         raise typer.BadParameter("--dump writes what a live run reads; it cannot be used with --from-dump")
     wanted = _parse_target(target) if target is not None else None
 
-    from raykube.doctor import render  # noqa: PLC0415 - heavy imports load per command
+    from raykube.doctor import ignore  # noqa: PLC0415 - heavy imports load per command
     from raykube.doctor.run import Options  # noqa: PLC0415
+
+    try:
+        ignored = ignore.load(ignore_file)
+    except ignore.IgnoreFileError as exc:
+        err.print(f"[bold red]error:[/bold red] {escape(str(exc))}")
+        raise typer.Exit(EXIT_USAGE) from exc
 
     options = Options(
         fail_on=fail_on,  # type: ignore[arg-type]
@@ -154,11 +185,32 @@ def doctor(
     report = _from_dump(from_dump, namespace, wanted, all_namespaces, options) if from_dump else None
     if report is None:
         report = _live(kubeconfig, context, namespace, wanted, all_namespaces, options, dump)
-    if output == "json":
-        sys.stdout.write(render.render_json(report))
-    else:
-        render.print_text(report, out, verbose=verbose)
+    report = ignore.apply(report, ignored)
+    _emit(report, output, verbose=verbose, anonymize=anonymize, prometheus_textfile=prometheus_textfile)
     raise typer.Exit(0 if exit_zero else report.exit_code())
+
+
+def _emit(report: Any, output: str, *, verbose: bool, anonymize: bool, prometheus_textfile: Path | None) -> None:
+    """Print ``report`` as ``output`` (every format but text derived from its JSON document); write the textfile."""
+    from raykube.doctor import formats, render  # noqa: PLC0415
+    from raykube.doctor.anonymize import anonymize as anonymized  # noqa: PLC0415
+
+    if anonymize:
+        report = anonymized(report)
+    if output == "text":
+        render.print_text(report, out, verbose=verbose)
+    else:
+        document = render.to_json(report)
+        text = render.render_json(report) if output == "json" else formats.render(output, document)
+        sys.stdout.write(text)
+    if prometheus_textfile is not None:
+        try:
+            formats.write_textfile(prometheus_textfile, render.to_json(report))
+        except OSError as exc:
+            err.print(
+                f"[bold red]error:[/bold red] {escape(f'cannot write {prometheus_textfile}: {exc.strerror or exc}')}"
+            )
+            raise typer.Exit(EXIT_USAGE) from exc
 
 
 def _from_dump(

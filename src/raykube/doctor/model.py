@@ -172,6 +172,23 @@ class RuleFailure:
 
 
 @dataclass(frozen=True)
+class Ignored:
+    """A finding an entry of the ignore file (``.raykube-doctor.yaml``) took out of the results, and why."""
+
+    finding: Finding
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        f = self.finding
+        out: dict[str, Any] = {"id": f.id, "rule": f.rule, "code": f.code, "severity": f.severity, "title": f.title}
+        out["object"] = f.object.to_json()
+        if f.cluster is not None:
+            out["cluster"] = f.cluster.to_json()
+        out["reason"] = self.reason
+        return out
+
+
+@dataclass(frozen=True)
 class OperatorInfo:
     """An operator Deployment the doctor found (raykube's chart or KubeRay's own)."""
 
@@ -222,6 +239,11 @@ class Report:
     fail_on: Severity = "error"
     missing_targets: list[ObjectRef] = field(default_factory=list)
     in_pod: str = ""  # how the in-Pod checks went (--exec), empty when they were not considered
+    rules: list[str] = field(default_factory=list)  # the rule ids run (after --only, --skip, --no-security)
+    ignored: list[Ignored] = field(default_factory=list)  # what the ignore file took out of ``findings``
+    # Names the findings' text may say beyond their object references (nodes, worker groups): what --anonymize also
+    # replaces. Not part of the JSON document.
+    mentioned: list[str] = field(default_factory=list)
 
     def for_cluster(self, ref: ObjectRef | None) -> list[Finding]:
         return [f for f in self.findings if f.cluster == ref]

@@ -1,5 +1,6 @@
 """Render a report: human text (root causes first, then consequences, warnings, info, and a "Not checked" line) and
-the ``doctor.raykube.io/v1`` JSON document (schema: :data:`JSON_SCHEMA`, documented in ``docs/doctor.md``).
+the ``doctor.raykube.io/v1`` JSON document (schema: :data:`raykube.doctor.schema.JSON_SCHEMA`, documented in
+``docs/doctor.md``; the other formats are derived from that document: :mod:`raykube.doctor.formats`).
 
 The text is built as plain lines of styled segments, so the same function gives the golden files (no style) and
 the terminal output (rich styles, dropped by rich itself when stdout is not a TTY or ``NO_COLOR`` is set).
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any, Final, get_args
+from typing import Any, Final
 
 from rich.console import Console
 from rich.text import Text
@@ -19,12 +20,14 @@ from raykube.doctor.model import (
     REPORT_KIND,
     SCHEMA_VERSION,
     Evidence,
-    EvidenceSource,
     Finding,
     ObjectRef,
     Report,
     at_least,
 )
+from raykube.doctor.schema import JSON_SCHEMA
+
+__all__ = ["JSON_SCHEMA", "render_json", "render_text", "text_lines", "to_json"]
 
 ICONS: Final = {"critical": "✖", "error": "✖", "warning": "▲", "info": "●"}
 STYLES: Final = {"critical": "bold red", "error": "red", "warning": "yellow", "info": "cyan"}
@@ -54,6 +57,14 @@ def evidence_text(e: Evidence) -> str:
     if e.path is None:
         return _clip(f"{where}{_value(e.value)}")
     return _clip(f"{where}{e.path} = {_value(e.value)}")
+
+
+def object_path(ref: ObjectRef | None) -> str:
+    """``kind/namespace/name`` (``kind/name`` without a namespace): what an ignore file's ``object`` matches, and a
+    JUnit ``classname``."""
+    if ref is None:
+        return "cluster-wide"
+    return "/".join(part for part in (ref.kind, ref.namespace, ref.name) if part is not None)
 
 
 def _counts_text(findings: Sequence[Finding]) -> str:
@@ -208,6 +219,21 @@ def _subject_lines(title: str, findings: list[Finding], report: Report, hidden: 
     return lines
 
 
+def _notes(report: Report) -> list[Line]:
+    """Rules that failed, how the in-Pod checks went, what the ignore file took out, what was not checked."""
+    lines: list[Line] = []
+    for failure in report.rule_failures:
+        lines.append([("! ", "bold red"), (f"rule {failure.rule} failed: {failure.error}", "")])
+    if report.in_pod:
+        lines.append([("In-Pod checks: ", "bold"), (report.in_pod, "")])
+    for ignored in report.ignored:
+        f = ignored.finding
+        lines.append([("ignored: ", "bold"), (f"{f.code} on {object_path(f.object)} — {ignored.reason}", "dim")])
+    if report.not_checked:
+        lines.append([("Not checked: ", "bold"), ("; ".join(str(n) for n in report.not_checked), "")])
+    return lines
+
+
 def text_lines(report: Report, verbose: bool = False) -> list[Line]:
     lines: list[Line] = []
     env = []
@@ -236,13 +262,7 @@ def text_lines(report: Report, verbose: bool = False) -> list[Line]:
     if not report.targets and not report.missing_targets and not global_findings:
         lines.append([("No RayCluster found in scope.", "bold")])
         lines.append([])
-    if report.rule_failures:
-        for failure in report.rule_failures:
-            lines.append([("! ", "bold red"), (f"rule {failure.rule} failed: {failure.error}", "")])
-    if report.in_pod:
-        lines.append([("In-Pod checks: ", "bold"), (report.in_pod, "")])
-    if report.not_checked:
-        lines.append([("Not checked: ", "bold"), ("; ".join(str(n) for n in report.not_checked), "")])
+    lines += _notes(report)
     if hidden_findings:
         rules = ", ".join(sorted({f.rule for f in hidden_findings}))
         lines.append([("Not shown: ", "bold"), (f"{len(hidden_findings)} info ({rules}); -v shows them", "dim")])
@@ -290,7 +310,7 @@ def to_json(report: Report) -> dict[str, Any]:
     return {
         "apiVersion": SCHEMA_VERSION,
         "kind": REPORT_KIND,
-        "metadata": {"capturedAt": report.captured_at, "source": report.source},
+        "metadata": {"capturedAt": report.captured_at, "source": report.source, "rules": list(report.rules)},
         "summary": {
             "status": report.status(),
             "exitCode": report.exit_code(),
@@ -315,182 +335,9 @@ def to_json(report: Report) -> dict[str, Any]:
         "findings": [f.to_json() for f in report.findings],
         "notChecked": [n.to_json() for n in report.not_checked],
         "ruleErrors": [r.to_json() for r in report.rule_failures],
+        "ignored": [i.to_json() for i in report.ignored],
     }
 
 
 def render_json(report: Report) -> str:
     return json.dumps(to_json(report), indent=2, ensure_ascii=False) + "\n"
-
-
-_REF = {
-    "type": "object",
-    "required": ["kind", "name"],
-    "properties": {"kind": {"type": "string"}, "name": {"type": "string"}, "namespace": {"type": "string"}},
-    "additionalProperties": False,
-}
-_SEVERITY = {"enum": ["critical", "error", "warning", "info"]}
-_COUNTS = {
-    "type": "object",
-    "required": ["critical", "error", "warning", "info"],
-    "additionalProperties": {"type": "integer", "minimum": 0},
-}
-
-# The JSON Schema (draft 2020-12) of the report; docs/doctor.md shows and explains it, a test validates against it.
-JSON_SCHEMA: Final[dict[str, Any]] = {
-    "$schema": "https://json-schema.org/draft/2020-12/schema",
-    "$id": "https://raykube.io/schemas/doctor/v1.json",
-    "title": "raykube doctor report (doctor.raykube.io/v1)",
-    "type": "object",
-    "required": ["apiVersion", "kind", "metadata", "summary", "environment", "targets", "findings", "notChecked"],
-    "additionalProperties": False,
-    "properties": {
-        "apiVersion": {"const": SCHEMA_VERSION},
-        "kind": {"const": REPORT_KIND},
-        "metadata": {
-            "type": "object",
-            "required": ["capturedAt", "source"],
-            "properties": {"capturedAt": {"type": "string"}, "source": {"enum": ["live", "dump"]}},
-            "additionalProperties": False,
-        },
-        "summary": {
-            "type": "object",
-            "required": ["status", "exitCode", "failOn", "worst", "counts", "clusters", "unhealthyClusters"],
-            "properties": {
-                "status": {"enum": ["Healthy", "Unhealthy", "Incomplete", "RuleError"]},
-                "exitCode": {"enum": [0, 1, 3, 4]},
-                "failOn": _SEVERITY,
-                "worst": {"oneOf": [_SEVERITY, {"type": "null"}]},
-                "counts": _COUNTS,
-                "clusters": {"type": "integer", "minimum": 0},
-                "unhealthyClusters": {"type": "integer", "minimum": 0},
-                "workloads": {"type": "integer", "minimum": 0},
-            },
-            "additionalProperties": False,
-        },
-        "environment": {
-            "type": "object",
-            "required": ["operators", "crdVersions"],
-            "properties": {
-                "operators": {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "required": [
-                            "namespace",
-                            "name",
-                            "implementation",
-                            "ready",
-                            "watchNamespaces",
-                            "serviceAccount",
-                        ],
-                        "properties": {
-                            "namespace": {"type": "string"},
-                            "name": {"type": "string"},
-                            "implementation": {"enum": ["raykube", "kuberay"]},
-                            "image": {"type": "string"},
-                            "ready": {"type": "boolean"},
-                            "readyReplicas": {"type": "integer"},
-                            "replicas": {"type": "integer"},
-                            "watchNamespaces": {"type": "array", "items": {"type": "string"}},
-                            "serviceAccount": {"type": "string"},
-                        },
-                        "additionalProperties": False,
-                    },
-                },
-                "crdVersions": {"type": "array", "items": {"type": "string"}},
-                "inPodChecks": {"type": "string"},
-            },
-            "additionalProperties": False,
-        },
-        "targets": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["kind", "name", "namespace", "status", "worst", "counts", "rootCauses"],
-                "properties": {
-                    **_REF["properties"],  # type: ignore[dict-item]
-                    "status": {"enum": ["Healthy", "Degraded", "Unhealthy"]},
-                    "worst": {"oneOf": [_SEVERITY, {"type": "null"}]},
-                    "counts": _COUNTS,
-                    "rootCauses": {"type": "array", "items": {"type": "string"}},
-                },
-                "additionalProperties": False,
-            },
-        },
-        "missingTargets": {"type": "array", "items": _REF},
-        "findings": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": [
-                    "id",
-                    "rule",
-                    "code",
-                    "severity",
-                    "confidence",
-                    "title",
-                    "object",
-                    "evidence",
-                    "explanation",
-                    "remediation",
-                    "refs",
-                    "causedBy",
-                    "causes",
-                ],
-                "properties": {
-                    "id": {"type": "string", "pattern": "^[A-Z]+[0-9]+-[0-9]+$"},
-                    "rule": {"type": "string", "pattern": "^[A-Z]+[0-9]+$"},
-                    "code": {"type": "string", "pattern": "^[A-Z0-9_]+$"},
-                    "severity": _SEVERITY,
-                    "confidence": {"enum": ["confirmed", "likely", "possible"]},
-                    "title": {"type": "string"},
-                    "object": _REF,
-                    "cluster": _REF,
-                    "evidence": {
-                        "type": "array",
-                        "items": {
-                            "type": "object",
-                            "required": ["source"],
-                            "properties": {
-                                "source": {"enum": list(get_args(EvidenceSource))},
-                                "object": _REF,
-                                "path": {"type": "string"},
-                                "value": {},
-                                "reason": {"type": "string"},
-                                "message": {"type": "string"},
-                                "count": {"type": "integer"},
-                                "lastSeen": {"type": "string"},
-                                "age": {"type": "string"},
-                            },
-                            "additionalProperties": False,
-                        },
-                    },
-                    "explanation": {"type": "string"},
-                    "remediation": {"type": "array", "items": {"type": "string"}},
-                    "refs": {"type": "array", "items": {"type": "string"}},
-                    "causedBy": {"type": "array", "items": {"type": "string"}},
-                    "causes": {"type": "array", "items": {"type": "string"}},
-                },
-                "additionalProperties": False,
-            },
-        },
-        "notChecked": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["what", "reason"],
-                "properties": {"what": {"type": "string"}, "reason": {"type": "string"}},
-                "additionalProperties": False,
-            },
-        },
-        "ruleErrors": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["rule", "error"],
-                "properties": {"rule": {"type": "string"}, "error": {"type": "string"}},
-                "additionalProperties": False,
-            },
-        },
-    },
-}

@@ -20,7 +20,7 @@ from raykube.doctor.correlate import correlate, root_of
 from raykube.doctor.gather import Scope, gather
 from raykube.doctor.inside import ExecMode, look_inside
 from raykube.doctor.model import Finding, NotChecked, ObjectRef, Report, RuleFailure, Severity
-from raykube.doctor.rules import CHECKERS
+from raykube.doctor.rules import CATALOGUE, CHECKERS
 from raykube.doctor.rules.control import STARTING_GRACE_KEY
 from raykube.doctor.snapshot import Snapshot
 from raykube.kube import objects
@@ -55,12 +55,16 @@ class Options:
     exec_mode: ExecMode = "off"
 
 
+def _rule_wanted(rule: str, options: Options) -> bool:
+    if options.only and rule not in options.only:
+        return False
+    if rule in options.skip:
+        return False
+    return options.security or not rule.startswith("SEC")
+
+
 def _wanted(finding: Finding, options: Options) -> bool:
-    if options.only and finding.rule not in options.only:
-        return False
-    if finding.rule in options.skip:
-        return False
-    return options.security or not finding.rule.startswith("SEC")
+    return _rule_wanted(finding.rule, options)
 
 
 def diagnose(snap: Snapshot, options: Options | None = None) -> Report:
@@ -109,7 +113,19 @@ def diagnose(snap: Snapshot, options: Options | None = None) -> Report:
         fail_on=options.fail_on,
         missing_targets=missing,
         in_pod=snap.inside_note,
+        rules=[rule for rule in CATALOGUE if _rule_wanted(rule, options)],
+        mentioned=_mentioned(snap),
     )
+
+
+def _mentioned(snap: Snapshot) -> list[str]:
+    """The names of nodes and worker groups, which titles and evidence say without an object reference."""
+    names = [objects.name(node) for node in snap.all(s.NODES)]
+    for cluster in snap.rayclusters:
+        spec = cluster.get("spec")
+        groups = spec.get("workerGroupSpecs") if isinstance(spec, dict) else None
+        names += [str(g.get("groupName") or "") for g in groups or () if isinstance(g, dict)]
+    return [name for name in dict.fromkeys(names) if name]
 
 
 def starting_clusters(snap: Snapshot, grace: float) -> dict[ObjectRef, float]:
