@@ -138,6 +138,8 @@ def test_progress_names_the_step_and_the_time_left(tmp_path: Path) -> None:
     ]
     assert build.step_name(targets) == "compiling kube-apiserver, kubectl"
     assert build.step_name(["install", "-ldflags=-s -w", "helm.sh/helm/v4/cmd/helm@v4.3.2"]) == "compiling helm"
+    stamped = ["build", "-ldflags=-s -w -X github.com/cert-manager/cert-manager/pkg/util.AppVersion=v1.21.2", "."]
+    assert build.step_name(stamped) == "compiling"
 
     # No build of it here yet: the typical time; after one, this machine's own (the newest marker).
     assert build.expected_seconds(versions.KUBERNETES, tmp_path)[0] == versions.KUBERNETES.typical_seconds
@@ -193,3 +195,16 @@ def test_a_kwok_informer_of_another_shape_fails_the_build(watch_funcs: int) -> N
         patch_kwok_watch("package informer\n" + LIST_FUNC + WATCH_FUNC * watch_funcs)
     assert "pkg/utils/informer/informer.go" in str(raised.value)
     assert f"found {watch_funcs}" in str(raised.value)
+
+
+def test_the_cert_manager_main_wires_the_controllers_of_a_self_signed_and_ca_pki() -> None:
+    """The Go source ships with the package; every controller it names is one its imports register."""
+    source = build.cert_manager_main()
+    assert "package main" in source and 'flag.String("ready-file"' in source
+    for name in ("issuers", "certificaterequests-issuer-ca", "certificaterequests-issuer-selfsigned",
+                 "certificates-issuing", "certificates-readiness"):  # fmt: skip
+        assert f'"{name}"' in source
+    for package in ("controller/certificaterequests/ca", "controller/issuers", "issuer/ca", "issuer/selfsigned"):
+        assert f'_ "github.com/cert-manager/cert-manager/pkg/{package}"' in source
+    assert versions.CERT_MANAGER.files[0] == "cert-manager-controller"
+    assert all(f"crds/{name}" in versions.CERT_MANAGER.files for name in versions.CERT_MANAGER_CRDS)

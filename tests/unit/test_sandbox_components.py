@@ -9,9 +9,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from raykube.sandbox import Binaries, NodePool, Ports, SandboxConfig
-from raykube.sandbox.components import COMPONENTS, Layout, argv, kwok_pod_cidr, scheduler_config
+from raykube.sandbox.components import CERT_MANAGER, COMPONENTS, Layout, argv, kwok_pod_cidr, scheduler_config
 from raykube.sandbox.kubelet.network import POD_NETWORK_CANDIDATES
 from raykube.sandbox.kwok import default_storage_class, fake_node
+from raykube.sandbox.pki import CLIENTS
 
 LAYOUT = Layout(Path("/state/sandboxes/t"))
 BINS = Binaries.from_cache(Path("/cache"))
@@ -185,3 +186,16 @@ def test_kwok_pods_never_take_a_process_pod_network(prefix: int, base: str) -> N
 
 def test_beside_process_nodes_kwok_gets_the_lower_half_of_the_default_pod_cidr() -> None:
     assert kwok_pod_cidr(SandboxConfig(runtime="process")) == "10.244.0.0/17"
+
+
+def test_cert_manager_runs_only_on_request_last_with_its_own_kubeconfig_and_survives_the_state_file() -> None:
+    assert CERT_MANAGER not in CONFIG.components
+    config = SandboxConfig(name="t", ports=CONFIG.ports, runtime="process", cert_manager=True)
+    assert config.components[-2:] == ("process-runtime", CERT_MANAGER)
+    flags = argv(CERT_MANAGER, config, LAYOUT, BINS)
+    assert flags[0] == str(BINS.cert_manager) and BINS.cert_manager.is_relative_to("/cache")
+    assert f"--kubeconfig={LAYOUT.component_kubeconfig(CERT_MANAGER)}" in flags
+    assert f"--ready-file={LAYOUT.cert_manager_ready}" in flags
+    assert not [f for f in flags if "addr" in f or "port" in f], "cert-manager must not listen"
+    assert SandboxConfig.from_json(config.to_json()) == config
+    assert CERT_MANAGER in CLIENTS

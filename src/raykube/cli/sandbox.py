@@ -92,12 +92,30 @@ def preflight() -> None:
     )
 
 
+def ensure_cert_manager() -> None:
+    """Build the sandbox's cert-manager controller (and fetch its CRDs) if missing, with progress."""
+    from raykube.sandbox.build import build_cert_manager  # noqa: PLC0415
+
+    try:
+        result = build_cert_manager(progress)
+    except SandboxError as exc:
+        fail(str(exc))
+    if result.built:
+        success(f"built cert-manager v{versions.CERT_MANAGER_VERSION} into {versions.cache_root() / 'bin'}")
+
+
 @app.command()
-def build() -> None:
+def build(
+    cert_manager: Annotated[
+        bool, typer.Option(help="Also build cert-manager's controller, for `sandbox up --cert-manager`.")
+    ] = False,
+) -> None:
     """Build etcd, the Kubernetes control plane, kubectl, kwok and helm (pinned versions) into ~/.cache/raykube, and
     fetch KubeRay's CRDs and samples for the tests."""
     ensure_reference()  # a second or so: first, so that a long build that fails does not hold up the tests' reference
     ensure_built()
+    if cert_manager:
+        ensure_cert_manager()
 
 
 def parse_extra_args(values: list[str]) -> dict[str, tuple[str, ...]]:
@@ -147,6 +165,13 @@ def up(
     client_burst: Annotated[
         int, typer.Option(help="API client burst of kube-controller-manager and kube-scheduler.")
     ] = 200,
+    cert_manager: Annotated[
+        bool,
+        typer.Option(
+            help=f"Also run cert-manager v{versions.CERT_MANAGER_VERSION}'s controller (SelfSigned and CA issuers; "
+            "no webhook, cainjector or ACME), with its CRDs installed."
+        ),
+    ] = False,
 ) -> None:
     """Start the control plane (building it first if needed) and print the kubeconfig path."""
     try:
@@ -159,6 +184,7 @@ def up(
             kwok_nodes=kwok_nodes,
             client_qps=client_qps,
             client_burst=client_burst,
+            cert_manager=cert_manager,
         )
     except ValueError as exc:
         fail(str(exc), code=2)
@@ -174,6 +200,8 @@ def bring_up(config: SandboxConfig) -> UpResult:
     """Build if needed, start the sandbox ``config`` names (or find it running), and say which it was."""
     sandbox = _sandbox(config.name)
     ensure_built()
+    if config.cert_manager:
+        ensure_cert_manager()
     try:
         result = asyncio.run(sandbox.up(config, progress))
     except SandboxError as exc:

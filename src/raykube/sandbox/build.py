@@ -9,6 +9,9 @@ go.etcd.io/etcd/server/v3 v3.6.16):
   published ``v0.<minor>.<patch>`` tag. The list of staging modules is read from upstream's own go.mod, so a version
   bump needs no edit here.
 * etcd's server module has relative replace directives too, so it gets a three-line wrapper ``main``.
+* cert-manager (built only for a sandbox that asks for it): the proxy serves its root module but not its
+  ``cmd/controller`` module, so a small main of our own (``sandbox/certmanager/main.go``) wires the library's
+  controllers; the module's ``deploy/crds`` are copied beside the binary.
 * helm has no replace directives and installs with plain ``go install``. kwok is built from its module's source
   with one patch (``patch_kwok_watch``): its Pod watch resumes from the reflector's resourceVersion instead of
   replaying every Pod each time kube-apiserver ends it.
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import importlib.resources
 import json
 import os
 import re
@@ -200,13 +204,17 @@ def missing_artifacts(root: Path | None = None) -> list[Artifact]:
     return [a for a in versions.ARTIFACTS if not is_built(a, root)]
 
 
-def require_built(artifacts: Sequence[Artifact], root: Path | None = None) -> None:
+def require_built(
+    artifacts: Sequence[Artifact],
+    root: Path | None = None,
+    *,
+    hint: str = "run `raykube sandbox build` (16 minutes on 2 cores the first time, with empty Go caches)",
+) -> None:
     missing = [a for a in artifacts if not is_built(a, root)]
     if missing:
         names = ", ".join(f"{a.name} v{a.version}" for a in missing)
         raise NotBuiltError(
-            f"the sandbox binaries are not built yet ({names} missing under {versions.cache_root()}/bin)",
-            hint="run `raykube sandbox build` (16 minutes on 2 cores the first time, with empty Go caches)",
+            f"the sandbox binaries are not built yet ({names} missing under {versions.cache_root()}/bin)", hint=hint
         )
 
 
@@ -261,7 +269,9 @@ def step_name(args: Sequence[str]) -> str:
         return {"download": "downloading modules", "tidy": "resolving dependencies (go mod tidy)"}.get(
             args[1], f"go mod {args[1]}"
         )
-    packages = [a for a in args[1:] if "." in a.split("/")[0] and "/" in a]  # module paths start with a domain
+    packages = [  # module paths start with a domain; flags (-ldflags=-X a.b/c.D=v) are not packages
+        a for a in args[1:] if not a.startswith("-") and "." in a.split("/")[0] and "/" in a
+    ]
     targets = [a.rsplit("/", 1)[-1].partition("@")[0] for a in packages]
     if verb in ("build", "install"):
         return f"compiling {', '.join(targets)}" if targets else "compiling"
@@ -427,7 +437,35 @@ def _build_helm(go: GoRunner, work: Path, out: Path) -> None:
     )
 
 
+def cert_manager_main() -> str:
+    """The Go source of the sandbox's cert-manager controller (``sandbox/certmanager/main.go``, package data)."""
+    return importlib.resources.files("raykube.sandbox").joinpath("certmanager/main.go").read_text()
+
+
+def _build_cert_manager(go: GoRunner, work: Path, out: Path) -> None:
+    version = f"v{versions.CERT_MANAGER_VERSION}"
+    shutil.rmtree(work, ignore_errors=True)  # the work directory outlives a failed build; go.mod starts afresh
+    work.mkdir(parents=True)
+    (work / "go.mod").write_text("module raykube.local/cert-manager\n\ngo 1.26.0\n")
+    (work / "main.go").write_text(cert_manager_main())
+    info = json.loads(go.run("mod", "download", "-json", f"{versions.CERT_MANAGER_MODULE}@{version}", cwd=work))
+    go.run("get", f"{versions.CERT_MANAGER_MODULE}@{version}", cwd=work)
+    go.run("mod", "tidy", cwd=work)
+    stamps = [f"-X {versions.CERT_MANAGER_MODULE}/pkg/util.AppVersion={version}"]
+    if commit := (info.get("Origin") or {}).get("Hash"):
+        stamps.append(f"-X {versions.CERT_MANAGER_MODULE}/pkg/util.AppGitCommit={commit}")
+    ldflags = " ".join(["-s", "-w", *stamps])
+    go.run("build", "-trimpath", f"-ldflags={ldflags}", "-o", str(out / "cert-manager-controller"), ".", cwd=work)
+    crds = out / "crds"
+    crds.mkdir()
+    for name in versions.CERT_MANAGER_CRDS:
+        target = crds / name
+        shutil.copyfile(Path(info["Dir"]) / "deploy" / "crds" / name, target)  # the module cache is read-only
+        target.chmod(0o644)
+
+
 _RECIPES: dict[str, Callable[[GoRunner, Path, Path], None]] = {
+    versions.CERT_MANAGER.name: _build_cert_manager,
     versions.KUBERNETES.name: _build_kubernetes,
     versions.ETCD.name: _build_etcd,
     versions.KWOK.name: _build_kwok,
@@ -542,3 +580,12 @@ def _build_missing(report: Report, root: Path | None) -> list[BuildResult]:
         results = [r for f in futures for r in f.result()]
     done = {r.artifact.name for r in results}
     return results + [BuildResult(a, built=False, seconds=0.0) for a in versions.ARTIFACTS if a.name not in done]
+
+
+def build_cert_manager(report: Report, root: Path | None = None) -> BuildResult:
+    """Build the sandbox's cert-manager controller and fetch its CRDs, unless they are in the cache."""
+    if is_built(versions.CERT_MANAGER, root):
+        return BuildResult(versions.CERT_MANAGER, built=False, seconds=0.0)
+    with exclusive((root or versions.cache_root()) / "build.lock", report):
+        return build_artifact(versions.CERT_MANAGER, find_go(purpose="the sandbox builds cert-manager from Go sources"),
+                              report, root)  # fmt: skip

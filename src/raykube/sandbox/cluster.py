@@ -5,8 +5,10 @@ etcd data, volumes, per-component logs, and ``sandbox.json`` recording its confi
 started. ``up`` starts etcd, then kube-apiserver, then the controller manager, scheduler, kwok and the volume
 provisioner together, creates the fake Nodes and the default StorageClass, and returns once Nodes are Ready and
 untainted, the ``default`` ServiceAccount exists and the provisioner holds its Lease: the point at which a
-Deployment's Pods schedule and a PVC binds. ``down`` stops exactly the processes in ``sandbox.json`` that still run
-the command line recorded there, and removes the directory.
+Deployment's Pods schedule and a PVC binds. With ``cert_manager`` it then installs cert-manager's CRDs (its module's
+``deploy/crds``, from the build cache) and starts cert-manager's controller, returning once its informers synced.
+``down`` stops exactly the processes in ``sandbox.json`` that still run the command line recorded there, and removes
+the directory.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from raykube.kube.resources import CRDS, LEASES, NODES, SERVICE_ACCOUNTS, SERVIC
 from raykube.sandbox import kwok, pki, ports, process, versions
 from raykube.sandbox.build import require_built, tail
 from raykube.sandbox.components import (
+    CERT_MANAGER,
     COMPONENTS,
     KWOK_TAINT,
     PROCESS_RUNTIME,
@@ -58,9 +61,11 @@ STARTUP_TIMEOUT = {  # generous: these bound a failure, they are not speed targe
     "kwok": 60.0,
     "provisioner": 60.0,
     PROCESS_RUNTIME: 60.0,
+    CERT_MANAGER: 60.0,
 }
 CLUSTER_READY_TIMEOUT = 90.0
-STOP_ORDER = (PROCESS_RUNTIME, *reversed(COMPONENTS))  # the process runtime first: it stops the Pods' processes
+# cert-manager first (nothing depends on it), then the process runtime: it stops the Pods' processes.
+STOP_ORDER = (CERT_MANAGER, PROCESS_RUNTIME, *reversed(COMPONENTS))
 
 
 def check_process_runtime() -> None:
@@ -325,6 +330,8 @@ class Sandbox:
         if config.name != self.name:
             raise ValueError(f"config is for sandbox {config.name!r}, not {self.name!r}")
         require_built((versions.KUBERNETES, versions.ETCD, versions.KWOK), cache)
+        if config.cert_manager:
+            require_built((versions.CERT_MANAGER,), cache, hint="run `raykube sandbox build --cert-manager`")
         ports.check_free(config.ports)
         if config.runtime == "process":
             check_process_runtime()
@@ -360,6 +367,8 @@ class Sandbox:
                 await self._start_the_rest(client, config, start, report)
                 await self._create_cluster_objects(client, config)
                 await self._wait_cluster_ready(client, config, records)
+                if config.cert_manager:
+                    await self._start_cert_manager(client, bins, start, report)
             self._check_loopback_only(records)
         except BaseException:
             for record in reversed(records):
@@ -415,7 +424,15 @@ class Sandbox:
         pki.write_kubeconfig(
             layout.kubeconfig, pki.kubeconfig(authority, config.server, "admin", f"raykube-{config.name}")
         )
-        for component in ("kube-controller-manager", "kube-scheduler", "kwok", "provisioner", PROCESS_RUNTIME):
+        layout.cert_manager_ready.unlink(missing_ok=True)
+        for component in (
+            "kube-controller-manager",
+            "kube-scheduler",
+            "kwok",
+            "provisioner",
+            PROCESS_RUNTIME,
+            CERT_MANAGER,
+        ):
             pki.write_kubeconfig(
                 layout.component_kubeconfig(component),
                 pki.kubeconfig(authority, config.server, component, f"raykube-{config.name}"),
@@ -523,6 +540,33 @@ class Sandbox:
         await wait_for(established, 60, what="kwok's CRDs to be Established")
         service = kwok.dns_service(config.dns_ip)
         await client.create(SERVICES, service, service["metadata"]["namespace"])
+
+    async def _start_cert_manager(
+        self, client: Kube, bins: Binaries, start: Callable[[str], Awaitable[ProcessRecord]], report: Report
+    ) -> None:
+        """cert-manager's CRDs (Established first: its informers list them), then its controller, until its
+        informers have synced (it creates the ready file then)."""
+        report(f"installing cert-manager v{versions.CERT_MANAGER_VERSION}'s CRDs and starting its controller")
+        names = []
+        for path in sorted(bins.cert_manager_crds.glob("*.yaml")):
+            for crd in yaml.safe_load_all(path.read_text()):
+                if crd:
+                    await client.create(CRDS, crd)
+                    names.append(crd["metadata"]["name"])
+
+        async def established() -> bool | NotYet:
+            for name in names:
+                if _conditions(await client.get(CRDS, name)).get("Established") != "True":
+                    return NotYet(f"CRD {name} not Established yet")
+            return True
+
+        await wait_for(established, 60, what="cert-manager's CRDs to be Established")
+        ready = self.layout.cert_manager_ready
+
+        async def synced() -> bool | NotYet:
+            return ready.exists() or NotYet(f"{ready} not written yet (informers syncing)")
+
+        await self._wait_healthy(await start(CERT_MANAGER), synced)
 
     def _prepare_process_runtime(self, config: SandboxConfig, cache: Path | None) -> None:
         from raykube.sandbox.kubelet import network  # noqa: PLC0415 - only process sandboxes need it

@@ -14,6 +14,8 @@ and its golden output ``test/e2e/kwokctl/dryrun/testdata/binary/create_cluster.t
   ``--node-monitor-grace-period`` pairs with kwok's 200 s node leases, as kwokctl does.
 * kwok: only nodes annotated ``kwok.x-k8s.io/node=fake``; ``--server-address`` pinned to 127.0.0.1 (with only
   ``--node-port`` it would bind 0.0.0.0).
+* cert-manager (``cert_manager=True``): the controllers of ``sandbox/certmanager/main.go`` with a kubeconfig of their
+  own; no listener at all (no webhook, no metrics or health server), so its start-up check is ``--ready-file``.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ from raykube.sandbox.ports import HOST, Ports
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "provisioner")
 # With ``runtime="process"`` the sandbox also runs the process runtime, the kubelet of its process nodes.
 PROCESS_RUNTIME = "process-runtime"
+# With ``cert_manager=True`` the sandbox also runs cert-manager's controller (started last, stopped first).
+CERT_MANAGER = "cert-manager"
 RUNTIMES = ("kwok", "process")
 # The taint of the kwok nodes of a process sandbox (SandboxConfig.kwok_nodes): only Pods that tolerate it run there.
 KWOK_TAINT = {"key": "raykube.io/kwok", "value": "true", "effect": "NoSchedule"}
@@ -83,6 +87,8 @@ class SandboxConfig:
     # higher rate gives every client the same limit (benchmarks/scale.py --qps/--burst).
     client_qps: float = 100.0
     client_burst: int = 200
+    # Run cert-manager's controller (SelfSigned and CA issuers) with its CRDs installed: RayCluster mTLS for real.
+    cert_manager: bool = False
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):
@@ -112,7 +118,8 @@ class SandboxConfig:
     @property
     def components(self) -> tuple[str, ...]:
         """What this sandbox runs, in start order."""
-        return (*COMPONENTS, PROCESS_RUNTIME) if self.runtime == "process" else COMPONENTS
+        runtime = (PROCESS_RUNTIME,) if self.runtime == "process" else ()
+        return (*COMPONENTS, *runtime, *((CERT_MANAGER,) if self.cert_manager else ()))
 
     @property
     def dns_ip(self) -> str:
@@ -145,6 +152,7 @@ class SandboxConfig:
             "kwokNodes": self.kwok_nodes,
             "clientQPS": self.client_qps,
             "clientBurst": self.client_burst,
+            "certManager": self.cert_manager,
         }
 
     @classmethod
@@ -161,6 +169,7 @@ class SandboxConfig:
             kwok_nodes=int(data.get("kwokNodes", 0)),
             client_qps=float(data.get("clientQPS", 100.0)),
             client_burst=int(data.get("clientBurst", 200)),
+            cert_manager=bool(data.get("certManager", False)),
         )
 
 
@@ -220,6 +229,11 @@ class Layout:
         return self.kubelet / "config.json"
 
     @property
+    def cert_manager_ready(self) -> Path:
+        """Created by cert-manager's controller once its informers have synced."""
+        return self.root / "cert-manager.ready"
+
+    @property
     def exec_bin(self) -> Path:
         """kwok's PATH in process mode: a command name per symlink, each entering the container (see kubelet)."""
         return self.kubelet / "exec-bin"
@@ -235,6 +249,8 @@ class Binaries:
     kwok: Path
     kwok_stages: Path
     helm: Path
+    cert_manager: Path
+    cert_manager_crds: Path
 
     @classmethod
     def from_cache(cls, root: Path | None = None) -> Binaries:
@@ -248,6 +264,8 @@ class Binaries:
             kwok=kwok_dir / "kwok",
             kwok_stages=kwok_dir / "stages",
             helm=versions.binary(versions.HELM, root=root),
+            cert_manager=versions.binary(versions.CERT_MANAGER, root=root),
+            cert_manager_crds=versions.artifact_dir(versions.CERT_MANAGER, root) / "crds",
         )
 
     @property
@@ -412,6 +430,15 @@ def process_runtime_argv(cfg: SandboxConfig, layout: Layout, bins: Binaries) -> 
     return [sys.executable, "-m", "raykube.sandbox.kubelet", f"--config={layout.kubelet_config}"]
 
 
+def cert_manager_argv(cfg: SandboxConfig, layout: Layout, bins: Binaries) -> list[str]:
+    return [
+        str(bins.cert_manager),
+        f"--kubeconfig={layout.component_kubeconfig(CERT_MANAGER)}",
+        f"--ready-file={layout.cert_manager_ready}",
+        "--v=1",
+    ]
+
+
 ARGV = {
     "etcd": etcd_argv,
     "kube-apiserver": apiserver_argv,
@@ -420,6 +447,7 @@ ARGV = {
     "kwok": kwok_argv,
     "provisioner": provisioner_argv,
     PROCESS_RUNTIME: process_runtime_argv,
+    CERT_MANAGER: cert_manager_argv,
 }
 
 

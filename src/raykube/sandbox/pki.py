@@ -35,6 +35,7 @@ CLIENTS: dict[str, tuple[str, str]] = {
     "kwok": ("kwok-controller", _ADMIN_GROUP),
     "provisioner": ("raykube-sandbox-provisioner", _ADMIN_GROUP),
     "process-runtime": ("raykube-process-runtime", _ADMIN_GROUP),
+    "cert-manager": ("cert-manager", _ADMIN_GROUP),
 }
 
 

@@ -17,6 +17,11 @@ KUBERNETES_VERSION = "1.36.3"
 ETCD_VERSION = "3.6.16"
 KWOK_VERSION = "0.8.0"
 HELM_VERSION = "4.3.2"
+# cert-manager for a sandbox started with cert_manager=True (RayCluster mTLS on process nodes, issue 42): the latest
+# v1.21 patch release on the module proxy (github.com/cert-manager/cert-manager v1.21.2, whose go.mod declares
+# `go 1.26.0` and requires k8s.io/client-go v0.36, the Kubernetes minor above). Its CRDs are the module's deploy/crds.
+CERT_MANAGER_VERSION = "1.21.2"
+CERT_MANAGER_MODULE = "github.com/cert-manager/cert-manager"
 # The KubeRay release raykube re-implements; its module holds config/crd/bases and config/samples.
 KUBERAY_VERSION = "1.6.1"
 KUBERAY_MODULE = "github.com/ray-project/kuberay/ray-operator"
@@ -99,7 +104,23 @@ KUBERAY_E2E = Artifact(
 KUBERAY_OPERATOR = Artifact(
     "kuberay-operator", KUBERAY_VERSION, ("ray-operator",), recipe=CONFORMANCE_RECIPE_REVISION, typical_seconds=71.0
 )
-OPTIONAL_ARTIFACTS = (KUBERAY_E2E, KUBERAY_OPERATOR)
+# cert-manager's controller (the small main of sandbox/certmanager/main.go over cert-manager's library) and the CRDs of
+# its module's deploy/crds, built on first use by a sandbox that asks for it (build.build_cert_manager).
+CERT_MANAGER_CRDS = (
+    "acme.cert-manager.io_challenges.yaml",
+    "acme.cert-manager.io_orders.yaml",
+    "cert-manager.io_certificaterequests.yaml",
+    "cert-manager.io_certificates.yaml",
+    "cert-manager.io_clusterissuers.yaml",
+    "cert-manager.io_issuers.yaml",
+)
+CERT_MANAGER = Artifact(
+    "cert-manager",
+    CERT_MANAGER_VERSION,
+    ("cert-manager-controller", *(f"crds/{name}" for name in CERT_MANAGER_CRDS)),
+    typical_seconds=278.0,  # a cold compile of the main on 2 cores, the modules already downloaded
+)
+OPTIONAL_ARTIFACTS = (KUBERAY_E2E, KUBERAY_OPERATOR, CERT_MANAGER)
 
 # The sandbox's S3-compatible object store (issue 44): versitygw, Versity's S3 gateway, whose POSIX backend serves a
 # directory as buckets and objects. Apache-2.0 (the LICENSE file of the module github.com/versity/versitygw v1.8.0),

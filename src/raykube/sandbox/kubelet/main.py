@@ -37,7 +37,7 @@ from raykube.kube.errors import ApiError
 from raykube.kube.events import CORE_EVENTS_API, EventRecorder
 from raykube.kube.informer import Informer
 from raykube.kube.resources import CONFIGMAPS, ENDPOINT_SLICES, LEASES, NODES, PODS, SECRETS, SERVICES
-from raykube.sandbox.kubelet import cleanup, images, network, nstools, podstatus
+from raykube.sandbox.kubelet import cleanup, images, network, nstools, podstatus, volumes
 from raykube.sandbox.kubelet.dns import DnsServer
 from raykube.sandbox.kubelet.env import NodeCapacity, service_env
 from raykube.sandbox.kubelet.pod import FIELD_MANAGER, Node, PodWorker
@@ -340,7 +340,8 @@ class Runtime:
                 await asyncio.wait_for(node.recorder.flush(), 10)
 
     def _informers(self) -> tuple[list[Informer], Informer]:
-        """The Services' and EndpointSlices' informers (DNS, proxy, service links), and the Pods'."""
+        """The Services' and EndpointSlices' informers (DNS, proxy, service links), the ConfigMaps' and Secrets'
+        (volume refresh), and the Pods'."""
         services = Informer(self.kube, SERVICES)
         services.add_handler(self.table.on_service)
         slices = Informer(self.kube, ENDPOINT_SLICES)
@@ -349,7 +350,12 @@ class Runtime:
         # spec.nodeName=<its node>.
         pods = Informer(self.kube, PODS, field_selector="spec.nodeName!=")
         pods.add_handler(self._on_pod)
-        return [services, slices], pods
+        # A kubelet watches the ConfigMaps and Secrets its Pods' volumes project, to refresh the files.
+        configmaps = Informer(self.kube, CONFIGMAPS)
+        configmaps.add_handler(lambda _, old, new: self._on_volume_source("configMap", new or old))
+        secrets = Informer(self.kube, SECRETS)
+        secrets.add_handler(lambda _, old, new: self._on_volume_source("secret", new or old))
+        return [services, slices, configmaps, secrets], pods
 
     async def _services_sandbox(self) -> int:
         directory = self.cfg.state_dir / "services"
@@ -444,6 +450,15 @@ class Runtime:
         task = asyncio.create_task(worker.run(), name=f"pod {objects.namespace(pod)}/{objects.name(pod)}")
         self.workers[uid] = (worker, task)
         task.add_done_callback(lambda _: self.workers.pop(uid, None))
+
+    def _on_volume_source(self, kind: str, obj: Mapping[str, Any] | None) -> None:
+        """A ConfigMap or Secret changed: each running Pod whose volumes project it refreshes them."""
+        if obj is None:
+            return
+        source, namespace = (kind, objects.name(obj)), objects.namespace(obj)
+        for worker, _ in self.workers.values():
+            if worker.ctx.namespace == namespace and source in volumes.sources(worker.pod):
+                worker.sandbox.sources_changed.set()
 
     async def _confirm_deletion(self, pod: Mapping[str, Any]) -> None:
         name, namespace = objects.name(pod), objects.namespace(pod)

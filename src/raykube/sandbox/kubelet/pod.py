@@ -129,12 +129,14 @@ class PodWorker:
         ctx = self.ctx
         publisher = asyncio.create_task(self._publisher(), name=f"status {ctx.namespace}/{ctx.name}")
         ports: asyncio.Task[None] | None = None
+        refresher: asyncio.Task[None] | None = None
         ctx.mark()
         try:
             await self.sandbox.create()
             ports = asyncio.create_task(
                 self.sandbox.forward_listening_ports(), name=f"ports {ctx.namespace}/{ctx.name}"
             )
+            refresher = asyncio.create_task(self.sandbox.refresh_volumes(), name=f"volumes {ctx.namespace}/{ctx.name}")
             await self._initialize()
             await self._run_containers()
             if not ctx.terminating.is_set():  # the Pod ended for good: free its sandbox, keep its status
@@ -151,7 +153,7 @@ class PodWorker:
             await self._shutdown()
             ctx.mark()
             await asyncio.sleep(0)
-            for task in (publisher, ports):
+            for task in (publisher, ports, refresher):
                 if task is not None:
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):

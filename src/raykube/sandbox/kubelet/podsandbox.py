@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import sys
 import time
 from collections.abc import Mapping
@@ -27,7 +28,12 @@ from raykube.sandbox.kubelet import network, nstools, volumes
 from raykube.sandbox.kubelet.podcontext import FIELD_MANAGER, Container, PodContext, Terminating
 from raykube.sandbox.kwok import EXECS, LOGS, PORT_FORWARDS
 
+log = logging.getLogger("raykube.sandbox.kubelet.podsandbox")
+
 MOUNT_RETRY = 3.0
+# The kubelet's sync period (--sync-frequency, 1 minute): projected volumes are brought up to date at least this
+# often; a change of a ConfigMap or Secret they project does it at once (the runtime's watch sets sources_changed).
+VOLUME_RESYNC = 60.0
 PORT_SCAN_INTERVAL = 2.0  # how often the TCP ports listened on in a Pod are looked for, for kubectl port-forward
 _TCP_LISTEN = "0A"  # the state column of /proc/net/tcp for LISTEN
 
@@ -46,6 +52,8 @@ class PodSandbox:
         self.ready = False
         self.forwarded: frozenset[int] = frozenset()  # the ports kwok's PortForward for the Pod lists
         self.volumes: dict[str, Path] = {}
+        # Set by the runtime when a ConfigMap or Secret this Pod's volumes project changes (refresh_volumes waits).
+        self.sources_changed = asyncio.Event()
 
     async def create(self) -> None:
         ctx = self.ctx
@@ -125,9 +133,9 @@ class PodSandbox:
         (etc / "resolv.conf").write_text("\n".join(resolv) + "\n")
         (etc / "hostname").write_text(self.hostname + "\n")
 
-    async def _mount_volumes(self) -> None:
+    def _volume_context(self) -> volumes.VolumeContext:
         ctx = self.ctx
-        context = volumes.VolumeContext(
+        return volumes.VolumeContext(
             ctx.pod,
             self.dir,
             ctx.host.kube,
@@ -138,6 +146,27 @@ class PodSandbox:
             ctx.host.secret,
             ctx.node.name,
         )
+
+    async def refresh_volumes(self) -> None:
+        """While the Pod runs (the worker cancels this task when it ends): rewrite its configMap, secret, downwardAPI
+        and projected volumes when a source changes, and at least every ``VOLUME_RESYNC`` seconds, as the kubelet's
+        sync does. Each rewrite is an atomic ``..data`` swap (:func:`~raykube.sandbox.kubelet.volumes.write_atomic`);
+        an unchanged payload is left alone."""
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.sources_changed.wait(), VOLUME_RESYNC)
+            self.sources_changed.clear()
+            try:
+                changed = await volumes.refresh(self._volume_context())
+            except Exception as exc:  # the next change or resync retries
+                log.warning("refreshing the volumes of %s/%s failed: %s", self.ctx.namespace, self.ctx.name, exc)
+                continue
+            if changed:
+                log.info("updated volumes %s of %s/%s", ", ".join(changed), self.ctx.namespace, self.ctx.name)
+
+    async def _mount_volumes(self) -> None:
+        ctx = self.ctx
+        context = self._volume_context()
         last = ""
         reported = 0.0
         while True:

@@ -9,8 +9,12 @@
   nodes that share one ``/tmp/ray`` race for their socket names and crash);
 * ``hostPath``: that host path (``DirectoryOrCreate``/``FileOrCreate`` create it, as the kubelet does);
 * ``configMap``, ``secret``, ``downwardAPI`` and ``projected`` (including ``serviceAccountToken`` from the
-  TokenRequest API): files written once when the Pod starts, with ``items``, ``defaultMode`` and per-item ``mode``.
-  They are not refreshed while the Pod runs (a kubelet would).
+  TokenRequest API): files with ``items``, ``defaultMode`` and per-item ``mode``, written as the kubelet's
+  AtomicWriter writes them (:func:`write_atomic`): the payload in a timestamped ``..<time>`` directory, ``..data`` a
+  symlink to it, each top-level name a symlink through ``..data``. A running Pod's copies are refreshed when the
+  ConfigMap or Secret changes (:func:`refresh`, driven by the runtime's watch of both kinds) by swapping ``..data``
+  with one rename, so a reader sees the old payload or the new one, never half of each. A token is kept as it was
+  (the kubelet renews one at 80% of its life; the sandbox's tokens last longer than its Pods).
 
 Anything else is refused with a ``FailedMount`` that names the supported kinds. Mount points inside containers are
 created in the container's own overlay, never on the host.
@@ -22,6 +26,7 @@ import base64
 import contextlib
 import os
 import shutil
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,14 +84,78 @@ def memory_volumes(pod: Mapping[str, Any], pod_dir: Path) -> list[MemoryVolume]:
     return found
 
 
-def _write_files(directory: Path, files: Mapping[str, tuple[bytes, int]]) -> None:
+DATA_DIR = "..data"  # the kubelet's AtomicWriter: the symlink to the current payload directory
+_DATA_TMP = "..data_tmp"
+Files = dict[str, tuple[bytes, int]]
+
+
+def _check_paths(files: Mapping[str, tuple[bytes, int]]) -> None:
+    for relative in files:
+        parts = Path(relative).parts
+        if ".." in parts or relative.startswith("/") or not parts or parts[0].startswith(".."):
+            raise VolumeError(f"invalid path {relative!r}: must be relative and must not contain '..'")
+
+
+def current_payload(directory: Path) -> Files | None:
+    """The files under ``directory/..data`` with their modes, or None before the first :func:`write_atomic`."""
+    data = directory / DATA_DIR
+    if not data.is_symlink():
+        return None
+    root = data.resolve()
+    found: Files = {}
+    for path in sorted(root.rglob("*")):
+        if path.is_file():
+            found[str(path.relative_to(root))] = (path.read_bytes(), path.stat().st_mode & 0o7777)
+    return found
+
+
+def write_atomic(directory: Path, files: Mapping[str, tuple[bytes, int]]) -> bool:
+    """Write ``files`` (relative path -> content, mode) into ``directory`` the way the kubelet's AtomicWriter does;
+    return whether anything changed.
+
+    The payload goes to a new ``..<time>`` directory; ``..data_tmp`` is made a symlink to it and renamed over
+    ``..data`` (one rename: atomic), then each top-level name of the payload is a symlink ``name -> ..data/name``
+    (names the new payload drops are removed) and the old payload directory goes. A process that opens
+    ``directory/tls.crt`` at any moment reads one whole version. A payload equal to the current one changes nothing.
+    """
+    _check_paths(files)
+    if current_payload(directory) == dict(files):
+        return False
+    directory.mkdir(parents=True, exist_ok=True)
+    data = directory / DATA_DIR
+    old = os.readlink(data) if data.is_symlink() else None
+    stamp = f"..{time.strftime('%Y_%m_%d_%H_%M_%S', time.gmtime())}.{time.monotonic_ns()}"
+    payload = directory / stamp
+    payload.mkdir()
     for relative, (content, mode) in files.items():
-        target = directory / relative
-        if ".." in Path(relative).parts:
-            raise VolumeError(f"invalid path {relative!r}: must not contain '..'")
+        target = payload / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(content)
         target.chmod(mode)
+    payload.chmod(0o755)
+    tmp = directory / _DATA_TMP
+    tmp.unlink(missing_ok=True)
+    tmp.symlink_to(stamp)
+    tmp.rename(data)  # rename(2) replaces the old symlink atomically
+    visible = {Path(relative).parts[0] for relative in files}
+    for name in visible:
+        link = directory / name
+        if not link.is_symlink():
+            if link.is_dir():
+                shutil.rmtree(link)
+            elif link.exists():
+                link.unlink()
+            link.symlink_to(f"{DATA_DIR}/{name}")
+    for entry in directory.iterdir():
+        if entry.name.startswith("..") or entry.name in visible:
+            continue
+        if entry.is_symlink() or entry.is_file():
+            entry.unlink()
+        else:
+            shutil.rmtree(entry)
+    if old is not None and old != stamp:
+        shutil.rmtree(directory / old, ignore_errors=True)
+    return True
 
 
 def _project(
@@ -199,7 +268,7 @@ async def prepare(context: VolumeContext) -> dict[str, Path]:
     return paths
 
 
-async def _prepare_one(context: VolumeContext, volume: Mapping[str, Any], kind: str) -> Path:  # noqa: PLR0912 - one case per volume kind
+async def _prepare_one(context: VolumeContext, volume: Mapping[str, Any], kind: str) -> Path:
     name = volume["name"]
     directory = volume_dir(context.pod_dir, name)
     source = volume.get(kind) or {}
@@ -215,10 +284,20 @@ async def _prepare_one(context: VolumeContext, volume: Mapping[str, Any], kind: 
         raise VolumeError(
             f"{kind} volumes are not supported by the sandbox's process runtime (it supports {', '.join(SUPPORTED)})"
         )
-    shutil.rmtree(directory, ignore_errors=True)
-    directory.mkdir(parents=True)
+    write_atomic(directory, await _payload(context, source, kind, None))
+    return directory
+
+
+def _projects(kind: str) -> bool:
+    """Whether a volume of ``kind`` is a payload of files the runtime writes (and refreshes)."""
+    return kind in ("configMap", "secret", "downwardAPI", "projected")
+
+
+async def _payload(context: VolumeContext, source: Mapping[str, Any], kind: str, current: Files | None) -> Files:
+    """The files of a configMap, secret, downwardAPI or projected volume; ``current`` (on a refresh) keeps the
+    service account tokens already written."""
     default_mode = int(source.get("defaultMode", DEFAULT_MODE))
-    files: dict[str, tuple[bytes, int]] = {}
+    files: Files = {}
     if kind == "configMap":
         files = await context.configmap_files(source, default_mode)
     elif kind == "secret":
@@ -234,11 +313,50 @@ async def _prepare_one(context: VolumeContext, volume: Mapping[str, Any], kind: 
             elif sub := part.get("downwardAPI"):
                 files.update(context.downward_files(sub.get("items") or [], default_mode))
             elif sub := part.get("serviceAccountToken"):
-                files.update(await context.token_file(sub))
+                kept = (current or {}).get(sub["path"])
+                files.update({sub["path"]: kept} if kept else await context.token_file(sub))
             else:
                 raise VolumeError(f"projected source {sorted(part)} is not supported by the process runtime")
-    _write_files(directory, files)
-    return directory
+    return files
+
+
+def sources(pod: Mapping[str, Any]) -> set[tuple[str, str]]:
+    """The ConfigMaps and Secrets the Pod's volumes project, as ``("configMap"|"secret", name)``: whose changes
+    :func:`refresh` follows."""
+    found: set[tuple[str, str]] = set()
+    for volume in pod["spec"].get("volumes") or []:
+        if (cm := volume.get("configMap")) is not None:
+            found.add(("configMap", str(cm.get("name"))))
+        elif (secret := volume.get("secret")) is not None:
+            found.add(("secret", str(secret.get("secretName"))))
+        for part in (volume.get("projected") or {}).get("sources") or []:
+            if (cm := part.get("configMap")) is not None:
+                found.add(("configMap", str(cm.get("name"))))
+            elif (secret := part.get("secret")) is not None:
+                found.add(("secret", str(secret.get("name"))))
+    return found
+
+
+async def refresh(context: VolumeContext) -> list[str]:
+    """Bring the Pod's configMap, secret, downwardAPI and projected volumes up to date (as the kubelet's sync does
+    for a running Pod); return the names of the volumes that changed. A volume whose source cannot be read now (a
+    Secret deleted, say) keeps its files, as the kubelet keeps them."""
+    changed = []
+    for volume in context.pod["spec"].get("volumes") or []:
+        kind = _kind(volume)
+        if not _projects(kind):
+            continue
+        directory = volume_dir(context.pod_dir, volume["name"])
+        current = current_payload(directory)
+        if current is None:
+            continue  # not mounted (yet): prepare writes it
+        try:
+            files = await _payload(context, volume.get(kind) or {}, kind, current)
+        except VolumeError:
+            continue
+        if write_atomic(directory, files):
+            changed.append(str(volume["name"]))
+    return changed
 
 
 def _host_path(source: Mapping[str, Any]) -> Path:
