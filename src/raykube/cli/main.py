@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import signal
+from types import FrameType
+
 import typer
 
 from raykube import __version__
@@ -14,6 +17,20 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
+
+
+def _interrupted(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+@app.callback()
+def _main() -> None:
+    """SIGTERM stops a command as Ctrl-C does, so its clean-up runs: a sandbox, a demo or a conformance run killed by a
+    CI timeout or `kill <pid>` stops the processes it started and removes its files instead of leaving them behind.
+    (The operator installs its own handler: SIGTERM is its graceful stop.)"""
+    signal.signal(signal.SIGTERM, _interrupted)
+
+
 app.add_typer(sandbox.app, name="sandbox")
 app.add_typer(crd.app, name="crd")
 app.command(name="operator", context_settings=operator.CONTEXT)(operator.operator)
