@@ -46,7 +46,6 @@ import copy
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -54,29 +53,35 @@ from pydantic import ValidationError
 
 from raykube.api import constants as c
 from raykube.api.dashboard import DashboardError
-from raykube.api.rayservice import RayServiceSpec
-from raykube.api.resources import RAYCLUSTERS, RAYSERVICES, RayCluster, RayService
+from raykube.api.resources import RAYCLUSTERS, RAYSERVICES, RayService
 from raykube.api.validation import FieldError, validate_rayservice
 from raykube.builders import gowrites, names
 from raykube.builders import rayjob as rj
 from raykube.builders import rayservice as rs
 from raykube.builders.status import StatusError, head_pod, is_running_and_ready
-from raykube.controllers.base import Context, Deps, Registration, Result, reported
+from raykube.controllers.base import Deps, Registration, Result, reported
+from raykube.controllers.rayservice.context import (
+    ACTIVE,
+    CONTROLLER,
+    NORMAL,
+    PENDING,
+    REQUEUE,
+    SERVICE_NAME_LABEL,
+    WARNING,
+    Obj,
+    RayServiceError,
+    ServiceContext,
+    WithDeps,
+    as_cluster,
+    service_error,
+    serving_port,
+)
 from raykube.controllers.watches import POD_SELECTOR, cached_head_service, cached_pod
 from raykube.kube import objects, times
 from raykube.kube.errors import ApiError
 from raykube.kube.resources import ENDPOINT_SLICES, PODS, SERVICES
 
 log = logging.getLogger(__name__)
-
-CONTROLLER = "rayservice"  # controller-runtime's name for KubeRay's RayService controller (metrics, work queue)
-REQUEUE = float(c.RAYSERVICE_REQUEUE_SECONDS)  # KubeRay ServiceDefaultRequeueDuration
-SERVICE_NAME_LABEL = "kubernetes.io/service-name"  # discoveryv1.LabelServiceName
-NORMAL = c.EVENT_TYPE_NORMAL
-WARNING = c.EVENT_TYPE_WARNING
-ACTIVE, PENDING = "activeServiceStatus", "pendingServiceStatus"
-
-Obj = Mapping[str, Any]
 
 
 def generation_labels_or_annotations_changed(old: Obj | None, new: Obj | None) -> bool:
@@ -107,44 +112,14 @@ def registration(options: object = None) -> Registration:
     )
 
 
-class RayServiceError(Exception):
-    """A pass that could not finish; the runtime retries it with back-off (KubeRay's error-requeue)."""
-
-
-@dataclass(frozen=True)
-class ServiceContext(Context[RayService, RayServiceSpec]):
-    """One pass over one valid RayService; ``original`` is its status as read, ``status`` this pass's working copy."""
-
-    original: dict[str, Any]
-    status: dict[str, Any]
-
-    @property
-    def service(self) -> RayService:
-        return self.model
-
-    def side(self, which: str) -> str:
-        """The cluster name of a side of the status as read (``rayClusterName``)."""
-        return str((self.original.get(which) or {}).get("rayClusterName") or "")
-
-
-class RayServiceReconciler:
+class RayServiceReconciler(WithDeps):
     def __init__(self, deps: Deps, *, random: Callable[[], str] = names.random_suffix) -> None:
-        self.api = deps.api
-        self.cache = deps.cache
-        self.recorder = deps.recorder
-        self.options = deps.options
-        self.clock = deps.clock
-        self.dashboards = deps.dashboards
-        self.serve_proxies = deps.serve_proxies
+        super().__init__(deps)
         self.random = random
         # KubeRay ServeConfigs: "<ns>/<rs>" -> {cluster name: the serveConfigV2 last PUT to it}, an LRU of 1000.
         self.serve_configs: OrderedDict[str, dict[str, str]] = OrderedDict()
         # KubeRay RayClusterDeletionTimestamps: when a dangling cluster may be deleted.
         self.deletion_times: dict[tuple[str, str], datetime] = {}
-
-    @property
-    def gates(self) -> Mapping[str, bool]:
-        return self.options.features
 
     # -------------------------------------------------------------------------------------------------- entry
     async def reconcile(self, namespace: str, name: str) -> Result:
@@ -348,7 +323,7 @@ class RayServiceReconciler:
                 done=(c.EVENT_DELETED_RAYCLUSTER, f"Deleted the RayCluster {where}"),
                 failed=(c.EVENT_FAILED_TO_DELETE_RAYCLUSTER, f"Failed to delete the RayCluster {where}"),
                 sep=": ",
-                raise_as=_service_error,
+                raise_as=service_error,
             )
         return remaining
 
@@ -362,9 +337,9 @@ class RayServiceReconciler:
         pending = self.cache.get(RAYCLUSTERS, ctx.namespace, pending_name) if pending_name else None
         if pending_name and pending is None:
             return active, await self._create_cluster(ctx, pending_name)
-        if active is not None and rs.should_update_cluster(ctx.service, _cluster(active), active=True):
+        if active is not None and rs.should_update_cluster(ctx.service, as_cluster(active), active=True):
             active = await self._update_cluster(ctx, active, "active")
-        if pending is not None and rs.should_update_cluster(ctx.service, _cluster(pending), active=False):
+        if pending is not None and rs.should_update_cluster(ctx.service, as_cluster(pending), active=False):
             pending = await self._update_cluster(ctx, pending, "pending")
         return active, pending
 
@@ -402,8 +377,8 @@ class RayServiceReconciler:
     def _should_prepare(self, ctx: ServiceContext, active: Obj | None, pending: Obj | None, *, serving: bool) -> bool:
         return rs.should_prepare_new_cluster(
             ctx.service,
-            _cluster(active) if active is not None else None,
-            _cluster(pending) if pending is not None else None,
+            as_cluster(active) if active is not None else None,
+            as_cluster(pending) if pending is not None else None,
             pending_serving=serving,
             gates=self.gates,
             zero_downtime_env=self.options.enable_zero_downtime,
@@ -414,7 +389,7 @@ class RayServiceReconciler:
         """KubeRay ``GetRayClusterHeadPod`` from the cache."""
         labels = {c.RAY_CLUSTER_LABEL: objects.name(cluster), c.RAY_NODE_TYPE_LABEL: c.NODE_TYPE_HEAD}
         try:
-            return head_pod(_cluster(cluster), self.cache.list(PODS, objects.namespace(cluster), labels))
+            return head_pod(as_cluster(cluster), self.cache.list(PODS, objects.namespace(cluster), labels))
         except StatusError as exc:
             raise RayServiceError(str(exc)) from exc
 
@@ -432,7 +407,7 @@ class RayServiceReconciler:
         if not exclude:
             if self.serve_proxies is None:
                 raise RayServiceError("no Serve proxy health client is configured")
-            healthy = await self.serve_proxies.proxy_healthy(pod, _serving_port(pod))
+            healthy = await self.serve_proxies.proxy_healthy(pod, serving_port(pod))
             new = c.RAY_SERVE_LABEL_TRUE if healthy else c.RAY_SERVE_LABEL_FALSE
         if objects.labels(pod).get(c.RAY_SERVE_LABEL) == new:
             return
@@ -449,7 +424,7 @@ class RayServiceReconciler:
                 f'Failed to update the serve label to "{new}" for the Head Pod {where}',
             ),
             sep=": ",
-            raise_as=_service_error,
+            raise_as=service_error,
         )
 
     # -------------------------------------------------------------------------------------------------- Serve
@@ -522,7 +497,7 @@ class RayServiceReconciler:
     async def _reconcile_service(self, ctx: ServiceContext, cluster: Obj, *, head: bool) -> Obj:
         """KubeRay ``reconcileServices``: create the head (or serve) Service pointing at ``cluster``; one that exists
         is updated only when its ``ray.io/cluster`` selector differs (the switch-over), its ``clusterIP`` kept."""
-        model = _cluster(cluster)
+        model = as_cluster(cluster)
         try:
             desired = (
                 rs.head_service(ctx.service, model, self.options) if head else rs.serve_service(ctx.service, model)
@@ -540,7 +515,7 @@ class RayServiceReconciler:
                 self.api.create(SERVICES, desired, ctx.namespace),
                 done=(c.EVENT_CREATED_SERVICE, f"Created the service {where}"),
                 failed=(c.EVENT_FAILED_TO_CREATE_SERVICE, f"Failed to create the service {where}"),
-                raise_as=_service_error,
+                raise_as=service_error,
             )
         body = rs.switched_service(live, desired)
         if body is None:
@@ -552,7 +527,7 @@ class RayServiceReconciler:
             self.api.replace(SERVICES, name, body, ctx.namespace),
             done=(c.EVENT_UPDATED_SERVICE, f"Updated the service {where}"),
             failed=(c.EVENT_FAILED_TO_UPDATE_SERVICE, f"Failed to update the service {where}"),
-            raise_as=_service_error,
+            raise_as=service_error,
         )
 
     # -------------------------------------------------------------------------------------------------- status
@@ -617,22 +592,3 @@ class RayServiceReconciler:
             await self.api.replace(RAYSERVICES, objects.name(obj), body, objects.namespace(obj), subresource="status")
         except ApiError as exc:
             raise RayServiceError(f"failed to update the RayService status: {exc.message or exc}") from exc
-
-
-def _service_error(note: str, _exc: ApiError) -> RayServiceError:
-    """A failed write fails the pass with the note of its Warning event."""
-    return RayServiceError(note)
-
-
-def _cluster(obj: Obj) -> RayCluster:
-    return RayCluster.model_validate(obj)
-
-
-def _serving_port(pod: Obj) -> int:
-    """KubeRay ``FindContainerPort(head container, "serve", 8000)``."""
-    containers = (pod.get("spec") or {}).get("containers") or []
-    if containers:
-        for port in containers[c.RAY_CONTAINER_INDEX].get("ports") or []:
-            if port.get("name") == c.SERVING_PORT_NAME:
-                return int(port.get("containerPort") or c.DEFAULT_SERVING_PORT)
-    return c.DEFAULT_SERVING_PORT
