@@ -72,6 +72,12 @@ V170_ACTION: dict[str, str] = {
     "UpdatedHeadPodServeLabel": "Update",
     "FailedToUpdateHeadPodServeLabel": "Update",
     # Delete: every Deleted* and FailedToDelete*
+    "DeletedService": "Delete",  # a RayService's suspend (v1.7.0 handleSuspend), as the three below
+    "FailedToDeleteService": "Delete",
+    "DeletedGateway": "Delete",
+    "FailedToDeleteGateway": "Delete",
+    "DeletedHTTPRoute": "Delete",
+    "FailedToDeleteHTTPRoute": "Delete",
     "DeletedPod": "Delete",
     "DeletedHeadPod": "Delete",
     "DeletedWorkerPod": "Delete",

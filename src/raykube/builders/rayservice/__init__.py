@@ -12,6 +12,7 @@ KubeRay's and listing the quirks it keeps (**[Q]**):
   answers with;
 * :mod:`~raykube.builders.rayservice.status`: the conditions, the promotion of the pending cluster, and when the status
   is written;
+* :mod:`~raykube.builders.rayservice.suspend`: ``spec.suspend``'s conditions (KubeRay v1.7.0);
 * :mod:`~raykube.builders.rayservice.common`: :class:`RayServiceBuildError` and the readers the others share.
 
 Room is left for the incremental upgrade: KubeRay v1.7's ``NewClusterWithIncrementalUpgrade`` (Gateway and HTTPRoute
@@ -36,6 +37,7 @@ from raykube.builders.rayservice.clusters import (
     zero_downtime_upgrade_enabled,
 )
 from raykube.builders.rayservice.common import RayServiceBuildError
+from raykube.builders.rayservice.gateway import gateway_name, httproute_name
 from raykube.builders.rayservice.serve import (
     GET_SERVE_STATUS_ERROR,
     UPDATE_SERVE_APPLICATIONS_ERROR,
@@ -61,16 +63,28 @@ from raykube.builders.rayservice.status import (
     set_condition,
     status_needs_update,
 )
+from raykube.builders.rayservice.suspend import (
+    SuspendPhase,
+    resumed,
+    suspend_completed,
+    suspend_is_operative,
+    suspend_phase,
+    suspend_requested,
+    suspend_waiting,
+)
 
 __all__ = [
     "GET_SERVE_STATUS_ERROR",
     "UPDATE_SERVE_APPLICATIONS_ERROR",
     "RayServiceBuildError",
+    "SuspendPhase",
     "calculate_conditions",
     "cluster_spec_hash_equal",
+    "gateway_name",
     "goal_cluster_hash",
     "head_service",
     "head_service_name",
+    "httproute_name",
     "incremental_upgrade_enabled",
     "initializing_timeout",
     "is_initializing_timeout",
@@ -80,6 +94,7 @@ __all__ = [
     "partial_cluster_hash",
     "promote",
     "rayservice_cluster",
+    "resumed",
     "serve_application_statuses",
     "serve_config_body",
     "serve_service",
@@ -90,6 +105,11 @@ __all__ = [
     "should_prepare_new_cluster",
     "should_update_cluster",
     "status_needs_update",
+    "suspend_completed",
+    "suspend_is_operative",
+    "suspend_phase",
+    "suspend_requested",
+    "suspend_waiting",
     "switched_service",
     "updated_cluster",
     "zero_downtime_upgrade_enabled",

@@ -60,6 +60,12 @@ class WithDeps:
         return self.options.features
 
 
+def gateway_api_missing(kind: str) -> str:
+    """The error KubeRay's client answers when asked for a Gateway API kind the API server does not serve (its
+    RESTMapper's ``NoKindMatchError``): the pass fails with it."""
+    return f'no matches for kind "{kind}" in version "gateway.networking.k8s.io/v1"'
+
+
 def service_error(note: str, _exc: ApiError) -> RayServiceError:
     """A failed write fails the pass with the note of its Warning event."""
     return RayServiceError(note)

@@ -43,6 +43,7 @@ a stale cache makes conflict); where KubeRay panics (the two Services point at d
 from __future__ import annotations
 
 import copy
+import dataclasses
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -76,6 +77,7 @@ from raykube.controllers.rayservice.context import (
     service_error,
     serving_port,
 )
+from raykube.controllers.rayservice.suspend import Suspender
 from raykube.controllers.watches import POD_SELECTOR, cached_head_service, cached_pod
 from raykube.kube import objects, times
 from raykube.kube.errors import ApiError
@@ -115,6 +117,7 @@ def registration(options: object = None) -> Registration:
 class RayServiceReconciler(WithDeps):
     def __init__(self, deps: Deps, *, random: Callable[[], str] = names.random_suffix) -> None:
         super().__init__(deps)
+        self.suspender = Suspender(deps)
         self.random = random
         # KubeRay ServeConfigs: "<ns>/<rs>" -> {cluster name: the serveConfigV2 last PUT to it}, an LRU of 1000.
         self.serve_configs: OrderedDict[str, dict[str, str]] = OrderedDict()
@@ -189,7 +192,10 @@ class RayServiceReconciler(WithDeps):
 
     async def _reconcile_valid(self, ctx: ServiceContext, *, to_clean: bool) -> Result:
         original = ctx.original
-        if rs.is_initializing_timeout(original):  # terminal: only the clean-up above
+        ctx, suspended = await self._suspend_pass(ctx)
+        if suspended is not None:
+            return suspended
+        if rs.is_initializing_timeout(ctx.status):  # terminal: only the clean-up above
             return Result(REQUEUE) if to_clean else Result()
 
         try:
@@ -231,11 +237,47 @@ class RayServiceReconciler(WithDeps):
             active_apps=active_apps,
             pending_apps=pending_apps,
         )
-        if rs.status_needs_update(
-            original, ctx.status, incremental_gate=self.options.gate(c.GATE_RAYSERVICE_INCREMENTAL_UPGRADE)
-        ):
+        if rs.status_needs_update(original, ctx.status, incremental_gate=self._incremental_gate):
             await self._write(ctx.obj, ctx.status)
         return Result(REQUEUE)
+
+    async def _suspend_pass(self, ctx: ServiceContext) -> tuple[ServiceContext, Result | None]:
+        """KubeRay v1.7.0 ``handleSuspend``, its status written at once when it changed (``updateStatusIfChanged``):
+        the context to go on with (the RayService as written) and, while ``Suspending`` or ``Suspended`` is True,
+        the pass's result (the pass ends there)."""
+        phase = rs.suspend_phase(ctx.original, suspend=bool(ctx.spec.suspend))
+        if phase is rs.SuspendPhase.RUNNING:
+            return ctx, None
+        stamp = times.format_time(self.clock())
+        generation = int(objects.meta(ctx.obj).get("generation") or 0)
+        result = Result(REQUEUE)
+        failure: RayServiceError | None = None
+        status: dict[str, Any] = copy.deepcopy(ctx.status)
+        if phase is rs.SuspendPhase.SUSPENDED:
+            result = Result()
+        elif phase is rs.SuspendPhase.REQUESTED:
+            status = rs.suspend_requested(ctx.status, generation=generation, stamp=stamp)
+        elif phase is rs.SuspendPhase.RESUMING:
+            status = rs.resumed(ctx.status, generation=generation, stamp=stamp)
+        else:
+            try:
+                done = await self.suspender.delete_owned(ctx)
+            except RayServiceError as exc:
+                failure = exc
+            else:
+                status = (rs.suspend_completed if done else rs.suspend_waiting)(ctx.status, stamp=stamp)
+        ctx.status.clear()
+        ctx.status.update(status)
+        if rs.status_needs_update(ctx.original, ctx.status, incremental_gate=self._incremental_gate):
+            written = await self._write(ctx.obj, ctx.status)
+            ctx = dataclasses.replace(ctx, obj=written)
+        if failure is not None:
+            raise failure
+        return ctx, (result if rs.suspend_is_operative(ctx.status) else None)
+
+    @property
+    def _incremental_gate(self) -> bool:
+        return self.options.gate(c.GATE_RAYSERVICE_INCREMENTAL_UPGRADE)
 
     async def _invalid(self, obj: Obj, status: dict[str, Any], error: FieldError) -> Result:
         """KubeRay: a Warning event, ``Ready=False/ValidationFailed`` with the error, written at once; no requeue."""
@@ -579,7 +621,7 @@ class RayServiceReconciler(WithDeps):
         status.clear()
         status.update(conditioned)
 
-    async def _write(self, obj: Obj, status: dict[str, Any]) -> None:
+    async def _write(self, obj: Obj, status: dict[str, Any]) -> Obj:
         """``Status().Update`` with ``lastUpdateTime`` now, on the version read (a conflict fails the pass)."""
         status["lastUpdateTime"] = times.format_time(self.clock())
         body = {
@@ -589,6 +631,8 @@ class RayServiceReconciler(WithDeps):
             "status": gowrites.status_as_kuberay_writes("RayService", status),  # as KubeRay's Go object writes it
         }
         try:
-            await self.api.replace(RAYSERVICES, objects.name(obj), body, objects.namespace(obj), subresource="status")
+            return await self.api.replace(
+                RAYSERVICES, objects.name(obj), body, objects.namespace(obj), subresource="status"
+            )
         except ApiError as exc:
             raise RayServiceError(f"failed to update the RayService status: {exc.message or exc}") from exc
