@@ -936,6 +936,11 @@ SERVE_DEPLOYMENT_DOWNSCALING: Final = "DOWNSCALING"
 # KubeRay utils/constant.go GatewayListenerPortName / DefaultGatewayListenerPort: the incremental upgrade's Gateway.
 GATEWAY_LISTENER_NAME: Final = "http"
 GATEWAY_LISTENER_PORT: Final = 80
+# KubeRay v1.7.0 rayservice_controller.go createGateway: the listener's protocol (gwv1.HTTPProtocolType), and the
+# Gateway API version its objects are written in (sigs.k8s.io/gateway-api/apis/v1).
+GATEWAY_LISTENER_PROTOCOL: Final = "HTTP"
+GATEWAY_API_GROUP: Final = "gateway.networking.k8s.io"
+GATEWAY_API_VERSION: Final = "gateway.networking.k8s.io/v1"
 # KubeRay utils/constant.go K8sEventType: what the RayService controller reports besides the RayCluster and Service
 # reasons above (CreatedRayCluster, UpdatedService, ...).
 EVENT_INVALID_RAYSERVICE_SPEC: Final = "InvalidRayServiceSpec"

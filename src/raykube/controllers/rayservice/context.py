@@ -38,6 +38,10 @@ class ServiceContext(Context[RayService, RayServiceSpec]):
     def service(self) -> RayService:
         return self.model
 
+    def status_side(self, which: str) -> str:
+        """The cluster name of a side of this pass's working status."""
+        return str((self.status.get(which) or {}).get("rayClusterName") or "")
+
     def side(self, which: str) -> str:
         """The cluster name of a side of the status as read (``rayClusterName``)."""
         return str((self.original.get(which) or {}).get("rayClusterName") or "")

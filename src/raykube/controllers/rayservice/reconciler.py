@@ -29,10 +29,10 @@ normal exit coming back after 2 s:
    its Warning event) and ``serviceStatus``; written to ``/status`` only when KubeRay would
    (``InconsistentRayServiceStatuses``).
 
-Upgrade strategies: ``NewCluster`` (and unset, unless the operator's ``ENABLE_ZERO_DOWNTIME`` is ``false``) and
-``None``. ``NewClusterWithIncrementalUpgrade`` (behind the alpha gate ``RayServiceIncrementalUpgrade``, off by default
-in v1.6.1: Gateway, HTTPRoute, per-cluster serve Services, target capacity and traffic steps, rollback) is **not
-implemented**: with the gate on, such a RayService is reconciled as ``NewCluster`` would be. The ``kuberay_service_*``
+Upgrade strategies: ``NewCluster`` (and unset, unless the operator's ``ENABLE_ZERO_DOWNTIME`` is ``false``),
+``None``, and ``NewClusterWithIncrementalUpgrade`` (gate ``RayServiceIncrementalUpgrade``, beta and on in v1.7.0:
+:mod:`~raykube.controllers.rayservice.upgrade`). ``spec.suspend`` runs right after validation
+(:mod:`~raykube.controllers.rayservice.suspend`) and ends the pass while Suspending or Suspended is True. The ``kuberay_service_*``
 metrics are computed at scrape time from the informers (``runtime/metrics.py``), as KubeRay's are.
 
 Differences kept small and deliberate: the deletion timers are keyed by namespace and name (KubeRay: the cluster
@@ -59,6 +59,7 @@ from raykube.api.validation import FieldError, validate_rayservice
 from raykube.builders import gowrites, names
 from raykube.builders import rayjob as rj
 from raykube.builders import rayservice as rs
+from raykube.builders.options import BuildOptions
 from raykube.builders.status import StatusError, head_pod, is_running_and_ready
 from raykube.controllers.base import Deps, Registration, Result, reported
 from raykube.controllers.rayservice.context import (
@@ -78,10 +79,11 @@ from raykube.controllers.rayservice.context import (
     serving_port,
 )
 from raykube.controllers.rayservice.suspend import Suspender
+from raykube.controllers.rayservice.upgrade import Upgrade
 from raykube.controllers.watches import POD_SELECTOR, cached_head_service, cached_pod
 from raykube.kube import objects, times
 from raykube.kube.errors import ApiError
-from raykube.kube.resources import ENDPOINT_SLICES, PODS, SERVICES
+from raykube.kube.resources import ENDPOINT_SLICES, GATEWAYS, HTTPROUTES, PODS, SERVICES
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +101,7 @@ def registration(options: object = None) -> Registration:
     """KubeRay ``RayServiceReconciler.SetupWithManager``: ``For(RayService)`` with its predicate, ``Owns(RayCluster,
     Service)``. Head Pods and the serve Services' EndpointSlices are read from the cache without starting passes
     (KubeRay's client reads them through informers too, and does not watch them)."""
-    return (
+    reg = (
         Registration.named(CONTROLLER, recorder=c.RAYSERVICE_CONTROLLER_NAME)
         .for_(RAYSERVICES)
         .with_predicate(generation_labels_or_annotations_changed)
@@ -110,14 +112,23 @@ def registration(options: object = None) -> Registration:
         # every serve Service carries ray.io/serve (builders.rayservice.serve_service), no head Service does. The head
         # and worker Services of a thousand RayClusters then cost the cache nothing.
         .reads_(ENDPOINT_SLICES, label_selector=c.RAY_SERVE_LABEL, index_labels=(SERVICE_NAME_LABEL,))
-        .complete(RayServiceReconciler)
     )
+    # KubeRay v1.7.0 reads Gateways and HTTPRoutes through its client's cache and does not watch them (no Owns);
+    # here they are read from informers, started only where the gate is on and the API was served at start-up.
+    if (
+        isinstance(options, BuildOptions)
+        and options.gate(c.GATE_RAYSERVICE_INCREMENTAL_UPGRADE)
+        and options.gateway_api_available
+    ):
+        reg = reg.reads_(GATEWAYS).reads_(HTTPROUTES)
+    return reg.complete(RayServiceReconciler)
 
 
 class RayServiceReconciler(WithDeps):
     def __init__(self, deps: Deps, *, random: Callable[[], str] = names.random_suffix) -> None:
         super().__init__(deps)
         self.suspender = Suspender(deps)
+        self.upgrade = Upgrade(deps)
         self.random = random
         # KubeRay ServeConfigs: "<ns>/<rs>" -> {cluster name: the serveConfigV2 last PUT to it}, an LRU of 1000.
         self.serve_configs: OrderedDict[str, dict[str, str]] = OrderedDict()
@@ -207,6 +218,8 @@ class RayServiceReconciler(WithDeps):
         except rs.RayServiceBuildError as exc:
             raise RayServiceError(str(exc)) from exc
 
+        self.upgrade.rollback_state(ctx, active, pending)  # v1.7.0: before any serving decision
+        incremental = rs.incremental_upgrade_enabled(ctx.service, self.gates)
         exclude = bool(ctx.spec.exclude_head_pod_from_serve_svc)
         await self._update_head_pod_serve_label(ctx, active, exclude=exclude)
         await self._update_head_pod_serve_label(ctx, pending, exclude=exclude)
@@ -216,13 +229,25 @@ class RayServiceReconciler(WithDeps):
         pending_apps: dict[str, Any] | None = None
         if pending is not None:
             pending_ready, pending_apps = await self._reconcile_serve(ctx, pending)
-        if active is not None and pending is None and not self._should_prepare(ctx, active, None, serving=False):
+        # The active cluster: alone and up to date, or beside the pending one in an incremental upgrade (both serve).
+        if active is not None and (
+            (pending is None and not self._should_prepare(ctx, active, None, serving=False))
+            or (pending is not None and incremental)
+        ):
             active_ready, active_apps = await self._reconcile_serve(ctx, active)
+
+        route: Obj | None = None
+        if incremental:
+            await self.upgrade.per_cluster_serve_service(ctx, active)
+            await self.upgrade.per_cluster_serve_service(ctx, pending)
+            gateway = await self.upgrade.reconcile_gateway(ctx)
+            route = await self.upgrade.reconcile_httproute(ctx, gateway, active, pending, pending_ready=pending_ready)
 
         head_svc: Obj | None = None
         serve_svc: Obj | None = None
         if pending_ready or active_ready:
-            target = pending if pending_ready else active
+            # During an incremental upgrade the pending cluster serves through its own Service and the HTTPRoute.
+            target = pending if pending_ready and not self._incremental_in_progress(ctx) else active
             if target is None:  # a ready side has a cluster
                 raise RayServiceError("no cluster to point the Services at")
             head_svc = await self._reconcile_service(ctx, target, head=True)
@@ -236,6 +261,7 @@ class RayServiceReconciler(WithDeps):
             pending=pending,
             active_apps=active_apps,
             pending_apps=pending_apps,
+            route=route,
         )
         if rs.status_needs_update(original, ctx.status, incremental_gate=self._incremental_gate):
             await self._write(ctx.obj, ctx.status)
@@ -274,6 +300,11 @@ class RayServiceReconciler(WithDeps):
         if failure is not None:
             raise failure
         return ctx, (result if rs.suspend_is_operative(ctx.status) else None)
+
+    def _incremental_in_progress(self, ctx: ServiceContext) -> bool:
+        return rs.incremental_upgrade_enabled(ctx.service, self.gates) and _is_true(
+            ctx.status, c.CONDITION_UPGRADE_IN_PROGRESS
+        )
 
     @property
     def _incremental_gate(self) -> bool:
@@ -424,6 +455,7 @@ class RayServiceReconciler(WithDeps):
             pending_serving=serving,
             gates=self.gates,
             zero_downtime_env=self.options.enable_zero_downtime,
+            status=ctx.status,
         )
 
     # -------------------------------------------------------------------------------------------------- head Pod
@@ -516,16 +548,32 @@ class RayServiceReconciler(WithDeps):
         config = ctx.spec.serve_config_v2 or ""
         submit, reason = rs.need_submit_serve_applications(cached, config, applications)
         log.info("checkIfNeedSubmitServeApplications on %s: %s (%s)", cluster_name, submit, reason)
-        if submit:
+        upgrading = self._incremental_in_progress(ctx)
+        rolling_back = rs.incremental_upgrade_enabled(ctx.service, self.gates) and _is_true(
+            ctx.status, c.CONDITION_ROLLBACK_IN_PROGRESS
+        )
+        is_active = cluster_name == ctx.status_side(ACTIVE)
+        # v1.7.0: the active cluster keeps its config during an upgrade, the pending one during a rollback.
+        skip = (is_active and upgrading and not rolling_back) or (not is_active and rolling_back)
+        if submit and not skip:
             await self._update_serve_deployment(ctx, dashboard, cluster_name, config)
+        if upgrading:
+            await self.upgrade.target_capacity(ctx, cluster, dashboard, self._cached_config(ctx, cluster_name))
         return ready, applications
 
     async def _update_serve_deployment(
         self, ctx: ServiceContext, dashboard: Any, cluster_name: str, config: str
     ) -> None:
         where = f"{ctx.namespace}/{cluster_name}"
+        capacity = None
+        if rs.incremental_upgrade_enabled(ctx.service, self.gates):  # the side's target_capacity, when it has one
+            for side in (ACTIVE, PENDING):
+                entry = ctx.status.get(side) or {}
+                if entry.get("rayClusterName") == cluster_name and entry.get("targetCapacity") is not None:
+                    capacity = int(entry["targetCapacity"])
+                    break
         try:
-            await dashboard.update_deployments(rs.serve_config_body(config))
+            await dashboard.update_deployments(rs.serve_config_body(config, target_capacity=capacity))
         except (DashboardError, rs.RayServiceBuildError) as exc:
             err = rs.UPDATE_SERVE_APPLICATIONS_ERROR.format(err=exc) if isinstance(exc, DashboardError) else str(exc)
             note = f"Failed to update serve applications to the RayCluster {where}: {err}"
@@ -583,8 +631,11 @@ class RayServiceReconciler(WithDeps):
         pending: Obj | None,
         active_apps: dict[str, Any] | None,
         pending_apps: dict[str, Any] | None,
+        route: Obj | None = None,
     ) -> None:
-        """KubeRay ``calculateStatus`` (NewCluster / None) into ``ctx.status``."""
+        """KubeRay ``calculateStatus`` into ``ctx.status``; with the incremental upgrade also the traffic read back
+        from the HTTPRoute, its promotion and rollback rules, the new pending side's target capacity, and the serve
+        endpoints of both clusters' own serve Services."""
         status = ctx.status
         status["observedGeneration"] = int(objects.meta(ctx.obj).get("generation") or 0)
         for side, cluster, apps in ((ACTIVE, active, active_apps), (PENDING, pending, pending_apps)):
@@ -596,22 +647,39 @@ class RayServiceReconciler(WithDeps):
                 entry.pop("applicationStatuses", None)
             status[side] = entry
         serving = False
+        incremental = rs.incremental_upgrade_enabled(ctx.service, self.gates)
         if head_svc is not None and serve_svc is not None:
+            if incremental:
+                self._traffic_from_route(status, route, pending_exists=pending is not None)
             try:
-                promoted, serving = rs.promote(status, head_svc, serve_svc)
+                promoted, serving = rs.promote(
+                    status, head_svc, serve_svc, incremental=incremental, pending_exists=pending is not None
+                )
             except rs.RayServiceBuildError as exc:
                 raise RayServiceError(str(exc)) from exc
             status.clear()
             status.update(promoted)
+        if _is_true(status, c.CONDITION_ROLLBACK_IN_PROGRESS) and rs.rollback_complete(
+            status, pending_head_ready=pending is not None and _is_true(pending, c.CONDITION_HEAD_POD_READY)
+        ):
+            completed = rs.rollback_completed(status, stamp=times.format_time(self.clock()))
+            status.clear()
+            status.update(completed)
+            pending = None
         if self._should_prepare(ctx, active, pending, serving=serving):
             cluster_name = rs.new_cluster_name(ctx.service, suffix=self.random())
-            status[PENDING] = {"rayClusterName": cluster_name}
+            status[PENDING] = rs.new_pending_side(status, cluster_name, incremental=incremental)
             log.info("preparing a new pending RayCluster %s", cluster_name)
-        slices = self.cache.list(
-            ENDPOINT_SLICES, ctx.namespace, {SERVICE_NAME_LABEL: rs.serve_service_name(ctx.service)}
-        )
+        serve_services = [rs.serve_service_name(ctx.service)]
+        if incremental and active is not None:  # the per-cluster serve Services carry the traffic
+            serve_services = [names.serve_service_name(objects.name(active))]
+        if incremental and pending is not None:
+            serve_services.append(names.serve_service_name(objects.name(pending)))
         try:
-            status["numServeEndpoints"] = rs.num_serve_endpoints(slices)
+            status["numServeEndpoints"] = sum(
+                rs.num_serve_endpoints(self.cache.list(ENDPOINT_SLICES, ctx.namespace, {SERVICE_NAME_LABEL: svc}))
+                for svc in serve_services
+            )
         except rs.RayServiceBuildError as exc:
             raise RayServiceError(str(exc)) from exc
         conditioned, event = rs.calculate_conditions(status, annotations=ctx.annotations, now=self.clock())
@@ -620,6 +688,20 @@ class RayServiceReconciler(WithDeps):
         conditioned["serviceStatus"] = rs.service_status(conditioned)
         status.clear()
         status.update(conditioned)
+
+    def _traffic_from_route(self, status: dict[str, Any], route: Obj | None, *, pending_exists: bool) -> None:
+        """``GetWeightsFromHTTPRoute`` into each side's ``trafficRoutedPercent``; a changed weight stamps that side's
+        ``lastTrafficMigratedTime`` (the interval of the next step counts from it)."""
+        active_weight, pending_weight = rs.route_weights(route, status)
+        stamp = times.format_time(self.clock())
+        for side, weight, present in ((ACTIVE, active_weight, True), (PENDING, pending_weight, pending_exists)):
+            if weight < 0 or not present:
+                continue
+            entry = status.setdefault(side, {})
+            old = entry.get("trafficRoutedPercent")
+            entry["trafficRoutedPercent"] = weight
+            if weight != (-1 if old is None else int(old)):
+                entry["lastTrafficMigratedTime"] = stamp
 
     async def _write(self, obj: Obj, status: dict[str, Any]) -> Obj:
         """``Status().Update`` with ``lastUpdateTime`` now, on the version read (a conflict fails the pass)."""
@@ -636,3 +718,9 @@ class RayServiceReconciler(WithDeps):
             )
         except ApiError as exc:
             raise RayServiceError(f"failed to update the RayService status: {exc.message or exc}") from exc
+
+
+def _is_true(obj: Mapping[str, Any], type_: str) -> bool:
+    """``meta.IsStatusConditionTrue`` on a status (``conditions``) or an object (``status.conditions``)."""
+    conditions = obj.get("conditions") if "conditions" in obj else (obj.get("status") or {}).get("conditions")
+    return any(x.get("type") == type_ and x.get("status") == "True" for x in conditions or [])
