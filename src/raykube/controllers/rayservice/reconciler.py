@@ -32,8 +32,9 @@ normal exit coming back after 2 s:
 Upgrade strategies: ``NewCluster`` (and unset, unless the operator's ``ENABLE_ZERO_DOWNTIME`` is ``false``),
 ``None``, and ``NewClusterWithIncrementalUpgrade`` (gate ``RayServiceIncrementalUpgrade``, beta and on in v1.7.0:
 :mod:`~raykube.controllers.rayservice.upgrade`). ``spec.suspend`` runs right after validation
-(:mod:`~raykube.controllers.rayservice.suspend`) and ends the pass while Suspending or Suspended is True. The ``kuberay_service_*``
-metrics are computed at scrape time from the informers (``runtime/metrics.py``), as KubeRay's are.
+(:mod:`~raykube.controllers.rayservice.suspend`) and ends the pass while Suspending or Suspended is True.
+The ``kuberay_service_*`` metrics are computed at scrape time from the informers (``runtime/metrics.py``), as
+KubeRay's are.
 
 Differences kept small and deliberate: the deletion timers are keyed by namespace and name (KubeRay: the cluster
 name alone); the head Pod's label is set with a merge patch of the label (KubeRay: an Update of the whole Pod, which
