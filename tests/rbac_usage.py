@@ -46,6 +46,14 @@ GRANTED_WITHOUT_A_CALL: Mapping[Triple, str] = {
         for verb in ("create", "patch")
     },
     **{
+        (verb, "gateway.networking.k8s.io", plural): "a RayService's incremental upgrade (KubeRay v1.7.0 markers); the "
+        "sandbox serves no Gateway API, so no test of this run reaches it (unit tests over FakeKube do)"
+        for verb in ("create", "delete", "get", "list", "update", "watch")
+        for plural in ("gateways", "httproutes")
+    },
+    ("delete", "", "services"): "a suspended RayService's head and serve Services (spec.suspend, KubeRay v1.7.0); "
+    "unit tests over FakeKube cover it",
+    **{
         ("update", "ray.io", f"{kind}/finalizers"): "setting blockOwnerDeletion on children needs it where the "
         "OwnerReferencesPermissionEnforcement admission plugin runs (OpenShift); the sandbox does not run it"
         for kind in ("rayclusters", "rayjobs", "raycronjobs", "rayservices")

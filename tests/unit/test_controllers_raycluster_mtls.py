@@ -357,6 +357,8 @@ async def test_the_operator_looks_for_cert_manager_only_with_the_gate(
     manager = await operator._build_manager()
     assert ("raycluster-mtls" in [ctl.name for ctl in manager.controllers]) is controller
     assert manager.options.cert_manager_available is controller
-    assert discovery.paths == (["/apis/cert-manager.io/v1"] if asked else [])
+    assert [p for p in discovery.paths if "cert-manager" in p] == (["/apis/cert-manager.io/v1"] if asked else [])
+    # RayServiceIncrementalUpgrade is on by default: the Gateway API is looked up too (the RayService controller's)
+    assert "/apis/gateway.networking.k8s.io/v1" in discovery.paths
     for ctl in manager.controllers:
         ctl.queue.shutdown()

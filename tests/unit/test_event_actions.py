@@ -72,6 +72,23 @@ V170_ACTION: dict[str, str] = {
     "UpdatedHeadPodServeLabel": "Update",
     "FailedToUpdateHeadPodServeLabel": "Update",
     # Delete: every Deleted* and FailedToDelete*
+    "CreatedGateway": "Create",  # a RayService's incremental upgrade, as the five below
+    "FailedToCreateGateway": "Create",
+    "CreatedHTTPRoute": "Create",
+    "FailedToCreateHTTPRoute": "Create",
+    "UpdatedGateway": "Update",
+    "FailedToUpdateGateway": "Update",
+    "UpdatedHTTPRoute": "Update",
+    "FailedToUpdateHTTPRoute": "Update",
+    "UpdatedServeTargetCapacity": "Update",
+    "FailedToUpdateTargetCapacity": "Update",
+    "RollbackImpossible": "Reconcile",
+    "DeletedService": "Delete",  # a RayService's suspend (v1.7.0 handleSuspend), as the three below
+    "FailedToDeleteService": "Delete",
+    "DeletedGateway": "Delete",
+    "FailedToDeleteGateway": "Delete",
+    "DeletedHTTPRoute": "Delete",
+    "FailedToDeleteHTTPRoute": "Delete",
     "DeletedPod": "Delete",
     "DeletedHeadPod": "Delete",
     "DeletedWorkerPod": "Delete",

@@ -901,6 +901,9 @@ RAYSERVICE_STATUS_RUNNING: Final = "Running"
 CONDITION_RAYSERVICE_READY: Final = "Ready"
 CONDITION_UPGRADE_IN_PROGRESS: Final = "UpgradeInProgress"
 CONDITION_ROLLBACK_IN_PROGRESS: Final = "RollbackInProgress"
+# KubeRay v1.7.0 apis/ray/v1 rayservice_types.go: spec.suspend's conditions (RayServiceSuspending / Suspended).
+CONDITION_RAYSERVICE_SUSPENDING: Final = "Suspending"
+CONDITION_RAYSERVICE_SUSPENDED: Final = "Suspended"
 # KubeRay apis/ray/v1 rayservice_types.go RayServiceConditionReason.
 REASON_RAYSERVICE_INITIALIZING: Final = "Initializing"
 REASON_RAYSERVICE_INITIALIZING_TIMEOUT: Final = "InitializingTimeout"
@@ -910,7 +913,13 @@ REASON_BOTH_ACTIVE_PENDING_CLUSTERS_EXIST: Final = "BothActivePendingClustersExi
 REASON_NO_PENDING_CLUSTER: Final = "NoPendingCluster"
 REASON_NO_ACTIVE_CLUSTER: Final = "NoActiveCluster"
 REASON_RAYSERVICE_VALIDATION_FAILED: Final = "ValidationFailed"
-REASON_TARGET_CLUSTER_CHANGED: Final = "TargetClusterChanged"
+# KubeRay v1.7.0 renamed v1.6.1's TargetClusterChanged (RollbackInProgress while an incremental upgrade's goal moved).
+REASON_DESIRED_CLUSTER_SPEC_CHANGED: Final = "DesiredClusterSpecChanged"
+# KubeRay v1.7.0 rayservice_types.go: the reasons of spec.suspend's conditions.
+REASON_SUSPEND_REQUESTED: Final = "SuspendRequested"
+REASON_SUSPEND_IN_PROGRESS: Final = "SuspendInProgress"
+REASON_SUSPEND_COMPLETE: Final = "SuspendComplete"
+REASON_RAYSERVICE_RESUMED: Final = "RayServiceResumed"
 # KubeRay apis/ray/v1 rayservice_types.go ApplicationStatusEnum (Ray Serve's ApplicationStatus).
 SERVE_APP_NOT_STARTED: Final = "NOT_STARTED"
 SERVE_APP_DEPLOYING: Final = "DEPLOYING"
@@ -927,6 +936,11 @@ SERVE_DEPLOYMENT_DOWNSCALING: Final = "DOWNSCALING"
 # KubeRay utils/constant.go GatewayListenerPortName / DefaultGatewayListenerPort: the incremental upgrade's Gateway.
 GATEWAY_LISTENER_NAME: Final = "http"
 GATEWAY_LISTENER_PORT: Final = 80
+# KubeRay v1.7.0 rayservice_controller.go createGateway: the listener's protocol (gwv1.HTTPProtocolType), and the
+# Gateway API version its objects are written in (sigs.k8s.io/gateway-api/apis/v1).
+GATEWAY_LISTENER_PROTOCOL: Final = "HTTP"
+GATEWAY_API_GROUP: Final = "gateway.networking.k8s.io"
+GATEWAY_API_VERSION: Final = "gateway.networking.k8s.io/v1"
 # KubeRay utils/constant.go K8sEventType: what the RayService controller reports besides the RayCluster and Service
 # reasons above (CreatedRayCluster, UpdatedService, ...).
 EVENT_INVALID_RAYSERVICE_SPEC: Final = "InvalidRayServiceSpec"
@@ -946,6 +960,15 @@ EVENT_CREATED_HTTPROUTE: Final = "CreatedHTTPRoute"
 EVENT_UPDATED_HTTPROUTE: Final = "UpdatedHTTPRoute"
 EVENT_FAILED_TO_CREATE_HTTPROUTE: Final = "FailedToCreateHTTPRoute"
 EVENT_FAILED_TO_UPDATE_HTTPROUTE: Final = "FailedToUpdateHTTPRoute"
+# KubeRay v1.7.0 utils/constant.go: a suspended RayService's deletions, and an incremental upgrade that cannot roll
+# back (its active cluster is gone).
+EVENT_DELETED_SERVICE: Final = "DeletedService"
+EVENT_FAILED_TO_DELETE_SERVICE: Final = "FailedToDeleteService"
+EVENT_DELETED_GATEWAY: Final = "DeletedGateway"
+EVENT_FAILED_TO_DELETE_GATEWAY: Final = "FailedToDeleteGateway"
+EVENT_DELETED_HTTPROUTE: Final = "DeletedHTTPRoute"
+EVENT_FAILED_TO_DELETE_HTTPROUTE: Final = "FailedToDeleteHTTPRoute"
+EVENT_ROLLBACK_IMPOSSIBLE: Final = "RollbackImpossible"
 
 # --- The kubectl plugin (KubeRay kubectl-plugin/pkg/util/constant.go, pkg/cmd/*; v1.6.1) -------------------------
 

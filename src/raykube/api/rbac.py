@@ -40,8 +40,9 @@ OPERATOR_RULES: tuple[Rule, ...] = (
     # escalation prevention).
     Rule("", ("pods",), ("create", "delete", "deletecollection", "get", "list", "patch", "watch")),
     Rule("", ("pods/resize",), ("patch",)),
-    # update: a RayJob's head Service follows the cluster of its latest attempt.
-    Rule("", ("services",), ("create", "list", "update", "watch")),
+    # update: a RayJob's head Service follows the cluster of its latest attempt; delete: a suspended RayService's
+    # head and serve Services (KubeRay v1.7.0 handleSuspend).
+    Rule("", ("services",), ("create", "delete", "list", "update", "watch")),
     # --use-kubernetes-proxy: the Ray dashboard through the API server (GET job info and Serve applications, POST
     # submit and stop, PUT the Serve config), and a RayService head Pod's Serve proxy health (GET /-/healthz).
     Rule("", ("services/proxy",), ("create", "get", "update")),
@@ -97,6 +98,9 @@ OPERATOR_RULES: tuple[Rule, ...] = (
     Rule(c.CERT_MANAGER_GROUP, ("certificates",), ("create", "get", "list", "update", "watch")),
     Rule(c.CERT_MANAGER_GROUP, ("certificates/status",), ("get",)),
     Rule(c.CERT_MANAGER_GROUP, ("issuers",), ("create", "get", "list", "watch")),
+    # A RayService's incremental upgrade (gate RayServiceIncrementalUpgrade, on): its Gateway and HTTPRoute, created,
+    # updated, read, deleted on suspend; the verbs of KubeRay v1.7.0's kubebuilder markers, granted always as there.
+    Rule(c.GATEWAY_API_GROUP, ("gateways", "httproutes"), ("create", "delete", "get", "list", "update", "watch")),
 )
 
 # What the --batch-scheduler plugins add (raykube.builders.batch): their objects are created, watched (KubeRay ``Owns``)

@@ -47,6 +47,10 @@ class BuildOptions:
     # cert-manager.io/v1 is served (found at start-up, KubeRay v1.7.0 main.go certManagerAPIAvailable): mTLS clusters
     # get their certificates; without it the RayCluster controller refuses them with a Warning.
     cert_manager_available: bool = False
+    # gateway.networking.k8s.io/v1 is served (looked up at start-up when the RayServiceIncrementalUpgrade gate is on):
+    # the RayService controller then reads Gateways and HTTPRoutes; without it a NewClusterWithIncrementalUpgrade
+    # RayService fails every pass at its Gateway, as KubeRay v1.7.0's does (its client finds no such kind).
+    gateway_api_available: bool = False
 
     def gate(self, name: str) -> bool:
         return bool(self.features.get(name, c.FEATURE_GATE_DEFAULTS.get(name, False)))

@@ -86,6 +86,9 @@ CERTIFICATES = Resource(
     "cert-manager.io", "v1", "Certificate", "certificates", spec_status=True, short_names=("certificate", "cert")
 )
 ISSUERS = Resource("cert-manager.io", "v1", "Issuer", "issuers", spec_status=True, short_names=("issuer",))
+# The Gateway API's (KubeRay v1.7.0's RayService incremental upgrade: served only where its CRDs are installed).
+GATEWAYS = Resource("gateway.networking.k8s.io", "v1", "Gateway", "gateways", spec_status=True, short_names=("gtw",))
+HTTPROUTES = Resource("gateway.networking.k8s.io", "v1", "HTTPRoute", "httproutes", spec_status=True)
 STORAGE_CLASSES = Resource(
     "storage.k8s.io", "v1", "StorageClass", "storageclasses", namespaced=False, short_names=("sc",)
 )

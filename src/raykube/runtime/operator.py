@@ -27,7 +27,7 @@ from raykube.api import constants as c
 from raykube.api.config import OperatorConfig, describe
 from raykube.builders.options import BuildOptions
 from raykube.kube.client import Kube
-from raykube.kube.resources import CERTIFICATES
+from raykube.kube.resources import CERTIFICATES, GATEWAYS
 from raykube.runtime.http import HttpServer
 from raykube.runtime.leader import LeaderElector
 from raykube.runtime.manager import Manager, api_served
@@ -106,6 +106,13 @@ class Operator:
                 )
         else:
             log.info("RayClusterMTLS feature gate is disabled, skipping mTLS controller setup")
+        if options.gate(c.GATE_RAYSERVICE_INCREMENTAL_UPGRADE):  # the RayService controller's Gateway informers
+            options = dataclasses.replace(options, gateway_api_available=await api_served(self.kube, GATEWAYS))
+            if not options.gateway_api_available:
+                log.info(
+                    "Gateway API (gateway.networking.k8s.io/v1) not found; RayServices with upgradeStrategy "
+                    "NewClusterWithIncrementalUpgrade will fail to reconcile, as KubeRay v1.7.0's do"
+                )
         return Manager(
             self.kube,
             options=options,

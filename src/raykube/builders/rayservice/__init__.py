@@ -12,12 +12,13 @@ KubeRay's and listing the quirks it keeps (**[Q]**):
   answers with;
 * :mod:`~raykube.builders.rayservice.status`: the conditions, the promotion of the pending cluster, and when the status
   is written;
+* :mod:`~raykube.builders.rayservice.suspend`: ``spec.suspend``'s conditions (KubeRay v1.7.0);
 * :mod:`~raykube.builders.rayservice.common`: :class:`RayServiceBuildError` and the readers the others share.
 
-Room is left for the incremental upgrade: KubeRay v1.7's ``NewClusterWithIncrementalUpgrade`` (Gateway and HTTPRoute
-objects, traffic stepped from the active cluster to the pending one) will be a module ``gateway.py`` of its own here,
-beside what it builds on already (:func:`incremental_upgrade_enabled`, the per-cluster serve Service of
-``serve_service(..., incremental=True)``, ``target_capacity`` in :func:`serve_config_body`).
+* :mod:`~raykube.builders.rayservice.gateway`: KubeRay v1.7.0's ``NewClusterWithIncrementalUpgrade``: the Gateway and
+  HTTPRoute, the traffic and ``target_capacity`` steps, promotion and rollback (with
+  :func:`incremental_upgrade_enabled`, the per-cluster serve Service of ``serve_service(..., incremental=True)``,
+  ``target_capacity`` in :func:`serve_config_body`).
 
 Every public name is re-exported here, so the controller reads ``rs.promote(...)`` after
 ``from raykube.builders import rayservice as rs``.
@@ -36,6 +37,26 @@ from raykube.builders.rayservice.clusters import (
     zero_downtime_upgrade_enabled,
 )
 from raykube.builders.rayservice.common import RayServiceBuildError
+from raykube.builders.rayservice.gateway import (
+    gateway,
+    gateway_equal,
+    gateway_name,
+    gateway_ready,
+    goal_target_capacity,
+    httproute,
+    httproute_equal,
+    httproute_name,
+    httproute_ready,
+    new_pending_side,
+    rollback_complete,
+    rollback_completed,
+    rollback_state,
+    route_weights,
+    serve_port,
+    target_capacity_update,
+    traffic_weights,
+    upgrade_complete,
+)
 from raykube.builders.rayservice.serve import (
     GET_SERVE_STATUS_ERROR,
     UPDATE_SERVE_APPLICATIONS_ERROR,
@@ -61,27 +82,53 @@ from raykube.builders.rayservice.status import (
     set_condition,
     status_needs_update,
 )
+from raykube.builders.rayservice.suspend import (
+    SuspendPhase,
+    resumed,
+    suspend_completed,
+    suspend_is_operative,
+    suspend_phase,
+    suspend_requested,
+    suspend_waiting,
+)
 
 __all__ = [
     "GET_SERVE_STATUS_ERROR",
     "UPDATE_SERVE_APPLICATIONS_ERROR",
     "RayServiceBuildError",
+    "SuspendPhase",
     "calculate_conditions",
     "cluster_spec_hash_equal",
+    "gateway",
+    "gateway_equal",
+    "gateway_name",
+    "gateway_ready",
     "goal_cluster_hash",
+    "goal_target_capacity",
     "head_service",
     "head_service_name",
+    "httproute",
+    "httproute_equal",
+    "httproute_name",
+    "httproute_ready",
     "incremental_upgrade_enabled",
     "initializing_timeout",
     "is_initializing_timeout",
     "need_submit_serve_applications",
     "new_cluster_name",
+    "new_pending_side",
     "num_serve_endpoints",
     "partial_cluster_hash",
     "promote",
     "rayservice_cluster",
+    "resumed",
+    "rollback_complete",
+    "rollback_completed",
+    "rollback_state",
+    "route_weights",
     "serve_application_statuses",
     "serve_config_body",
+    "serve_port",
     "serve_service",
     "serve_service_name",
     "service_cluster",
@@ -90,7 +137,15 @@ __all__ = [
     "should_prepare_new_cluster",
     "should_update_cluster",
     "status_needs_update",
+    "suspend_completed",
+    "suspend_is_operative",
+    "suspend_phase",
+    "suspend_requested",
+    "suspend_waiting",
     "switched_service",
+    "target_capacity_update",
+    "traffic_weights",
     "updated_cluster",
+    "upgrade_complete",
     "zero_downtime_upgrade_enabled",
 ]

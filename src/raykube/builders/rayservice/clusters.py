@@ -172,11 +172,14 @@ def should_prepare_new_cluster(
     pending_serving: bool,
     gates: Mapping[str, bool],
     zero_downtime_env: str | None = None,
+    status: Mapping[str, Any] | None = None,
 ) -> bool:
     """``shouldPrepareNewCluster``: false while the Services point at the pending cluster (``pending_serving``) or a
     rollback is in progress; true with no cluster at all; else false when the pending (or, without one, the active)
-    cluster's hash equals the goal, fully or partially; else :func:`zero_downtime_upgrade_enabled`."""
-    if pending_serving or _is_true(_conditions(_status(rayservice)), c.CONDITION_ROLLBACK_IN_PROGRESS):
+    cluster's hash equals the goal, fully or partially; else :func:`zero_downtime_upgrade_enabled`. ``status``: this
+    pass's working status (KubeRay reads the object it is changing), else the RayService's."""
+    current = _status(rayservice) if status is None else status
+    if pending_serving or _is_true(_conditions(current), c.CONDITION_ROLLBACK_IN_PROGRESS):
         return False
     cluster = pending if pending is not None else active
     if cluster is None:

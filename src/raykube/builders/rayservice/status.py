@@ -241,10 +241,17 @@ def service_status(status: Mapping[str, Any]) -> str:
 
 
 def promote(
-    status: Mapping[str, Any], head_svc: Mapping[str, Any], serve_svc: Mapping[str, Any]
+    status: Mapping[str, Any],
+    head_svc: Mapping[str, Any],
+    serve_svc: Mapping[str, Any],
+    *,
+    incremental: bool = False,
+    pending_exists: bool = False,
 ) -> tuple[dict[str, Any], bool]:
-    """``reconcilePromotionAndServingStatus`` for NewCluster and None: when the Services point at a cluster that is
-    not the active one, the pending side becomes active (whole) and pending is emptied. Returns the new status and
+    """``reconcilePromotionAndServingStatus``: for NewCluster and None, when the Services point at a cluster that is
+    not the active one, the pending side becomes active (whole) and pending is emptied; with the incremental upgrade
+    (``incremental``), during an upgrade once ``IsIncrementalUpgradeComplete`` and no rollback runs, else when there is
+    no active cluster yet. Returns the new status and
     whether the Services point at the pending cluster (as named before promotion). Where KubeRay panics (the two
     Services disagree, or point at neither cluster) :class:`RayServiceBuildError`."""
     target = service_cluster(head_svc)
@@ -254,7 +261,19 @@ def promote(
     if target not in (pending, active):
         raise RayServiceBuildError("clusterName from services is not equal to pendingCluster or activeCluster")
     new = copy.deepcopy(dict(status))
-    if active != target:
+    if incremental:  # v1.7.0: once the traffic has moved, never during a rollback; the first cluster at once
+        conditions = _conditions(status)
+        if _is_true(conditions, c.CONDITION_UPGRADE_IN_PROGRESS):
+            should = not _is_true(conditions, c.CONDITION_ROLLBACK_IN_PROGRESS) and (
+                pending_exists
+                and int((status.get("activeServiceStatus") or {}).get("targetCapacity", -1)) == 0
+                and int((status.get("pendingServiceStatus") or {}).get("trafficRoutedPercent", -1)) == 100
+            )
+        else:
+            should = not active and bool(pending)
+    else:
+        should = active != target
+    if should:
         new["activeServiceStatus"] = new.get("pendingServiceStatus") or {}
         new["pendingServiceStatus"] = {}
     return new, target == pending

@@ -8,7 +8,7 @@ report names that root cause first in the RayJob's or RayService's own section.
 
 KubeRay's vocabulary is in :mod:`raykube.api.constants` (``JOB_DEPLOYMENT_STATUS_*``, ``JOB_REASON_*``,
 ``REASON_RAYSERVICE_*``, ``SERVE_APP_*``); the fixes follow what KubeRay v1.6.1's controllers do, as raykube's
-(``controllers/rayjob/``, ``controllers/rayservice.py``) reproduce it: a RayJob in ``ValidationFailed`` is never
+(``controllers/rayjob/``, ``controllers/rayservice/``) reproduce it: a RayJob in ``ValidationFailed`` is never
 validated again, a RayService recovers from ``ValidationFailed`` by itself once fixed, ``InitializingTimeout`` is
 terminal.
 """

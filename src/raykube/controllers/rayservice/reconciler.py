@@ -29,11 +29,12 @@ normal exit coming back after 2 s:
    its Warning event) and ``serviceStatus``; written to ``/status`` only when KubeRay would
    (``InconsistentRayServiceStatuses``).
 
-Upgrade strategies: ``NewCluster`` (and unset, unless the operator's ``ENABLE_ZERO_DOWNTIME`` is ``false``) and
-``None``. ``NewClusterWithIncrementalUpgrade`` (behind the alpha gate ``RayServiceIncrementalUpgrade``, off by default
-in v1.6.1: Gateway, HTTPRoute, per-cluster serve Services, target capacity and traffic steps, rollback) is **not
-implemented**: with the gate on, such a RayService is reconciled as ``NewCluster`` would be. The ``kuberay_service_*``
-metrics are computed at scrape time from the informers (``runtime/metrics.py``), as KubeRay's are.
+Upgrade strategies: ``NewCluster`` (and unset, unless the operator's ``ENABLE_ZERO_DOWNTIME`` is ``false``),
+``None``, and ``NewClusterWithIncrementalUpgrade`` (gate ``RayServiceIncrementalUpgrade``, beta and on in v1.7.0:
+:mod:`~raykube.controllers.rayservice.upgrade`). ``spec.suspend`` runs right after validation
+(:mod:`~raykube.controllers.rayservice.suspend`) and ends the pass while Suspending or Suspended is True.
+The ``kuberay_service_*`` metrics are computed at scrape time from the informers (``runtime/metrics.py``), as
+KubeRay's are.
 
 Differences kept small and deliberate: the deletion timers are keyed by namespace and name (KubeRay: the cluster
 name alone); the head Pod's label is set with a merge patch of the label (KubeRay: an Update of the whole Pod, which
@@ -43,10 +44,10 @@ a stale cache makes conflict); where KubeRay panics (the two Services point at d
 from __future__ import annotations
 
 import copy
+import dataclasses
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -54,29 +55,38 @@ from pydantic import ValidationError
 
 from raykube.api import constants as c
 from raykube.api.dashboard import DashboardError
-from raykube.api.rayservice import RayServiceSpec
-from raykube.api.resources import RAYCLUSTERS, RAYSERVICES, RayCluster, RayService
+from raykube.api.resources import RAYCLUSTERS, RAYSERVICES, RayService
 from raykube.api.validation import FieldError, validate_rayservice
 from raykube.builders import gowrites, names
 from raykube.builders import rayjob as rj
 from raykube.builders import rayservice as rs
+from raykube.builders.options import BuildOptions
 from raykube.builders.status import StatusError, head_pod, is_running_and_ready
-from raykube.controllers.base import Context, Deps, Registration, Result, reported
+from raykube.controllers.base import Deps, Registration, Result, reported
+from raykube.controllers.rayservice.context import (
+    ACTIVE,
+    CONTROLLER,
+    NORMAL,
+    PENDING,
+    REQUEUE,
+    SERVICE_NAME_LABEL,
+    WARNING,
+    Obj,
+    RayServiceError,
+    ServiceContext,
+    WithDeps,
+    as_cluster,
+    service_error,
+    serving_port,
+)
+from raykube.controllers.rayservice.suspend import Suspender
+from raykube.controllers.rayservice.upgrade import Upgrade
 from raykube.controllers.watches import POD_SELECTOR, cached_head_service, cached_pod
 from raykube.kube import objects, times
 from raykube.kube.errors import ApiError
-from raykube.kube.resources import ENDPOINT_SLICES, PODS, SERVICES
+from raykube.kube.resources import ENDPOINT_SLICES, GATEWAYS, HTTPROUTES, PODS, SERVICES
 
 log = logging.getLogger(__name__)
-
-CONTROLLER = "rayservice"  # controller-runtime's name for KubeRay's RayService controller (metrics, work queue)
-REQUEUE = float(c.RAYSERVICE_REQUEUE_SECONDS)  # KubeRay ServiceDefaultRequeueDuration
-SERVICE_NAME_LABEL = "kubernetes.io/service-name"  # discoveryv1.LabelServiceName
-NORMAL = c.EVENT_TYPE_NORMAL
-WARNING = c.EVENT_TYPE_WARNING
-ACTIVE, PENDING = "activeServiceStatus", "pendingServiceStatus"
-
-Obj = Mapping[str, Any]
 
 
 def generation_labels_or_annotations_changed(old: Obj | None, new: Obj | None) -> bool:
@@ -92,7 +102,7 @@ def registration(options: object = None) -> Registration:
     """KubeRay ``RayServiceReconciler.SetupWithManager``: ``For(RayService)`` with its predicate, ``Owns(RayCluster,
     Service)``. Head Pods and the serve Services' EndpointSlices are read from the cache without starting passes
     (KubeRay's client reads them through informers too, and does not watch them)."""
-    return (
+    reg = (
         Registration.named(CONTROLLER, recorder=c.RAYSERVICE_CONTROLLER_NAME)
         .for_(RAYSERVICES)
         .with_predicate(generation_labels_or_annotations_changed)
@@ -103,48 +113,28 @@ def registration(options: object = None) -> Registration:
         # every serve Service carries ray.io/serve (builders.rayservice.serve_service), no head Service does. The head
         # and worker Services of a thousand RayClusters then cost the cache nothing.
         .reads_(ENDPOINT_SLICES, label_selector=c.RAY_SERVE_LABEL, index_labels=(SERVICE_NAME_LABEL,))
-        .complete(RayServiceReconciler)
     )
+    # KubeRay v1.7.0 reads Gateways and HTTPRoutes through its client's cache and does not watch them (no Owns);
+    # here they are read from informers, started only where the gate is on and the API was served at start-up.
+    if (
+        isinstance(options, BuildOptions)
+        and options.gate(c.GATE_RAYSERVICE_INCREMENTAL_UPGRADE)
+        and options.gateway_api_available
+    ):
+        reg = reg.reads_(GATEWAYS).reads_(HTTPROUTES)
+    return reg.complete(RayServiceReconciler)
 
 
-class RayServiceError(Exception):
-    """A pass that could not finish; the runtime retries it with back-off (KubeRay's error-requeue)."""
-
-
-@dataclass(frozen=True)
-class ServiceContext(Context[RayService, RayServiceSpec]):
-    """One pass over one valid RayService; ``original`` is its status as read, ``status`` this pass's working copy."""
-
-    original: dict[str, Any]
-    status: dict[str, Any]
-
-    @property
-    def service(self) -> RayService:
-        return self.model
-
-    def side(self, which: str) -> str:
-        """The cluster name of a side of the status as read (``rayClusterName``)."""
-        return str((self.original.get(which) or {}).get("rayClusterName") or "")
-
-
-class RayServiceReconciler:
+class RayServiceReconciler(WithDeps):
     def __init__(self, deps: Deps, *, random: Callable[[], str] = names.random_suffix) -> None:
-        self.api = deps.api
-        self.cache = deps.cache
-        self.recorder = deps.recorder
-        self.options = deps.options
-        self.clock = deps.clock
-        self.dashboards = deps.dashboards
-        self.serve_proxies = deps.serve_proxies
+        super().__init__(deps)
+        self.suspender = Suspender(deps)
+        self.upgrade = Upgrade(deps)
         self.random = random
         # KubeRay ServeConfigs: "<ns>/<rs>" -> {cluster name: the serveConfigV2 last PUT to it}, an LRU of 1000.
         self.serve_configs: OrderedDict[str, dict[str, str]] = OrderedDict()
         # KubeRay RayClusterDeletionTimestamps: when a dangling cluster may be deleted.
         self.deletion_times: dict[tuple[str, str], datetime] = {}
-
-    @property
-    def gates(self) -> Mapping[str, bool]:
-        return self.options.features
 
     # -------------------------------------------------------------------------------------------------- entry
     async def reconcile(self, namespace: str, name: str) -> Result:
@@ -214,7 +204,10 @@ class RayServiceReconciler:
 
     async def _reconcile_valid(self, ctx: ServiceContext, *, to_clean: bool) -> Result:
         original = ctx.original
-        if rs.is_initializing_timeout(original):  # terminal: only the clean-up above
+        ctx, suspended = await self._suspend_pass(ctx)
+        if suspended is not None:
+            return suspended
+        if rs.is_initializing_timeout(ctx.status):  # terminal: only the clean-up above
             return Result(REQUEUE) if to_clean else Result()
 
         try:
@@ -226,6 +219,8 @@ class RayServiceReconciler:
         except rs.RayServiceBuildError as exc:
             raise RayServiceError(str(exc)) from exc
 
+        self.upgrade.rollback_state(ctx, active, pending)  # v1.7.0: before any serving decision
+        incremental = rs.incremental_upgrade_enabled(ctx.service, self.gates)
         exclude = bool(ctx.spec.exclude_head_pod_from_serve_svc)
         await self._update_head_pod_serve_label(ctx, active, exclude=exclude)
         await self._update_head_pod_serve_label(ctx, pending, exclude=exclude)
@@ -235,13 +230,25 @@ class RayServiceReconciler:
         pending_apps: dict[str, Any] | None = None
         if pending is not None:
             pending_ready, pending_apps = await self._reconcile_serve(ctx, pending)
-        if active is not None and pending is None and not self._should_prepare(ctx, active, None, serving=False):
+        # The active cluster: alone and up to date, or beside the pending one in an incremental upgrade (both serve).
+        if active is not None and (
+            (pending is None and not self._should_prepare(ctx, active, None, serving=False))
+            or (pending is not None and incremental)
+        ):
             active_ready, active_apps = await self._reconcile_serve(ctx, active)
+
+        route: Obj | None = None
+        if incremental:
+            await self.upgrade.per_cluster_serve_service(ctx, active)
+            await self.upgrade.per_cluster_serve_service(ctx, pending)
+            gateway = await self.upgrade.reconcile_gateway(ctx)
+            route = await self.upgrade.reconcile_httproute(ctx, gateway, active, pending, pending_ready=pending_ready)
 
         head_svc: Obj | None = None
         serve_svc: Obj | None = None
         if pending_ready or active_ready:
-            target = pending if pending_ready else active
+            # During an incremental upgrade the pending cluster serves through its own Service and the HTTPRoute.
+            target = pending if pending_ready and not self._incremental_in_progress(ctx) else active
             if target is None:  # a ready side has a cluster
                 raise RayServiceError("no cluster to point the Services at")
             head_svc = await self._reconcile_service(ctx, target, head=True)
@@ -255,12 +262,54 @@ class RayServiceReconciler:
             pending=pending,
             active_apps=active_apps,
             pending_apps=pending_apps,
+            route=route,
         )
-        if rs.status_needs_update(
-            original, ctx.status, incremental_gate=self.options.gate(c.GATE_RAYSERVICE_INCREMENTAL_UPGRADE)
-        ):
+        if rs.status_needs_update(original, ctx.status, incremental_gate=self._incremental_gate):
             await self._write(ctx.obj, ctx.status)
         return Result(REQUEUE)
+
+    async def _suspend_pass(self, ctx: ServiceContext) -> tuple[ServiceContext, Result | None]:
+        """KubeRay v1.7.0 ``handleSuspend``, its status written at once when it changed (``updateStatusIfChanged``):
+        the context to go on with (the RayService as written) and, while ``Suspending`` or ``Suspended`` is True,
+        the pass's result (the pass ends there)."""
+        phase = rs.suspend_phase(ctx.original, suspend=bool(ctx.spec.suspend))
+        if phase is rs.SuspendPhase.RUNNING:
+            return ctx, None
+        stamp = times.format_time(self.clock())
+        generation = int(objects.meta(ctx.obj).get("generation") or 0)
+        result = Result(REQUEUE)
+        failure: RayServiceError | None = None
+        status: dict[str, Any] = copy.deepcopy(ctx.status)
+        if phase is rs.SuspendPhase.SUSPENDED:
+            result = Result()
+        elif phase is rs.SuspendPhase.REQUESTED:
+            status = rs.suspend_requested(ctx.status, generation=generation, stamp=stamp)
+        elif phase is rs.SuspendPhase.RESUMING:
+            status = rs.resumed(ctx.status, generation=generation, stamp=stamp)
+        else:
+            try:
+                done = await self.suspender.delete_owned(ctx)
+            except RayServiceError as exc:
+                failure = exc
+            else:
+                status = (rs.suspend_completed if done else rs.suspend_waiting)(ctx.status, stamp=stamp)
+        ctx.status.clear()
+        ctx.status.update(status)
+        if rs.status_needs_update(ctx.original, ctx.status, incremental_gate=self._incremental_gate):
+            written = await self._write(ctx.obj, ctx.status)
+            ctx = dataclasses.replace(ctx, obj=written)
+        if failure is not None:
+            raise failure
+        return ctx, (result if rs.suspend_is_operative(ctx.status) else None)
+
+    def _incremental_in_progress(self, ctx: ServiceContext) -> bool:
+        return rs.incremental_upgrade_enabled(ctx.service, self.gates) and _is_true(
+            ctx.status, c.CONDITION_UPGRADE_IN_PROGRESS
+        )
+
+    @property
+    def _incremental_gate(self) -> bool:
+        return self.options.gate(c.GATE_RAYSERVICE_INCREMENTAL_UPGRADE)
 
     async def _invalid(self, obj: Obj, status: dict[str, Any], error: FieldError) -> Result:
         """KubeRay: a Warning event, ``Ready=False/ValidationFailed`` with the error, written at once; no requeue."""
@@ -348,7 +397,7 @@ class RayServiceReconciler:
                 done=(c.EVENT_DELETED_RAYCLUSTER, f"Deleted the RayCluster {where}"),
                 failed=(c.EVENT_FAILED_TO_DELETE_RAYCLUSTER, f"Failed to delete the RayCluster {where}"),
                 sep=": ",
-                raise_as=_service_error,
+                raise_as=service_error,
             )
         return remaining
 
@@ -362,9 +411,9 @@ class RayServiceReconciler:
         pending = self.cache.get(RAYCLUSTERS, ctx.namespace, pending_name) if pending_name else None
         if pending_name and pending is None:
             return active, await self._create_cluster(ctx, pending_name)
-        if active is not None and rs.should_update_cluster(ctx.service, _cluster(active), active=True):
+        if active is not None and rs.should_update_cluster(ctx.service, as_cluster(active), active=True):
             active = await self._update_cluster(ctx, active, "active")
-        if pending is not None and rs.should_update_cluster(ctx.service, _cluster(pending), active=False):
+        if pending is not None and rs.should_update_cluster(ctx.service, as_cluster(pending), active=False):
             pending = await self._update_cluster(ctx, pending, "pending")
         return active, pending
 
@@ -402,11 +451,12 @@ class RayServiceReconciler:
     def _should_prepare(self, ctx: ServiceContext, active: Obj | None, pending: Obj | None, *, serving: bool) -> bool:
         return rs.should_prepare_new_cluster(
             ctx.service,
-            _cluster(active) if active is not None else None,
-            _cluster(pending) if pending is not None else None,
+            as_cluster(active) if active is not None else None,
+            as_cluster(pending) if pending is not None else None,
             pending_serving=serving,
             gates=self.gates,
             zero_downtime_env=self.options.enable_zero_downtime,
+            status=ctx.status,
         )
 
     # -------------------------------------------------------------------------------------------------- head Pod
@@ -414,7 +464,7 @@ class RayServiceReconciler:
         """KubeRay ``GetRayClusterHeadPod`` from the cache."""
         labels = {c.RAY_CLUSTER_LABEL: objects.name(cluster), c.RAY_NODE_TYPE_LABEL: c.NODE_TYPE_HEAD}
         try:
-            return head_pod(_cluster(cluster), self.cache.list(PODS, objects.namespace(cluster), labels))
+            return head_pod(as_cluster(cluster), self.cache.list(PODS, objects.namespace(cluster), labels))
         except StatusError as exc:
             raise RayServiceError(str(exc)) from exc
 
@@ -432,7 +482,7 @@ class RayServiceReconciler:
         if not exclude:
             if self.serve_proxies is None:
                 raise RayServiceError("no Serve proxy health client is configured")
-            healthy = await self.serve_proxies.proxy_healthy(pod, _serving_port(pod))
+            healthy = await self.serve_proxies.proxy_healthy(pod, serving_port(pod))
             new = c.RAY_SERVE_LABEL_TRUE if healthy else c.RAY_SERVE_LABEL_FALSE
         if objects.labels(pod).get(c.RAY_SERVE_LABEL) == new:
             return
@@ -449,7 +499,7 @@ class RayServiceReconciler:
                 f'Failed to update the serve label to "{new}" for the Head Pod {where}',
             ),
             sep=": ",
-            raise_as=_service_error,
+            raise_as=service_error,
         )
 
     # -------------------------------------------------------------------------------------------------- Serve
@@ -499,16 +549,32 @@ class RayServiceReconciler:
         config = ctx.spec.serve_config_v2 or ""
         submit, reason = rs.need_submit_serve_applications(cached, config, applications)
         log.info("checkIfNeedSubmitServeApplications on %s: %s (%s)", cluster_name, submit, reason)
-        if submit:
+        upgrading = self._incremental_in_progress(ctx)
+        rolling_back = rs.incremental_upgrade_enabled(ctx.service, self.gates) and _is_true(
+            ctx.status, c.CONDITION_ROLLBACK_IN_PROGRESS
+        )
+        is_active = cluster_name == ctx.status_side(ACTIVE)
+        # v1.7.0: the active cluster keeps its config during an upgrade, the pending one during a rollback.
+        skip = (is_active and upgrading and not rolling_back) or (not is_active and rolling_back)
+        if submit and not skip:
             await self._update_serve_deployment(ctx, dashboard, cluster_name, config)
+        if upgrading:
+            await self.upgrade.target_capacity(ctx, cluster, dashboard, self._cached_config(ctx, cluster_name))
         return ready, applications
 
     async def _update_serve_deployment(
         self, ctx: ServiceContext, dashboard: Any, cluster_name: str, config: str
     ) -> None:
         where = f"{ctx.namespace}/{cluster_name}"
+        capacity = None
+        if rs.incremental_upgrade_enabled(ctx.service, self.gates):  # the side's target_capacity, when it has one
+            for side in (ACTIVE, PENDING):
+                entry = ctx.status.get(side) or {}
+                if entry.get("rayClusterName") == cluster_name and entry.get("targetCapacity") is not None:
+                    capacity = int(entry["targetCapacity"])
+                    break
         try:
-            await dashboard.update_deployments(rs.serve_config_body(config))
+            await dashboard.update_deployments(rs.serve_config_body(config, target_capacity=capacity))
         except (DashboardError, rs.RayServiceBuildError) as exc:
             err = rs.UPDATE_SERVE_APPLICATIONS_ERROR.format(err=exc) if isinstance(exc, DashboardError) else str(exc)
             note = f"Failed to update serve applications to the RayCluster {where}: {err}"
@@ -522,7 +588,7 @@ class RayServiceReconciler:
     async def _reconcile_service(self, ctx: ServiceContext, cluster: Obj, *, head: bool) -> Obj:
         """KubeRay ``reconcileServices``: create the head (or serve) Service pointing at ``cluster``; one that exists
         is updated only when its ``ray.io/cluster`` selector differs (the switch-over), its ``clusterIP`` kept."""
-        model = _cluster(cluster)
+        model = as_cluster(cluster)
         try:
             desired = (
                 rs.head_service(ctx.service, model, self.options) if head else rs.serve_service(ctx.service, model)
@@ -540,7 +606,7 @@ class RayServiceReconciler:
                 self.api.create(SERVICES, desired, ctx.namespace),
                 done=(c.EVENT_CREATED_SERVICE, f"Created the service {where}"),
                 failed=(c.EVENT_FAILED_TO_CREATE_SERVICE, f"Failed to create the service {where}"),
-                raise_as=_service_error,
+                raise_as=service_error,
             )
         body = rs.switched_service(live, desired)
         if body is None:
@@ -552,7 +618,7 @@ class RayServiceReconciler:
             self.api.replace(SERVICES, name, body, ctx.namespace),
             done=(c.EVENT_UPDATED_SERVICE, f"Updated the service {where}"),
             failed=(c.EVENT_FAILED_TO_UPDATE_SERVICE, f"Failed to update the service {where}"),
-            raise_as=_service_error,
+            raise_as=service_error,
         )
 
     # -------------------------------------------------------------------------------------------------- status
@@ -566,8 +632,11 @@ class RayServiceReconciler:
         pending: Obj | None,
         active_apps: dict[str, Any] | None,
         pending_apps: dict[str, Any] | None,
+        route: Obj | None = None,
     ) -> None:
-        """KubeRay ``calculateStatus`` (NewCluster / None) into ``ctx.status``."""
+        """KubeRay ``calculateStatus`` into ``ctx.status``; with the incremental upgrade also the traffic read back
+        from the HTTPRoute, its promotion and rollback rules, the new pending side's target capacity, and the serve
+        endpoints of both clusters' own serve Services."""
         status = ctx.status
         status["observedGeneration"] = int(objects.meta(ctx.obj).get("generation") or 0)
         for side, cluster, apps in ((ACTIVE, active, active_apps), (PENDING, pending, pending_apps)):
@@ -579,22 +648,39 @@ class RayServiceReconciler:
                 entry.pop("applicationStatuses", None)
             status[side] = entry
         serving = False
+        incremental = rs.incremental_upgrade_enabled(ctx.service, self.gates)
         if head_svc is not None and serve_svc is not None:
+            if incremental:
+                self._traffic_from_route(status, route, pending_exists=pending is not None)
             try:
-                promoted, serving = rs.promote(status, head_svc, serve_svc)
+                promoted, serving = rs.promote(
+                    status, head_svc, serve_svc, incremental=incremental, pending_exists=pending is not None
+                )
             except rs.RayServiceBuildError as exc:
                 raise RayServiceError(str(exc)) from exc
             status.clear()
             status.update(promoted)
+        if _is_true(status, c.CONDITION_ROLLBACK_IN_PROGRESS) and rs.rollback_complete(
+            status, pending_head_ready=pending is not None and _is_true(pending, c.CONDITION_HEAD_POD_READY)
+        ):
+            completed = rs.rollback_completed(status, stamp=times.format_time(self.clock()))
+            status.clear()
+            status.update(completed)
+            pending = None
         if self._should_prepare(ctx, active, pending, serving=serving):
             cluster_name = rs.new_cluster_name(ctx.service, suffix=self.random())
-            status[PENDING] = {"rayClusterName": cluster_name}
+            status[PENDING] = rs.new_pending_side(status, cluster_name, incremental=incremental)
             log.info("preparing a new pending RayCluster %s", cluster_name)
-        slices = self.cache.list(
-            ENDPOINT_SLICES, ctx.namespace, {SERVICE_NAME_LABEL: rs.serve_service_name(ctx.service)}
-        )
+        serve_services = [rs.serve_service_name(ctx.service)]
+        if incremental and active is not None:  # the per-cluster serve Services carry the traffic
+            serve_services = [names.serve_service_name(objects.name(active))]
+        if incremental and pending is not None:
+            serve_services.append(names.serve_service_name(objects.name(pending)))
         try:
-            status["numServeEndpoints"] = rs.num_serve_endpoints(slices)
+            status["numServeEndpoints"] = sum(
+                rs.num_serve_endpoints(self.cache.list(ENDPOINT_SLICES, ctx.namespace, {SERVICE_NAME_LABEL: svc}))
+                for svc in serve_services
+            )
         except rs.RayServiceBuildError as exc:
             raise RayServiceError(str(exc)) from exc
         conditioned, event = rs.calculate_conditions(status, annotations=ctx.annotations, now=self.clock())
@@ -604,7 +690,21 @@ class RayServiceReconciler:
         status.clear()
         status.update(conditioned)
 
-    async def _write(self, obj: Obj, status: dict[str, Any]) -> None:
+    def _traffic_from_route(self, status: dict[str, Any], route: Obj | None, *, pending_exists: bool) -> None:
+        """``GetWeightsFromHTTPRoute`` into each side's ``trafficRoutedPercent``; a changed weight stamps that side's
+        ``lastTrafficMigratedTime`` (the interval of the next step counts from it)."""
+        active_weight, pending_weight = rs.route_weights(route, status)
+        stamp = times.format_time(self.clock())
+        for side, weight, present in ((ACTIVE, active_weight, True), (PENDING, pending_weight, pending_exists)):
+            if weight < 0 or not present:
+                continue
+            entry = status.setdefault(side, {})
+            old = entry.get("trafficRoutedPercent")
+            entry["trafficRoutedPercent"] = weight
+            if weight != (-1 if old is None else int(old)):
+                entry["lastTrafficMigratedTime"] = stamp
+
+    async def _write(self, obj: Obj, status: dict[str, Any]) -> Obj:
         """``Status().Update`` with ``lastUpdateTime`` now, on the version read (a conflict fails the pass)."""
         status["lastUpdateTime"] = times.format_time(self.clock())
         body = {
@@ -614,25 +714,14 @@ class RayServiceReconciler:
             "status": gowrites.status_as_kuberay_writes("RayService", status),  # as KubeRay's Go object writes it
         }
         try:
-            await self.api.replace(RAYSERVICES, objects.name(obj), body, objects.namespace(obj), subresource="status")
+            return await self.api.replace(
+                RAYSERVICES, objects.name(obj), body, objects.namespace(obj), subresource="status"
+            )
         except ApiError as exc:
             raise RayServiceError(f"failed to update the RayService status: {exc.message or exc}") from exc
 
 
-def _service_error(note: str, _exc: ApiError) -> RayServiceError:
-    """A failed write fails the pass with the note of its Warning event."""
-    return RayServiceError(note)
-
-
-def _cluster(obj: Obj) -> RayCluster:
-    return RayCluster.model_validate(obj)
-
-
-def _serving_port(pod: Obj) -> int:
-    """KubeRay ``FindContainerPort(head container, "serve", 8000)``."""
-    containers = (pod.get("spec") or {}).get("containers") or []
-    if containers:
-        for port in containers[c.RAY_CONTAINER_INDEX].get("ports") or []:
-            if port.get("name") == c.SERVING_PORT_NAME:
-                return int(port.get("containerPort") or c.DEFAULT_SERVING_PORT)
-    return c.DEFAULT_SERVING_PORT
+def _is_true(obj: Mapping[str, Any], type_: str) -> bool:
+    """``meta.IsStatusConditionTrue`` on a status (``conditions``) or an object (``status.conditions``)."""
+    conditions = obj.get("conditions") if "conditions" in obj else (obj.get("status") or {}).get("conditions")
+    return any(x.get("type") == type_ and x.get("status") == "True" for x in conditions or [])
