@@ -12,7 +12,15 @@ import yaml
 
 from raykube.api.raycluster import RayClusterSpec
 from raykube.builders.spechash import cluster_spec_hash
-from raykube.cli.differential import Pair, gates, hashes_checked, kuberay_argv, prerequisite_service_accounts
+from raykube.cli.differential import (
+    QUIET_READS,
+    STABLE_READS,
+    Pair,
+    gates,
+    hashes_checked,
+    kuberay_argv,
+    prerequisite_service_accounts,
+)
 from raykube.sandbox import differential as d
 
 
@@ -237,11 +245,11 @@ def test_a_pair_settles_only_once_both_sides_have_status_and_read_the_same_sever
     cluster = {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "rc"}, "spec": {}}
     pair = Pair(0, d.Sample("s", (cluster,)))
     without_status = {"d0-k": [copy.deepcopy(cluster)], "d0-r": [copy.deepcopy(cluster)]}
-    assert [pair.observe(without_status) for _ in range(11)] == [False] * 10 + [True]  # refused: no status, ever
+    assert [pair.observe(without_status) for _ in range(QUIET_READS + 1)] == [False] * QUIET_READS + [True]  # no status
     pair = Pair(0, d.Sample("s", (cluster,)))
     with_status = {ns: [{**cluster, "status": {"state": "ready"}}] for ns in ("d0-k", "d0-r")}
-    reads = [pair.observe(with_status) for _ in range(6)]
-    assert reads == [False] * 4 + [True] * 2
+    reads = [pair.observe(with_status) for _ in range(STABLE_READS + 2)]
+    assert reads == [False] * STABLE_READS + [True] * 2
 
 
 # --------------------------------------------------------------------------------------------------- oracle

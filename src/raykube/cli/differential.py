@@ -42,8 +42,10 @@ if TYPE_CHECKING:
 SANDBOX_NAME = "differential"
 KUBERAY_PROCESS = "kuberay-v17-operator"
 # The sample's own resources and what the operators made are read this many times in a row unchanged (a read every
-# READ_INTERVAL seconds) before a pair counts as settled.
-STABLE_READS = 4
+# READ_INTERVAL seconds) before a pair counts as settled. 16 s: with both operators and a batch of samples on 2 busy
+# cores, one operator's RayCluster status was seen to lag the other's by more than 8 s, and a pair that settled
+# before it caught up showed a difference that was only time.
+STABLE_READS = 8
 READ_INTERVAL = 2.0
 # A sample whose resources get no status (an operator refused the spec and only emitted an event) settles once its
 # pair has read the same this many times in a row.
