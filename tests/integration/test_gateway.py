@@ -34,7 +34,15 @@ from raykube.builders.rayservice import gateway as build_gateway
 from raykube.builders.rayservice import gateway_ready, httproute, httproute_ready
 from raykube.kube.client import Kube
 from raykube.kube.errors import ApiError
-from raykube.kube.resources import GATEWAYS, HTTPROUTES, NAMESPACES, PODS, SERVICE_ACCOUNTS, SERVICES
+from raykube.kube.resources import (
+    CORE_EVENTS,
+    GATEWAYS,
+    HTTPROUTES,
+    NAMESPACES,
+    PODS,
+    SERVICE_ACCOUNTS,
+    SERVICES,
+)
 from raykube.sandbox import NodePool, Ports, Sandbox, SandboxConfig, gateway, versions
 from raykube.sandbox.kubelet import network
 from raykube.sandbox.kubelet.images import OPERATOR_REPOSITORY
@@ -222,6 +230,18 @@ async def test_traefik_programs_the_operators_gateway_and_splits_its_httproute_b
         return current if gateway_ready(current) else NotYet(f"Gateway status: {current.get('status')}")
 
     current = await wait_for(programmed, READY, what="Traefik to accept and program the operator's Gateway")
+    # Traefik runs as a user runs it: the Deployment's Pod on a process node, its image the build of the module.
+    deployment = next(o for o in gateway.manifests() if o["kind"] == "Deployment")
+    selector = ",".join(f"{k}={v}" for k, v in deployment["spec"]["selector"]["matchLabels"].items())
+    traefik_pods = (await admin.list(PODS, gateway.NAMESPACE, label_selector=selector)).items
+    assert [p["spec"]["nodeName"].startswith("process-node-") for p in traefik_pods] == [True], traefik_pods
+    pulled = [
+        e.get("message") or ""
+        for e in (await admin.list(CORE_EVENTS, gateway.NAMESPACE)).items
+        if e.get("reason") == "Pulled" and e["involvedObject"]["name"] == traefik_pods[0]["metadata"]["name"]
+    ]
+    module = f"traefik v{versions.TRAEFIK_VERSION} built from the Go module {versions.TRAEFIK_MODULE}"
+    assert any(module in m for m in pulled), pulled
     addresses = current["status"].get("addresses") or []
     assert addresses == [{"type": "Hostname", "value": f"{gateway.NAME}.{gateway.NAMESPACE}.svc.cluster.local"}]
     url = f"http://{addresses[0]['value']}:{gw['spec']['listeners'][0]['port']}/"
