@@ -33,7 +33,7 @@ import yaml
 
 from raykube.kube.client import Kube
 from raykube.kube.errors import ApiError
-from raykube.kube.resources import CRDS, LEASES, NODES, SERVICE_ACCOUNTS, SERVICES, STORAGE_CLASSES
+from raykube.kube.resources import CRDS, LEASES, NODES, PODS, SERVICE_ACCOUNTS, SERVICES, STORAGE_CLASSES
 from raykube.sandbox import gateway as sandbox_gateway
 from raykube.sandbox import kwok, pki, ports, process, versions
 from raykube.sandbox.build import require_built, tail
@@ -604,9 +604,11 @@ class Sandbox:
 
         async def accepted() -> bool | NotYet:
             gateway_class = await client.get(sandbox_gateway.GATEWAY_CLASSES, sandbox_gateway.GATEWAY_CLASS)
-            if _conditions(gateway_class).get("Accepted") != "True":
-                return NotYet(f"GatewayClass {sandbox_gateway.GATEWAY_CLASS} not Accepted by Traefik yet")
-            return True
+            if _conditions(gateway_class).get("Accepted") == "True":
+                return True
+            pods = (await client.list(PODS, sandbox_gateway.NAMESPACE)).items
+            states = [[c.get("state") for c in (p.get("status") or {}).get("containerStatuses") or []] for p in pods]
+            return NotYet(f"GatewayClass {sandbox_gateway.GATEWAY_CLASS} not Accepted yet; Traefik's Pods: {states}")
 
         await wait_for(accepted, GATEWAY_READY_TIMEOUT, what="Traefik to accept the GatewayClass traefik")
 
