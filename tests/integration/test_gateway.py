@@ -43,6 +43,7 @@ from raykube.kube.resources import (
     SERVICE_ACCOUNTS,
     SERVICES,
 )
+from raykube.runtime.manager import api_served
 from raykube.sandbox import NodePool, Ports, Sandbox, SandboxConfig, gateway, versions
 from raykube.sandbox.kubelet import network
 from raykube.sandbox.kubelet.images import OPERATOR_REPOSITORY
@@ -219,6 +220,9 @@ async def test_traefik_programs_the_operators_gateway_and_splits_its_httproute_b
                                      probe_port=SERVE_PORT), ns)  # fmt: skip
         await admin.create(SERVICES, serve_service(cluster), ns)
     await admin.create(PODS, pod("client", ["sleep", "3600"], {}), ns)
+
+    # What the operator looks up at start-up to turn on its Gateway and HTTPRoute informers.
+    assert await api_served(admin, GATEWAYS) and await api_served(admin, HTTPROUTES)
 
     rs = rayservice(ns)
     gw = unowned(build_gateway(rs))
