@@ -14,7 +14,13 @@ ClusterIP proxy). The test asserts what the operator waits for (the Gateway Acce
 Accepted with its refs resolved, :func:`gateway_ready` / :func:`httproute_ready`), that with weights 90/10 the answers
 split 90/10 within a binomial tolerance for N requests, and that 0/100 sends every request to the second backend.
 
-Long: Traefik's first build takes about 10 minutes on two busy cores (then it is cached).
+A second test runs a whole incremental upgrade with real Ray Serve: raykube's operator (in-process, its RBAC rules
+enforced, the Gateway API found at start-up) deploys a RayService with ``NewClusterWithIncrementalUpgrade`` through the
+GatewayClass ``traefik``; a client reaches its app through the Gateway; after a cluster spec change the operator steps
+the HTTPRoute's weights (100/0, 50/50, 0/100) and promotes the new cluster, whose app then answers every request.
+
+Long (``make conformance`` runs them): Traefik's first build takes about 9 minutes on two busy cores (then it is
+cached); then the first test takes about 25 s and the upgrade about 100 s.
 """
 
 from __future__ import annotations
@@ -29,12 +35,16 @@ from typing import Any
 import pytest
 
 import raykube
-from raykube.api.resources import RayService
+from raykube.api.crd import load_generated
+from raykube.api.rbac import LEADER_ELECTION_RULES, OPERATOR_RULES
+from raykube.api.resources import RAYSERVICES, RayService
+from raykube.builders.options import BuildOptions
 from raykube.builders.rayservice import gateway as build_gateway
 from raykube.builders.rayservice import gateway_ready, httproute, httproute_ready
 from raykube.kube.client import Kube
 from raykube.kube.errors import ApiError
 from raykube.kube.resources import (
+    CONFIGMAPS,
     CORE_EVENTS,
     GATEWAYS,
     HTTPROUTES,
@@ -43,12 +53,15 @@ from raykube.kube.resources import (
     SERVICE_ACCOUNTS,
     SERVICES,
 )
-from raykube.runtime.manager import api_served
+from raykube.runtime.crds import install_crds
+from raykube.runtime.manager import Manager, api_served
 from raykube.sandbox import NodePool, Ports, Sandbox, SandboxConfig, gateway, versions
 from raykube.sandbox.kubelet import network
 from raykube.sandbox.kubelet.images import OPERATOR_REPOSITORY
 from raykube.waiting import NotYet, wait_for
+from tests.integration import test_rayservice
 from tests.integration.process import ProcessSandbox
+from tests.integration.test_serve import SERVE_READY, serve_app, serve_config
 
 RAYSERVICE = "demo"
 ACTIVE, PENDING = "blue", "green"  # the stand-ins for the active and the pending RayCluster
@@ -97,7 +110,7 @@ async def proc(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Proces
     await asyncio.to_thread(gateway.ensure_built, versions.TRAEFIK_VERSION, versions.cache_root(), print)
     root = tmp_path_factory.mktemp("raykube-gateway")
     sandbox = Sandbox.named("procgw", root)
-    config = SandboxConfig(name="procgw", ports=Ports.free(), nodes=NodePool(count=2, cpu="2", memory="3Gi"),
+    config = SandboxConfig(name="procgw", ports=Ports.free(), nodes=NodePool(count=3, cpu="2", memory="3Gi"),
                            runtime="process", gateway=True)  # fmt: skip
     result = await sandbox.up(config)
     try:
@@ -212,6 +225,7 @@ def tolerance(count: int, share: float) -> float:
     return 4 * math.sqrt(count * share * (1 - share))
 
 
+@pytest.mark.long
 async def test_traefik_programs_the_operators_gateway_and_splits_its_httproute_by_weight(
     proc: ProcessSandbox, admin: Kube, ns: str
 ) -> None:
@@ -285,3 +299,110 @@ async def test_traefik_programs_the_operators_gateway_and_splits_its_httproute_b
     await wait_for(lambda: answers_from({PENDING}), 120, what="the Gateway to apply the weights 0/100")
     counts = await send(admin, ns, url, REQUESTS)
     assert counts == {PENDING: REQUESTS}, counts
+
+
+# ------------------------------------------------------------------------------------- a whole incremental upgrade
+def incremental_rayservice(greeting: str, mark: str) -> dict[str, Any]:
+    """The local Serve app's RayService (tests/integration/test_rayservice.py) with KubeRay's incremental upgrade
+    through the GatewayClass ``traefik``, its worker group at 0 (the app's 0.1-CPU replica runs on the head), the
+    autoscaler on (the upgrade needs it), and ``mark`` in the head's env: changing it changes the cluster's spec."""
+    config = serve_config()
+    config["applications"][0]["deployments"][0]["user_config"] = {"greeting": greeting}
+    body = test_rayservice.rayservice(UPGRADED, config)
+    cluster = body["spec"]["rayClusterConfig"]
+    cluster["workerGroupSpecs"][0].update(replicas=0, minReplicas=0)  # Ray's autoscaler wants a group
+    cluster["enableInTreeAutoscaling"] = True
+    cluster["headGroupSpec"]["template"]["spec"]["containers"][0]["env"].append({"name": "MARK", "value": mark})
+    body["spec"]["upgradeStrategy"] = {
+        "type": "NewClusterWithIncrementalUpgrade",
+        "clusterUpgradeOptions": {
+            "gatewayClassName": gateway.GATEWAY_CLASS,
+            "maxSurgePercent": 50,
+            "stepSizePercent": 50,
+            "intervalSeconds": 5,
+        },
+    }
+    return body
+
+
+@pytest.fixture
+async def operator(proc: ProcessSandbox, admin: Kube, ns: str) -> AsyncIterator[Manager]:
+    """raykube's operator in-process with its RBAC rules enforced, having found gateway.networking.k8s.io/v1 (served
+    by the sandbox's CRDs) as it does at start-up; outside the cluster it reaches dashboards through the API server."""
+    await install_crds(admin, load_generated())
+    client = Kube.from_config(proc.kubeconfig, qps=200, burst=400, rules=OPERATOR_RULES + LEADER_ELECTION_RULES)
+    options = BuildOptions(gateway_api_available=await api_served(client, GATEWAYS))
+    manager = Manager(client, options=options, namespaces=[ns], reconcile_concurrency=2, use_kubernetes_proxy=True)
+    await asyncio.wait_for(manager.start(), 60)
+    try:
+        yield manager
+    finally:
+        await manager.stop()
+        await client.close()
+
+
+UPGRADED = "greeter"
+
+
+@pytest.mark.long
+async def test_the_operator_upgrades_a_rayservice_incrementally_through_traefik(
+    proc: ProcessSandbox, admin: Kube, ns: str, operator: Manager
+) -> None:
+    """KubeRay's ``NewClusterWithIncrementalUpgrade`` with real Ray Serve: the operator's Gateway and HTTPRoute are
+    programmed by Traefik and a client reaches the app through the Gateway; after a cluster spec change the operator
+    steps the HTTPRoute's weights from the old cluster to the new one (an intermediate split is seen), and at the end
+    every request through the Gateway is answered by the new cluster's app."""
+    await admin.create(CONFIGMAPS, serve_app(ns), ns)
+    await admin.create(PODS, pod("client", ["sleep", "3600"], {}), ns)
+    await admin.create(RAYSERVICES, incremental_rayservice("Hello", "1"), ns)
+
+    async def status() -> dict[str, Any]:
+        return dict((await admin.get(RAYSERVICES, UPGRADED, ns)).get("status") or {})
+
+    async def ready() -> dict[str, Any] | NotYet:
+        current = await status()
+        conditions = {c["type"]: c.get("status") for c in current.get("conditions") or []}
+        active = (current.get("activeServiceStatus") or {}).get("rayClusterName")
+        return current if conditions.get("Ready") == "True" and active else NotYet(json.dumps(conditions))
+
+    first = (await wait_for(ready, SERVE_READY + 300, what="the RayService Ready"))["activeServiceStatus"][
+        "rayClusterName"
+    ]
+
+    async def programmed() -> dict[str, Any] | NotYet:
+        found = await admin.get_or_none(GATEWAYS, f"{UPGRADED}-gateway", ns)
+        return found if found and gateway_ready(found) else NotYet(f"Gateway: {(found or {}).get('status')}")
+
+    gw = await wait_for(programmed, READY, what="the operator's Gateway programmed by Traefik")
+    url = f"http://{gw['status']['addresses'][0]['value']}/?name=gw"
+
+    async def greeted(greeting: str) -> dict[str, int] | NotYet:
+        counts = await send(admin, ns, url, 20)
+        return counts if counts == {f"{greeting}, gw!\n": 20} else NotYet(f"answers: {counts}")
+
+    await wait_for(lambda: greeted("Hello"), SERVE_READY, what="the app through the Gateway")
+
+    # A new cluster spec (and greeting): the operator prepares a pending cluster and shifts the traffic step by step.
+    current = await admin.get(RAYSERVICES, UPGRADED, ns)
+    current["spec"] = incremental_rayservice("Howdy", "2")["spec"]
+    await admin.replace(RAYSERVICES, UPGRADED, current, ns)
+
+    seen: list[list[int]] = []
+
+    async def promoted() -> str | NotYet:
+        route = await admin.get_or_none(HTTPROUTES, f"{UPGRADED}-httproute", ns)
+        refs = (((route or {}).get("spec") or {}).get("rules") or [{}])[0].get("backendRefs") or []
+        weights = [int(r.get("weight") or 0) for r in refs]
+        if not seen or seen[-1] != weights:
+            seen.append(weights)
+        now = await status()
+        active = (now.get("activeServiceStatus") or {}).get("rayClusterName")
+        pending = (now.get("pendingServiceStatus") or {}).get("rayClusterName")
+        return str(active) if active != first and not pending else NotYet(f"active {active}, pending {pending}")
+
+    second = await wait_for(promoted, SERVE_READY + 600, what="the incremental upgrade to promote the new cluster")
+    print(f"upgrade {first} -> {second}: HTTPRoute weights seen {seen}")  # noqa: T201 - the report
+    assert any(len(w) == 2 and all(0 < x < 100 for x in w) for w in seen), seen
+    await wait_for(lambda: greeted("Howdy"), 120, what="every answer through the Gateway from the new cluster")
+    counts = await send(admin, ns, url, REQUESTS)
+    assert counts == {"Howdy, gw!\n": REQUESTS}, counts
