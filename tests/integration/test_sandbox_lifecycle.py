@@ -124,6 +124,7 @@ def test_a_busy_port_is_named_with_the_process_holding_it(tmp_path: Path, held_p
     [
         (["--node-memory", "lots"], "--node-memory must be a Kubernetes quantity"),
         (["--kwok-nodes", "1"], "--kwok-nodes (1) needs --runtime process"),
+        (["--gateway"], "--gateway needs --runtime process"),
         (["--runtime", "docker"], "--runtime must be one of kwok, process"),
     ],
 )

@@ -104,10 +104,27 @@ def ensure_cert_manager() -> None:
         success(f"built cert-manager v{versions.CERT_MANAGER_VERSION} into {versions.cache_root() / 'bin'}")
 
 
+def ensure_gateway() -> None:
+    """Build the sandbox's Traefik image (with the Gateway API CRDs) if missing, with progress."""
+    from raykube.sandbox import gateway  # noqa: PLC0415
+
+    cache = versions.cache_root()
+    already = gateway.built(versions.TRAEFIK_VERSION, cache) is not None
+    try:
+        gateway.ensure_built(versions.TRAEFIK_VERSION, cache, progress)
+    except SandboxError as exc:
+        fail(str(exc))
+    if not already:
+        success(f"built traefik v{versions.TRAEFIK_VERSION} into {cache / 'bin'}")
+
+
 @app.command()
 def build(
     cert_manager: Annotated[
         bool, typer.Option(help="Also build cert-manager's controller, for `sandbox up --cert-manager`.")
+    ] = False,
+    gateway: Annotated[
+        bool, typer.Option(help="Also build Traefik and fetch the Gateway API CRDs, for `sandbox up --gateway`.")
     ] = False,
 ) -> None:
     """Build etcd, the Kubernetes control plane, kubectl, kwok and helm (pinned versions) into ~/.cache/raykube, and
@@ -116,6 +133,8 @@ def build(
     ensure_built()
     if cert_manager:
         ensure_cert_manager()
+    if gateway:
+        ensure_gateway()
 
 
 def parse_extra_args(values: list[str]) -> dict[str, tuple[str, ...]]:
@@ -172,6 +191,14 @@ def up(
             "no webhook, cainjector or ACME), with its CRDs installed."
         ),
     ] = False,
+    gateway: Annotated[
+        bool,
+        typer.Option(
+            help=f"With --runtime process: also install the Gateway API CRDs and run Traefik v"
+            f"{versions.TRAEFIK_VERSION} as a Deployment (GatewayClass traefik), so Gateways and HTTPRoutes serve "
+            "traffic (KubeRay's incremental upgrade)."
+        ),
+    ] = False,
 ) -> None:
     """Start the control plane (building it first if needed) and print the kubeconfig path."""
     try:
@@ -185,6 +212,7 @@ def up(
             client_qps=client_qps,
             client_burst=client_burst,
             cert_manager=cert_manager,
+            gateway=gateway,
         )
     except ValueError as exc:
         fail(str(exc), code=2)
@@ -202,6 +230,8 @@ def bring_up(config: SandboxConfig) -> UpResult:
     ensure_built()
     if config.cert_manager:
         ensure_cert_manager()
+    if config.gateway:
+        ensure_gateway()
     try:
         result = asyncio.run(sandbox.up(config, progress))
     except SandboxError as exc:

@@ -6,7 +6,9 @@ started. ``up`` starts etcd, then kube-apiserver, then the controller manager, s
 provisioner together, creates the fake Nodes and the default StorageClass, and returns once Nodes are Ready and
 untainted, the ``default`` ServiceAccount exists and the provisioner holds its Lease: the point at which a
 Deployment's Pods schedule and a PVC binds. With ``cert_manager`` it then installs cert-manager's CRDs (its module's
-``deploy/crds``, from the build cache) and starts cert-manager's controller, returning once its informers synced.
+``deploy/crds``, from the build cache) and starts cert-manager's controller, returning once its informers synced. With
+``gateway`` it installs the Gateway API CRDs (from the Traefik build in the cache) and runs Traefik as a Deployment on
+the process nodes (``sandbox/gateway.py``), returning once Traefik has accepted the GatewayClass ``traefik``.
 ``down`` stops exactly the processes in ``sandbox.json`` that still run the command line recorded there, and removes
 the directory.
 """
@@ -31,7 +33,8 @@ import yaml
 
 from raykube.kube.client import Kube
 from raykube.kube.errors import ApiError
-from raykube.kube.resources import CRDS, LEASES, NODES, SERVICE_ACCOUNTS, SERVICES, STORAGE_CLASSES
+from raykube.kube.resources import CRDS, LEASES, NODES, PODS, SERVICE_ACCOUNTS, SERVICES, STORAGE_CLASSES
+from raykube.sandbox import gateway as sandbox_gateway
 from raykube.sandbox import kwok, pki, ports, process, versions
 from raykube.sandbox.build import require_built, tail
 from raykube.sandbox.components import (
@@ -64,6 +67,7 @@ STARTUP_TIMEOUT = {  # generous: these bound a failure, they are not speed targe
     CERT_MANAGER: 60.0,
 }
 CLUSTER_READY_TIMEOUT = 90.0
+GATEWAY_READY_TIMEOUT = 180.0  # Traefik's Pod started (its image is built: `up` checked) and its provider synced
 # cert-manager first (nothing depends on it), then the process runtime: it stops the Pods' processes.
 STOP_ORDER = (CERT_MANAGER, PROCESS_RUNTIME, *reversed(COMPONENTS))
 
@@ -332,6 +336,8 @@ class Sandbox:
         require_built((versions.KUBERNETES, versions.ETCD, versions.KWOK), cache)
         if config.cert_manager:
             require_built((versions.CERT_MANAGER,), cache, hint="run `raykube sandbox build --cert-manager`")
+        if config.gateway:
+            require_built((versions.TRAEFIK,), cache, hint="run `raykube sandbox build --gateway`")
         ports.check_free(config.ports)
         if config.runtime == "process":
             check_process_runtime()
@@ -369,6 +375,8 @@ class Sandbox:
                 await self._wait_cluster_ready(client, config, records)
                 if config.cert_manager:
                     await self._start_cert_manager(client, bins, start, report)
+                if config.gateway:
+                    await self._install_gateway(client, cache, report)
             self._check_loopback_only(records)
         except BaseException:
             for record in reversed(records):
@@ -567,6 +575,42 @@ class Sandbox:
             return ready.exists() or NotYet(f"{ready} not written yet (informers syncing)")
 
         await self._wait_healthy(await start(CERT_MANAGER), synced)
+
+    async def _install_gateway(self, client: Kube, cache: Path | None, report: Report) -> None:
+        """The Gateway API CRDs of the Traefik build (Established first: Traefik's informers list them), then
+        Traefik's objects, until Traefik has accepted its GatewayClass (its provider runs and can write status)."""
+        built = sandbox_gateway.built(versions.TRAEFIK_VERSION, cache or versions.cache_root())
+        if built is None:
+            raise SandboxError(
+                f"traefik v{versions.TRAEFIK_VERSION} is not built", hint="run `raykube sandbox build --gateway`"
+            )
+        report(f"installing the Gateway API CRDs and Traefik v{versions.TRAEFIK_VERSION} (GatewayClass traefik)")
+        names = []
+        for path in built.crds:
+            for crd in yaml.safe_load_all(path.read_text()):
+                if crd:
+                    await client.create(CRDS, crd)
+                    names.append(crd["metadata"]["name"])
+
+        async def established() -> bool | NotYet:
+            for name in names:
+                if _conditions(await client.get(CRDS, name)).get("Established") != "True":
+                    return NotYet(f"CRD {name} not Established yet")
+            return True
+
+        await wait_for(established, 60, what="the Gateway API CRDs to be Established")
+        for obj in sandbox_gateway.manifests():
+            await client.create(sandbox_gateway.resource_of(obj), obj, obj["metadata"].get("namespace"))
+
+        async def accepted() -> bool | NotYet:
+            gateway_class = await client.get(sandbox_gateway.GATEWAY_CLASSES, sandbox_gateway.GATEWAY_CLASS)
+            if _conditions(gateway_class).get("Accepted") == "True":
+                return True
+            pods = (await client.list(PODS, sandbox_gateway.NAMESPACE)).items
+            states = [[c.get("state") for c in (p.get("status") or {}).get("containerStatuses") or []] for p in pods]
+            return NotYet(f"GatewayClass {sandbox_gateway.GATEWAY_CLASS} not Accepted yet; Traefik's Pods: {states}")
+
+        await wait_for(accepted, GATEWAY_READY_TIMEOUT, what="Traefik to accept the GatewayClass traefik")
 
     def _prepare_process_runtime(self, config: SandboxConfig, cache: Path | None) -> None:
         from raykube.sandbox.kubelet import network  # noqa: PLC0415 - only process sandboxes need it

@@ -89,6 +89,9 @@ class SandboxConfig:
     client_burst: int = 200
     # Run cert-manager's controller (SelfSigned and CA issuers) with its CRDs installed: RayCluster mTLS for real.
     cert_manager: bool = False
+    # Install the Gateway API CRDs and Traefik (sandbox/gateway.py: a Deployment on process nodes and the GatewayClass
+    # ``traefik``): Gateways and HTTPRoutes for real, as KubeRay's incremental upgrade uses them. Process nodes only.
+    gateway: bool = False
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):
@@ -109,6 +112,11 @@ class SandboxConfig:
             kwok_pod_cidr(self)  # raises, naming the pod CIDR, when no part of it is left for kwok's Pods
         if self.kwok_nodes and self.runtime != "process":
             raise ValueError(f"--kwok-nodes ({self.kwok_nodes}) needs --runtime process: they go beside process nodes")
+        if self.gateway and self.runtime != "process":
+            raise ValueError(
+                "--gateway needs --runtime process: Traefik, the Gateway's data plane, runs as a Deployment whose Pod "
+                "must really serve traffic"
+            )
         unknown = set(self.extra_args) - set(self.components)
         if unknown:
             raise ValueError(
@@ -153,6 +161,7 @@ class SandboxConfig:
             "clientQPS": self.client_qps,
             "clientBurst": self.client_burst,
             "certManager": self.cert_manager,
+            "gateway": self.gateway,
         }
 
     @classmethod
@@ -170,6 +179,7 @@ class SandboxConfig:
             client_qps=float(data.get("clientQPS", 100.0)),
             client_burst=int(data.get("clientBurst", 200)),
             cert_manager=bool(data.get("certManager", False)),
+            gateway=bool(data.get("gateway", False)),
         )
 
 

@@ -147,6 +147,40 @@ def versitygw_artifact(version: str = VERSITYGW_VERSION) -> Artifact:
 
 VERSITYGW = versitygw_artifact()
 
+# The sandbox's Gateway API implementation (issue 43, `sandbox up --gateway`): Traefik, a pure-Go proxy whose
+# kubernetesGateway provider programs Gateways and splits HTTPRoute traffic by weight (Envoy-based implementations
+# need an Envoy binary that no registry here serves). v3.7.13 is the newest Traefik the module proxy serves; its go.mod
+# requires sigs.k8s.io/gateway-api v1.6.1, whose standard-channel CRDs the build takes from that module (KubeRay
+# v1.7.0 builds against v1.4.1: the same gateway.networking.k8s.io/v1 Gateway and HTTPRoute). The image
+# ``traefik:v3.7.13`` (Docker Hub's official image, docker.io/library/traefik) maps to this build on process nodes.
+# The module cannot be built with a plain `go install` (sandbox/gateway.py says why and what the recipe changes).
+TRAEFIK_VERSION = "3.7.13"
+TRAEFIK_MODULE = "github.com/traefik/traefik/v3"
+GATEWAY_API_MODULE = "sigs.k8s.io/gateway-api"
+TRAEFIK_RECIPE_REVISION = 1
+# The Gateway API CRDs a Traefik build carries (crds/): those of the standard channel that Traefik's provider and
+# KubeRay's incremental upgrade need at least; the build copies every CRD of the channel.
+GATEWAY_API_CRDS = (
+    "gateway.networking.k8s.io_gatewayclasses.yaml",
+    "gateway.networking.k8s.io_gateways.yaml",
+    "gateway.networking.k8s.io_httproutes.yaml",
+)
+
+
+def traefik_artifact(version: str = TRAEFIK_VERSION) -> Artifact:
+    """The build behind the image ``traefik:v<version>``: the binary, the image's entrypoint script, ``image.json``
+    (the image's ENTRYPOINT, CMD and where its files go) and the Gateway API CRDs of the version Traefik requires."""
+    return Artifact(
+        "traefik",
+        version,
+        ("bin/traefik", "bin/entrypoint.sh", "image.json", *(f"crds/{name}" for name in GATEWAY_API_CRDS)),
+        recipe=TRAEFIK_RECIPE_REVISION,
+        typical_seconds=531.0,  # a cold compile of cmd/traefik on 2 busy cores, modules downloaded (2026-12-06)
+    )
+
+
+TRAEFIK = traefik_artifact()
+
 
 def cache_root() -> Path:
     """``$RAYKUBE_CACHE_DIR``, else ``$XDG_CACHE_HOME/raykube``, else ``~/.cache/raykube``."""

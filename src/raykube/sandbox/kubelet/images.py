@@ -28,13 +28,21 @@ the image's "pull", having it is the image being "present". ``latest`` (or no ta
 their paths in the image, the image's ``ENTRYPOINT``/``CMD``/``WORKDIR``/``ENV`` from its Dockerfile, with
 ``command``/``args`` replacing them as Kubernetes does. A version the module proxy does not have is not found.
 
+Traefik's image (``traefik:v<X.Y.Z>``, Docker Hub's official image, also ``docker.io/library/traefik``; the
+sandbox's Gateway API implementation, ``docs/sandbox.md``) maps to a build of the Go module
+``github.com/traefik/traefik/v3`` at exactly that version, made once into ``<cache>/bin/traefik-v<X.Y.Z>-r<recipe>/``
+(:mod:`raykube.sandbox.gateway`), and runs as that image does (the binary at ``/usr/local/bin/traefik``, its
+``/entrypoint.sh`` and ``CMD ["traefik"]``). ``latest`` (or no tag) means ``versions.TRAEFIK_VERSION``.
+
 An image the runtime cannot map is **not found**, as a registry answers for a missing image, so the kubelet's pull
 rules apply to it (``ErrImagePull``, then ``ImagePullBackOff`` between retries; ``ErrImageNeverPull`` under
 ``imagePullPolicy: Never``). Not found are:
 
-* any image other than ``rayproject/ray``, ``rayproject/ray-ml``, ``rayproject/ray-llm``, raykube's operator and
-  versitygw (``busybox:1.36``, ``example.invalid/nothing:1``): nothing else is run under another image's name;
-* a versitygw tag that names no version (``versity/versitygw:edge``), or a version the module proxy does not have;
+* any image other than ``rayproject/ray``, ``rayproject/ray-ml``, ``rayproject/ray-llm``, raykube's operator,
+  versitygw and traefik (``busybox:1.36``, ``example.invalid/nothing:1``): nothing else is run under another image's
+  name;
+* a versitygw or traefik tag that names no version (``versity/versitygw:edge``, ``traefik:v3.7``), or a version
+  the module proxy does not have;
 * an operator image tag other than the raykube version installed here (``latest`` means that one);
 * a tag of those that names no Ray version (``rayproject/ray:does-not-exist``; the version is ``X.Y.Z``, ``latest``
   or ``nightly``, optionally followed by ``-py3XX``, ``-cpu``, ``-gpu``, ``-cuXXX`` variants);
@@ -63,7 +71,7 @@ from typing import Any
 
 import raykube
 from raykube.api.constants import RAY_DASHBOARD_MODULE_READY_TIMEOUT_ENV
-from raykube.sandbox import objectstore, versions
+from raykube.sandbox import gateway, objectstore, versions
 from raykube.sandbox.errors import SandboxError
 
 _RAY_IMAGE = re.compile(
@@ -86,6 +94,12 @@ _VERSITYGW_IMAGE = re.compile(
 )
 _VERSITYGW_TAG = re.compile(r"^v?(?P<version>\d+\.\d+\.\d+(?:-[0-9A-Za-z.]+)?)$")
 VERSITYGW_HOME = "/root"  # the image runs as root and sets no HOME: the runtime's default for root
+# Traefik's official image on Docker Hub (docker.io/library/traefik); traefik/traefik is another repository.
+TRAEFIK_REPOSITORY = "traefik"
+_TRAEFIK_IMAGE = re.compile(
+    r"^(?:(?:docker\.io|index\.docker\.io|registry-1\.docker\.io)/)?(?:library/)?traefik"
+    r"(?::(?P<tag>[A-Za-z0-9_.-]+))?(?:@sha256:[0-9a-f]{64})?$"
+)
 _TAG = re.compile(r"^(?P<version>\d+\.\d+\.\d+|latest|nightly)(?:-(?P<rest>[A-Za-z0-9_.-]+))?$")
 _PYTHON_TAG = re.compile(r"^py3(\d{1,2})$")
 PULL_ALWAYS = "Always"
@@ -142,7 +156,17 @@ class VersityImage:
     note: str = ""
 
 
-Image = RayImage | OperatorImage | VersityImage
+@dataclass(frozen=True)
+class TraefikImage:
+    """Traefik's image, run from a build of its Go module at ``version``."""
+
+    reference: str
+    version: str  # X.Y.Z, the module's vX.Y.Z; `latest` already resolved to versions.TRAEFIK_VERSION
+    note: str = ""
+
+
+Image = RayImage | OperatorImage | VersityImage | TraefikImage
+BuiltImage = VersityImage | TraefikImage  # images that are a build of a Go module, not a venv
 
 
 def parse_versitygw(reference: str, tag: str | None) -> VersityImage:
@@ -161,10 +185,28 @@ def parse_versitygw(reference: str, tag: str | None) -> VersityImage:
     return VersityImage(reference, match["version"])
 
 
+def parse_traefik(reference: str, tag: str | None) -> TraefikImage:
+    """``traefik:<tag>``: ``vX.Y.Z`` (or ``X.Y.Z``) is that module version, ``latest`` the pinned one."""
+    tag = tag or "latest"
+    if tag == "latest":
+        pinned = versions.TRAEFIK_VERSION
+        return TraefikImage(reference, pinned, f'"latest" means traefik v{pinned} here')
+    match = _VERSITYGW_TAG.match(tag)
+    if not match:
+        raise ImageNotFound(
+            f'"{reference}" not found: its tag names no Traefik release; the process runtime builds '
+            f"{TRAEFIK_REPOSITORY}:v<X.Y.Z> (or latest: v{versions.TRAEFIK_VERSION}) from the Go module "
+            f"{versions.TRAEFIK_MODULE} at that version"
+        )
+    return TraefikImage(reference, match["version"])
+
+
 def parse(reference: str) -> Image:
     """The image ``reference`` names, or ImageNotFound saying why the runtime cannot run it and what it can run."""
     if versity := _VERSITYGW_IMAGE.match(reference.strip()):
         return parse_versitygw(reference, versity["tag"])
+    if traefik := _TRAEFIK_IMAGE.match(reference.strip()):
+        return parse_traefik(reference, traefik["tag"])
     if operator := _OPERATOR_IMAGE.match(reference.strip()):
         installed = raykube.__version__
         tag = operator["tag"] or "latest"
@@ -182,8 +224,8 @@ def parse(reference: str) -> Image:
             f'"{reference}" not found: the sandbox\'s process runtime pulls no images; it runs rayproject/ray:<X.Y.Z> '
             "(and its -py3XX, -cpu and -gpu variants, and rayproject/ray-ml and ray-llm) from a local venv with "
             f"ray[{RAY_EXTRAS}] of that version, raykube's operator image {OPERATOR_REPOSITORY}:"
-            f"{raykube.__version__} from the project's environment, and {VERSITYGW_REPOSITORY}:v<X.Y.Z> built from "
-            "its Go module"
+            f"{raykube.__version__} from the project's environment, and {VERSITYGW_REPOSITORY}:v<X.Y.Z> and "
+            f"{TRAEFIK_REPOSITORY}:v<X.Y.Z> built from their Go modules"
         )
     tag = match["tag"] or "latest"
     tag_match = _TAG.match(tag)
@@ -348,7 +390,7 @@ class Runnable:
         """Host directories the container must see at their own paths: the venv, the Python it is built on, and
         for the project's environment the sources an editable install points at (none for a built binary, whose
         files are bound at the image's own paths: :attr:`image_files`)."""
-        if isinstance(self.image, VersityImage):
+        if isinstance(self.image, BuiltImage):
             return []
         base = Path(os.path.realpath(self.venv / "bin" / "python")).parent.parent
         return [str(self.venv), str(base), *self.more_paths]
@@ -360,12 +402,14 @@ class Runnable:
             return f"raykube {self.version} from the project's environment {self.venv}"
         if isinstance(self.image, VersityImage):
             return f"versitygw v{self.version} built from the Go module {versions.VERSITYGW_MODULE} in {self.venv}"
+        if isinstance(self.image, TraefikImage):
+            return f"traefik v{self.version} built from the Go module {versions.TRAEFIK_MODULE} in {self.venv}"
         return f"venv {self.venv} with {requirement(self.version)}"
 
     @property
     def image_id(self) -> str:
         """The container status's ``imageID``: where the image's files are."""
-        scheme = "raykube-build" if isinstance(self.image, VersityImage) else "raykube-venv"
+        scheme = "raykube-build" if isinstance(self.image, BuiltImage) else "raykube-venv"
         return f"{scheme}://{self.venv}"
 
     @property
@@ -392,15 +436,15 @@ def project_runnable(image: OperatorImage) -> Runnable:
     )
 
 
-def versitygw_runnable(image: VersityImage, done: objectstore.Built) -> Runnable:
-    """versitygw's image as its build: the built files bound where the Dockerfile puts them, its ENTRYPOINT and CMD,
-    WORKDIR and ENV; ``PATH`` as in its (Alpine) base image and ``HOME`` as for root."""
-    config = done.config
-    files = tuple((str(done.directory / "bin" / name), path) for path, name in sorted(config.files.items()))
+def built_runnable(image: BuiltImage, directory: Path, config: objectstore.ImageConfig) -> Runnable:
+    """An image that is a build of a Go module (versitygw's, Traefik's): the built files bound where the image has
+    them, its ENTRYPOINT and CMD, WORKDIR and ENV; ``PATH`` as in its (Alpine) base image and ``HOME`` as for root
+    (both images run as root and set no HOME)."""
+    files = tuple((str(directory / "bin" / name), path) for path, name in sorted(config.files.items()))
     env = {"PATH": IMAGE_PATH, "HOME": VERSITYGW_HOME, **config.env}
     return Runnable(
         image,
-        done.directory,
+        directory,
         image.version,
         env,
         config.working_dir,
@@ -409,6 +453,16 @@ def versitygw_runnable(image: VersityImage, done: objectstore.Built) -> Runnable
         image_files=files,
         image_dirs=config.dirs,
     )
+
+
+def versitygw_runnable(image: VersityImage, done: objectstore.Built) -> Runnable:
+    """versitygw's image as its build (its files, ENTRYPOINT, CMD, WORKDIR and ENV from its Dockerfile)."""
+    return built_runnable(image, done.directory, done.config)
+
+
+def traefik_runnable(image: TraefikImage, done: gateway.Built) -> Runnable:
+    """Traefik's image as its build (the official image's files, ENTRYPOINT and CMD: sandbox/gateway.py)."""
+    return built_runnable(image, done.directory, done.config)
 
 
 def requirement(version: str) -> str:
@@ -467,6 +521,8 @@ class ImageStore:
             return True
         if isinstance(image, VersityImage):
             return objectstore.built(image.version, self.cache) is not None
+        if isinstance(image, TraefikImage):
+            return gateway.built(image.version, self.cache) is not None
         version = self._nearest.get(image.version, image.version)
         return self.installed(version) is not None
 
@@ -489,8 +545,8 @@ class ImageStore:
         ImageNotFound when the version is no release at all; InstallFailed when the venv could not be made."""
         if isinstance(image, OperatorImage):
             return project_runnable(image)
-        if isinstance(image, VersityImage):
-            return await self._ensure_versitygw(image, report)
+        if isinstance(image, BuiltImage):
+            return await self._ensure_built(image, report)
         for version in (image.version, self._nearest.get(image.version)):
             if version and (venv := self.installed(version)):
                 return self.runnable(image, venv, version)
@@ -532,6 +588,26 @@ class ImageStore:
             except SandboxError as exc:
                 raise InstallFailed(f"building versitygw v{image.version} failed: {str(exc)[-1500:]}") from exc
             return versitygw_runnable(image, done)
+
+    async def _ensure_built(self, image: BuiltImage, report: Report) -> Runnable:
+        if isinstance(image, VersityImage):
+            return await self._ensure_versitygw(image, report)
+        return await self._ensure_traefik(image, report)
+
+    async def _ensure_traefik(self, image: TraefikImage, report: Report) -> Runnable:
+        """The build of Traefik at the image's version, made (in a thread: minutes of ``go build``) the first time;
+        ImageNotFound when the module proxy has no such version, InstallFailed when the build fails."""
+        if done := gateway.built(image.version, self.cache):
+            return traefik_runnable(image, done)
+        lock = self._locks.setdefault(f"traefik-{image.version}", asyncio.Lock())
+        async with lock:
+            try:
+                done = await asyncio.to_thread(gateway.ensure_built, image.version, self.cache, report)
+            except gateway.VersionNotFound as exc:
+                raise ImageNotFound(f'"{image.reference}" not found: {exc}') from exc
+            except SandboxError as exc:
+                raise InstallFailed(f"building traefik v{image.version} failed: {str(exc)[-1500:]}") from exc
+            return traefik_runnable(image, done)
 
     async def _run(self, argv: list[str], timeout: float = INSTALL_TIMEOUT) -> tuple[int, str]:
         proc = await asyncio.create_subprocess_exec(
