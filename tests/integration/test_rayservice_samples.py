@@ -109,8 +109,8 @@ NOT_RUNNABLE: dict[str, list[tuple[str, Callable[[Docs], bool]]]] = {
     ],
     "ray-service.incremental-upgrade.yaml": [
         (
-            "NewClusterWithIncrementalUpgrade: an alpha gate, a Gateway API implementation, and an upgrade raykube "
-            "does not implement",
+            "NewClusterWithIncrementalUpgrade: its Gateway is of class `istio` (the sandbox's Gateway API "
+            "implementation is Traefik, `--gateway`; tests/integration/test_gateway.py runs the upgrade through it)",
             incremental_upgrade,
         )
     ],
