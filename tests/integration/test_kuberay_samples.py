@@ -84,9 +84,12 @@ async def test_the_sample_reconciles_without_a_warning(
         async def reconciled(name: str = name, workers: int = workers) -> bool | NotYet:
             pods = await cluster_pods(runtime_kube, namespace, name)
             heads = [p for p in pods if p["metadata"]["labels"]["ray.io/node-type"] == "head"]
-            status = (await runtime_kube.get(RAYCLUSTERS, name, namespace)).get("status") or {}
-            summary = f"heads={len(heads)} workers={len(workers_of(pods))}/{workers} status={status}"
-            if len(heads) != 1 or len(workers_of(pods)) != workers or status.get("observedGeneration") != 1:
+            stored = await runtime_kube.get(RAYCLUSTERS, name, namespace)
+            status, generation = stored.get("status") or {}, stored["metadata"].get("generation")
+            summary = f"heads={len(heads)} workers={len(workers_of(pods))}/{workers} generation={generation} {status=}"
+            # The GCS FT finalizer is added by an Update of the whole object, as KubeRay's, which bumps the generation
+            # (2 for a Redis sample): the status must have observed whichever generation is stored.
+            if len(heads) != 1 or len(workers_of(pods)) != workers or status.get("observedGeneration") != generation:
                 return NotYet(summary)
             return True
 

@@ -352,7 +352,7 @@ async def test_volumes(proc: ProcessSandbox, pkube: AsyncClient, ns: str) -> Non
         },
     )
     script = (
-        "cat /cfg/renamed; echo; stat -c %a /cfg/renamed; cat /sec/k; echo; cat /info/labels; echo; "
+        "cat /cfg/renamed; echo; stat -L -c %a /cfg/renamed; cat /sec/k; echo; cat /info/labels; echo; "
         "df -t tmpfs /mem | tail -1 | awk '{print \"tmpfs\", $2}'; echo written > /data/out; "
         "cat /var/run/secrets/kubernetes.io/serviceaccount/namespace; echo; sleep 3600"
     )
