@@ -202,7 +202,7 @@ def test_process_runtime_is_a_component_only_of_process_sandboxes() -> None:
 
 
 # Recipe 3: what the chapter's Pods use of a rayproject/ray image (ray.data's pyarrow for s3://, boto3).
-SPEC = "ray[default,serve,data]==2.52.0 boto3 protobuf<7"
+SPEC = "ray[default,serve,data]==2.52.0 boto3 protobuf<7 pandas<3"
 
 
 async def test_an_installed_venv_is_a_present_image(tmp_path: Path) -> None:

@@ -109,7 +109,9 @@ IMAGE_PACKAGES = ("boto3",)
 VENV_RECIPE = 3  # bump when what goes into a venv changes: the venv directory names it, so a new one is built
 # Installed with every Ray: Ray Serve (up to 2.52 at least) reads FieldDescriptor.label, which protobuf 7 removed,
 # and Ray itself asks only for protobuf>=3.20.3 (the images pin an older one); without it no Serve app deploys.
-CONSTRAINTS = ("protobuf<7",)
+# And ray.data (up to 2.52 at least) reads pandas.errors.SettingWithCopyWarning, which pandas 3 removed: every batch
+# it hands over as pandas fails without this (the images hold a pandas 2).
+CONSTRAINTS = ("protobuf<7", "pandas<3")
 INSTALL_TIMEOUT = 900.0
 # How pip and uv say "this version does not exist for this Python" (as opposed to "PyPI is unreachable").
 _NO_SUCH_VERSION = ("No matching distribution", "from versions:", "no version of", "unsatisfiable")
