@@ -550,7 +550,7 @@ async def workload_rbac_act(stage: Stage) -> None:
     if not found:
         raise DemoFailed(f"raykube doctor rayjob/{API_RAYJOB} did not name the refused permission (exit {code})")
     out.print(f"[bold]$ raykube doctor rayjob/{API_RAYJOB} -n {NAMESPACE}[/bold]  [dim](its finding)[/dim]")
-    out.print(escape(f"{found[0]['id']} {found[0]['code']}: {found[0]['title']}"), highlight=False)
+    out.print(escape(f"{found[0]['rule']} {found[0]['code']}: {found[0]['title']}"), highlight=False)
     claim("doctor names the ServiceAccount, the verb and resource refused, and the namespace Role that fixes it")
 
     stage.kubectl("apply", "-f", str(EXAMPLES / "08-ray-workload-rbac.yaml"))
