@@ -47,9 +47,6 @@ CLUSTER = "raycluster-demo"
 RAYJOB = "rayjob-demo"
 RAYSERVICE = "rayservice-demo"  # examples/07-rayservice.yaml
 OBJECT_STORE = "minio"  # examples/03b-object-store.yaml
-S3_RAYJOB = "rayjob-s3"  # examples/05b-rayjob-s3.yaml
-API_RAYJOB = "rayjob-kube-api"  # examples/05c-rayjob-kube-api.yaml
-RAY_ACCOUNT = "default"  # the ServiceAccount the chapter's Ray Pods run as (04-raycluster.yaml names none)
 OPERATOR_NAMESPACE = "kuberay-operator"
 OPERATOR_ACCOUNT = "kuberay-operator"
 OPERATOR_PROCESS = "raykube-operator"
@@ -445,153 +442,6 @@ async def rayjob_act(stage: Stage) -> None:
         claim(f"kubectl ray log copied the head's container log and Ray's log directory ({len(files)} files)")
 
 
-async def run_rayjob(stage: Stage, manifest: str, name: str) -> dict[str, Any]:
-    """Apply ``manifest`` (a RayJob on the chapter's cluster), wait until it finishes, show it; its status."""
-    from raykube.api.resources import RAYJOBS  # noqa: PLC0415
-    from raykube.waiting import NotYet, wait_for  # noqa: PLC0415
-
-    stage.kubectl("apply", "-f", str(EXAMPLES / manifest))
-
-    async def finished() -> dict[str, Any] | NotYet:
-        status = (await stage.kube.get(RAYJOBS, name, NAMESPACE)).get("status") or {}
-        state = (status.get("jobDeploymentStatus"), status.get("jobStatus"))
-        return dict(status) if state[0] in ("Complete", "Failed") else NotYet(f"deployment/job status {state}")
-
-    status: dict[str, Any] = await wait_for(finished, stage.ready_within, what=f"RayJob {name} to finish")
-    stage.kubectl("-n", NAMESPACE, "get", "rayjob", name)
-    return status
-
-
-def head_pod_name(pods: list[dict[str, Any]]) -> str:
-    [head] = [p["metadata"]["name"] for p in pods if p["metadata"]["labels"].get("ray.io/node-type") == "head"]
-    return str(head)
-
-
-def job_logs(stage: Stage, name: str) -> str:
-    """The submitter Job's log (``ray job logs --follow``: the job's own output), without the CLI's colours."""
-    logs = stage.kubectl("-n", NAMESPACE, "logs", f"job/{name}", show=False, check=False)
-    return re.sub(r"\x1b\[[0-9;]*m", "", logs)
-
-
-async def object_store_act(stage: Stage) -> None:
-    """On process nodes: a dataset into the object store from the head (boto3, the Pod's envFrom credentials), a
-    RayJob that reads it with ray.data on the workers and writes a summary back, the summary checked and read back."""
-    from raykube.cli import demo_workloads as data  # noqa: PLC0415
-
-    chapter("4c'. Data in the object store: ray.data reads it with the Secret's credentials, nothing hard-coded")
-    _, pods = await cluster_state(stage)
-    head = head_pod_name(pods)
-    workers = sorted(p["metadata"]["name"] for p in pods if p["metadata"]["labels"].get("ray.io/node-type") == "worker")
-    shown = f"kubectl -n {NAMESPACE} exec {head} -- python -c <upload with boto3> <{data.ROWS} rows as CSV>"
-    out.print(f"[bold]$ {escape(shown)}[/bold]")
-    text = stage.kubectl("-n", NAMESPACE, "exec", head, "--", "python", "-c", data.UPLOAD, data.upload_argument(),
-                         show=False, check=False)  # fmt: skip
-    try:
-        uploaded = json.loads(text.strip().splitlines()[-1])
-    except (ValueError, IndexError) as exc:
-        raise DemoFailed(f"the upload from {head} printed no listing: {text[-500:]!r}") from exc
-    keys = [key for key, _ in uploaded["objects"]]
-    out.print(escape(json.dumps(uploaded)), highlight=False)
-    if sorted(keys) != sorted(data.parts()):
-        raise DemoFailed(f"s3://{data.BUCKET}/{data.PREFIX} holds {keys}, not the {data.PARTS} files uploaded")
-    claim(f"{data.ROWS} rows in {data.PARTS} CSV files in s3://{data.BUCKET}/{data.PREFIX}, put with boto3 from the "
-          f"head: its endpoint and keys came from envFrom ({uploaded['endpoint']})")  # fmt: skip
-
-    status = await run_rayjob(stage, "05b-rayjob-s3.yaml", S3_RAYJOB)
-    logs = job_logs(stage, S3_RAYJOB)
-    if status.get("jobStatus") != "SUCCEEDED":
-        raise DemoFailed(f"RayJob {S3_RAYJOB} ended {status.get('jobStatus')}: {status.get('message')}")
-    summary = data.summary_line(logs)
-    out.print(f"[bold]$ kubectl -n {NAMESPACE} logs job/{S3_RAYJOB} | grep summary[/bold]")
-    out.print(escape(f"summary {json.dumps(summary, sort_keys=True)}"), highlight=False)
-    if summary is None:
-        raise DemoFailed(f"RayJob {S3_RAYJOB} printed no summary line: {logs[-800:]}")
-    if wrong := data.differences(summary):
-        raise DemoFailed(f"RayJob {S3_RAYJOB} read other data than was uploaded: {'; '.join(wrong)}")
-    readers = [h for h in summary.get("hosts") or [] if h in workers]
-    if not readers:
-        raise DemoFailed(f"no worker read the dataset: the read tasks ran on {summary.get('hosts')}, workers {workers}")
-    claim(f"ray.data read all {data.ROWS} rows from s3:// (the sums match those computed here); read tasks ran on "
-          f"{', '.join(readers)}")  # fmt: skip
-
-    out.print(f"[bold]$ kubectl -n {NAMESPACE} exec {head} -- python -c <boto3 get_object> {data.BUCKET} "
-              f"{data.RESULT_KEY}[/bold]")  # fmt: skip
-    text = stage.kubectl("-n", NAMESPACE, "exec", head, "--", "python", "-c", data.READ_RESULT, data.BUCKET,
-                         data.RESULT_KEY, show=False, check=False)  # fmt: skip
-    out.print(escape(text.strip()), highlight=False)
-    try:
-        written = json.loads(text.strip().splitlines()[-1])
-    except (ValueError, IndexError) as exc:
-        raise DemoFailed(f"s3://{data.BUCKET}/{data.RESULT_KEY} could not be read back: {text[-500:]!r}") from exc
-    if written != summary:
-        raise DemoFailed(f"s3://{data.BUCKET}/{data.RESULT_KEY} holds {written}, not the job's summary {summary}")
-    claim(f"the job's summary is in s3://{data.BUCKET}/{data.RESULT_KEY}, written by boto3 in the job, read back")
-    stage.kubectl("-n", NAMESPACE, "delete", "rayjob", S3_RAYJOB)
-
-
-async def workload_rbac_act(stage: Stage) -> None:
-    """On process nodes: a Ray task that lists Pods through the Kubernetes API is refused (403) while the Ray Pods'
-    ServiceAccount has no Role; doctor names the missing permission; a namespace Role + RoleBinding fixes it."""
-    chapter("4c''. A Ray task calls the Kubernetes API: forbidden, then a namespace Role")
-    account = f"system:serviceaccount:{NAMESPACE}:{RAY_ACCOUNT}"
-    status = await run_rayjob(stage, "05c-rayjob-kube-api.yaml", API_RAYJOB)
-    message = f"{status.get('message') or ''}\n{job_logs(stage, API_RAYJOB)}"
-    if status.get("jobStatus") != "FAILED" or "forbidden" not in message:
-        raise DemoFailed(f"RayJob {API_RAYJOB} without a Role ended {status.get('jobStatus')}, not FAILED with "
-                         f"'forbidden': {message[-600:]}")  # fmt: skip
-    refused = next(line.strip() for line in message.splitlines() if "forbidden" in line)
-    out.print(f"[dim]{escape(refused[:300])}[/dim]")
-    claim(f"the task was refused: 403 Forbidden, {account} may not list pods (the chapter's warning)")
-    answer = stage.kubectl("auth", "can-i", "list", "pods", f"--as={account}", "-n", NAMESPACE, check=False).strip()
-    if answer != "no":
-        raise DemoFailed(f"kubectl auth can-i says {answer!r} for {account} before any Role")
-    code, report = stage.doctor_json(f"rayjob/{API_RAYJOB}")
-    found = [f for f in report.get("findings", []) if f.get("code") == "WORKLOAD_API_FORBIDDEN"]
-    if not found:
-        raise DemoFailed(f"raykube doctor rayjob/{API_RAYJOB} did not name the refused permission (exit {code})")
-    out.print(f"[bold]$ raykube doctor rayjob/{API_RAYJOB} -n {NAMESPACE}[/bold]  [dim](its finding)[/dim]")
-    out.print(escape(f"{found[0]['rule']} {found[0]['code']}: {found[0]['title']}"), highlight=False)
-    claim("doctor names the ServiceAccount, the verb and resource refused, and the namespace Role that fixes it")
-
-    stage.kubectl("apply", "-f", str(EXAMPLES / "08-ray-workload-rbac.yaml"))
-    answer = stage.kubectl("auth", "can-i", "list", "pods", f"--as={account}", "-n", NAMESPACE, check=False).strip()
-    if answer != "yes":
-        raise DemoFailed(f"kubectl auth can-i says {answer!r} for {account} after the RoleBinding")
-    answer = stage.kubectl("auth", "can-i", "list", "pods", f"--as={account}", "-A", check=False).strip()
-    if answer != "no":
-        raise DemoFailed(f"{account} may list pods in every namespace ({answer!r}): the grant is not namespaced")
-    claim(f"a Role (get, list pods) bound to {account}: allowed in {NAMESPACE}, nowhere else")
-    stage.kubectl("-n", NAMESPACE, "delete", "rayjob", API_RAYJOB)
-    await wait_rayjob_gone(stage, API_RAYJOB)
-    status = await run_rayjob(stage, "05c-rayjob-kube-api.yaml", API_RAYJOB)
-    logs = job_logs(stage, API_RAYJOB)
-    if status.get("jobStatus") != "SUCCEEDED":
-        raise DemoFailed(f"RayJob {API_RAYJOB} with the Role ended {status.get('jobStatus')}: {status.get('message')}")
-    listed = [line.strip() for line in logs.splitlines() if line.strip().startswith("the task listed")]
-    if not listed or CLUSTER not in listed[-1]:
-        raise DemoFailed(f"the task's listing does not show the chapter's Pods: {logs[-600:]}")
-    out.print(escape(listed[-1][:300]), highlight=False)
-    claim("the same task now lists the namespace's Pods with its own token: least privilege, no ClusterRole")
-    stage.kubectl("-n", NAMESPACE, "delete", "rayjob", API_RAYJOB)
-
-
-async def wait_rayjob_gone(stage: Stage, name: str) -> None:
-    from raykube.api.resources import RAYJOBS  # noqa: PLC0415
-    from raykube.kube.errors import ApiError  # noqa: PLC0415
-    from raykube.waiting import NotYet, wait_for  # noqa: PLC0415
-
-    async def gone() -> bool | NotYet:
-        try:
-            await stage.kube.get(RAYJOBS, name, NAMESPACE)
-        except ApiError as exc:
-            if exc.not_found:
-                return True
-            raise
-        return NotYet(f"RayJob {name} still there")
-
-    await wait_for(gone, 120, what=f"RayJob {name} to be deleted")
-
-
 async def rayservice_act(stage: Stage) -> None:
     """On process nodes: a RayService answering through its serve Service, then a cluster upgrade while a client
     calls it every 0.1 s: the requests sent during the upgrade, and how many failed (KubeRay's promise: none)."""
@@ -788,9 +638,11 @@ async def play(stage: Stage, *, keep: bool, name: str) -> None:
     if stage.process:
         operator_log(stage)
         await ray_itself(stage)
+        from raykube.cli import demo_workloads  # noqa: PLC0415 - it builds on this module's Stage
+
         await rayjob_act(stage)
-        await object_store_act(stage)
-        await workload_rbac_act(stage)
+        await demo_workloads.object_store_act(stage)
+        await demo_workloads.workload_rbac_act(stage)
         await rayservice_act(stage)
     await doctor_healthy(stage, "5. raykube doctor on the healthy cluster")
     await break_and_fix(stage)
