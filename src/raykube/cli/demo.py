@@ -2,8 +2,11 @@
 
 Act one walks the chapter's objects in its order, the way a user would do it: the operator (installed like the Helm
 chart installs it, and running as its own ServiceAccount so its RBAC is real), the Secret and ConfigMap injected by
-envFrom, the PVC, the RayCluster of 1 head + 2 workers; then the chapter's checks (``kubectl get raycluster``, the
-Pods, the head Service and its endpoints) with what each proves, and ``raykube doctor`` on the healthy cluster.
+envFrom, the PVC, the object store the Secret names, the RayCluster of 1 head + 2 workers; then the chapter's checks
+(``kubectl get raycluster``, the Pods, the head Service and its endpoints) with what each proves; on process nodes Ray
+itself: ``ray status``, a RayJob, the chapter's data read from the object store with only envFrom's credentials and a
+Ray task calling the Kubernetes API, refused until a namespace Role allows it (:mod:`raykube.cli.demo_workloads`), a
+RayService upgrade; and ``raykube doctor`` on the healthy cluster.
 
 Act two breaks it the way the chapter warns (more workers than the nodes can hold), shows the symptom, lets doctor
 name the root cause, fixes it and watches the cluster recover.
