@@ -24,6 +24,7 @@ def test_the_demo_plays_the_chapter_and_a_second_run_reuses_the_sandbox(tmp_path
         assert "doctor: healthy (exit 0)" in output
         assert "doctor's root cause:" in output
         assert "recovered" in output
+        assert "on kwok nodes its Pod runs nothing, so the acts that read and write it" in output
         assert "The demo finished: every check above held." in output
 
         second = raykube("demo", "--name", "e2e", "--port-base", base, "--runtime", "kwok", state_root=tmp_path)
@@ -41,7 +42,7 @@ def test_the_demo_on_process_nodes_runs_the_operator_in_its_pod_and_ray_itself(t
         pytest.skip("this machine cannot run process nodes: " + "; ".join(problems))
     try:
         run = raykube("demo", "--name", "e2e-proc", "--port-base", str(Ports.free().etcd), "--runtime", "process",
-                      state_root=tmp_path, timeout=1200)  # fmt: skip
+                      state_root=tmp_path, timeout=1800)  # fmt: skip
         assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
         output = run.stdout
         assert "$ kubectl -n kuberay-operator get pods -o wide" in output
@@ -49,6 +50,11 @@ def test_the_demo_on_process_nodes_runs_the_operator_in_its_pod_and_ray_itself(t
         assert "$ kubectl -n kuberay-operator logs deploy/kuberay-operator | grep raycluster-demo" in output
         assert '"msg": "Created head Pod raykube-demo/raycluster-demo-head-' in output
         assert "Ray's own view: 3 nodes joined the head's GCS" in output
+        assert "is Ready behind Service minio" in output
+        assert "ray.data read all 4000 rows from s3:// (the sums match those computed here)" in output
+        assert "the job's summary is in s3://demo-data/results/summary.json" in output
+        assert "the task was refused: 403 Forbidden" in output and "doctor names the ServiceAccount" in output
+        assert "the same task now lists the namespace's Pods with its own token" in output
         assert "The demo finished: every check above held." in output
     finally:
         down = raykube("sandbox", "down", "--name", "e2e-proc", state_root=tmp_path)

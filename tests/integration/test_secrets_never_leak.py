@@ -1,5 +1,6 @@
 """No Secret value, auth token or Redis password appears in the operator's logs, its events, its metrics or the
-doctor's output (text, JSON and a dump).
+doctor's output (text, JSON and a dump); and on process nodes, none of the object-store keys the doctor's in-Pod
+probe signs with (the store refusing a planted wrong key quotes its own message) appears in the doctor's output.
 
 Recognisable values are planted the ways users hand credentials to Ray: a Secret in ``envFrom``, a ``secretKeyRef``
 env, GCS fault tolerance's Redis password from a Secret, the token of ``authOptions.mode: token`` (KubeRay generates
@@ -11,6 +12,7 @@ the doctor produced is scanned.
 from __future__ import annotations
 
 import base64
+import json
 import os
 import secrets
 import socket
@@ -131,3 +133,78 @@ async def test_planted_secrets_appear_in_no_log_event_metric_or_doctor_output(
         "the doctor flags the literal (SEC05)",
         f"0 of {len(values)} values found in {len(outputs)} outputs ({sum(len(o) for o in outputs.values())} bytes)",
     )
+
+
+def _store_group(name: str, env: list[dict[str, str]]) -> dict[str, Any]:
+    """A worker group of 250m/256Mi with the Secret in envFrom and ``env`` over it (env wins over envFrom)."""
+    container = {"name": "ray-worker", "image": "rayproject/ray:2.52.0", "env": env,
+                 "envFrom": [{"secretRef": {"name": "minio-credentials"}}],
+                 "resources": {"limits": {"cpu": "250m", "memory": "256Mi"},
+                               "requests": {"cpu": "250m", "memory": "256Mi"}}}  # fmt: skip
+    return {"groupName": name, "replicas": 1, "minReplicas": 0, "maxReplicas": 1, "rayStartParams": {},
+            "template": {"spec": {"containers": [container]}}}  # fmt: skip
+
+
+async def test_the_object_store_probe_names_each_planted_fault_and_returns_no_planted_key(
+    proc: Any, pkube: Any, ns: str, proc_operator: Any, tmp_path: Path
+) -> None:
+    """Process nodes: the demo's object store holding planted keys (its root credentials are the Secret's), and a
+    RayCluster whose worker groups see it through envFrom with one fault each: a wrong endpoint (R10), a wrong secret
+    key (R11), and a RayJob on the cluster reading a bucket that does not exist (R12). The doctor probes each group
+    with the Pod's own environment; no planted key appears in its text, JSON or dump."""
+    from lightkube.codecs import from_dict  # noqa: PLC0415
+
+    # RAYJOB and RAYCLUSTER: importing them defines the ray.io kinds for lightkube's from_dict.
+    from tests.doctor_support import assert_fires  # noqa: PLC0415
+    from tests.integration.test_chapter_workloads import RAYJOB  # noqa: F401, PLC0415
+    from tests.integration.test_object_store import manifests, minio_pod  # noqa: PLC0415
+    from tests.integration.test_process_runtime import RAYCLUSTER, wait_cluster  # noqa: F401, PLC0415
+
+    values = {"access key": planted("akid"), "secret key": planted("secret"), "wrong secret key": planted("wrong")}
+    for doc in manifests(ns):
+        if doc["kind"] == "Secret":
+            doc["stringData"] |= {"AWS_ACCESS_KEY_ID": values["access key"],
+                                  "AWS_SECRET_ACCESS_KEY": values["secret key"]}  # fmt: skip
+        await pkube.create(from_dict(doc), namespace=ns)
+    resources = {"limits": {"cpu": "250m", "memory": "256Mi"}, "requests": {"cpu": "250m", "memory": "256Mi"}}
+    cluster = {
+        "apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "stores"},
+        "spec": {"rayVersion": "2.52.0",
+                 "headGroupSpec": {"rayStartParams": {}, "template": {"spec": {"containers": [
+                     {"name": "ray-head", "image": "rayproject/ray:2.52.0", "resources": resources}]}}},
+                 "workerGroupSpecs": [
+                     _store_group("endpoint", [{"name": "AWS_ENDPOINT_URL",
+                                                "value": "http://minio.no-such-namespace.svc.cluster.local:9000"}]),
+                     _store_group("key", [{"name": "AWS_SECRET_ACCESS_KEY", "value": values["wrong secret key"]}]),
+                     _store_group("bucket", [])]},
+    }  # fmt: skip
+    job = {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "reads"},
+           "spec": {"clusterSelector": {"ray.io/cluster": "stores"},
+                    "entrypoint": "python -c \"print('would read s3://missing-bucket/dataset/')\""}}  # fmt: skip
+    await pkube.create(from_dict(cluster), namespace=ns)
+    await pkube.create(from_dict(job), namespace=ns)
+    await minio_pod(pkube, ns)
+    await wait_cluster(pkube, ns, "stores", lambda s: s.get("state") == "ready", "ready")
+
+    def run(*extra: str) -> tuple[int, str]:
+        done = subprocess.run(
+            [sys.executable, "-m", "raykube.cli.main", "doctor", "raycluster/stores", "-n", ns,
+             "--kubeconfig", str(proc.kubeconfig), *extra],
+            capture_output=True, text=True, timeout=180, check=False, env={**os.environ, "COLUMNS": "200"},
+        )  # fmt: skip
+        return done.returncode, done.stdout + done.stderr
+
+    _, text = run("-v")
+    _, as_json = run("-o", "json", "--dump", str(tmp_path / "dump"))
+    report = json.loads(as_json[: as_json.rindex("}") + 1])
+    by_rule = {f["rule"]: f for f in report["findings"] if f["rule"] in ("R10", "R11", "R12")}
+    assert_fires(report, "R10", "R11", "R12")
+    assert "-endpoint-" in by_rule["R10"]["object"]["name"] and "does not resolve" in by_rule["R10"]["title"]
+    assert "-key-" in by_rule["R11"]["object"]["name"] and "SignatureDoesNotMatch" in by_rule["R11"]["title"]
+    assert "-bucket-" in by_rule["R12"]["object"]["name"] and "missing-bucket" in by_rule["R12"]["title"]
+    dumped = "\n".join(p.read_text() for p in sorted((tmp_path / "dump").glob("*")) if p.is_file())
+    outputs = {"doctor text": text, "doctor JSON": as_json, "doctor dump": dumped}
+    assert '"s3"' in dumped or "s3:" in dumped  # the dump carries what the probe saw...
+    leaks = [f"{value_name} in {where}" for where, output in outputs.items()
+             for value_name, value in values.items() if value in output]  # fmt: skip
+    assert not leaks, leaks  # ...and none of the keys

@@ -7,15 +7,18 @@ sample ``ray status -v`` is Ray 2.52's output on the chapter's cluster in the sa
 
 from __future__ import annotations
 
+import http.server
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
 from raykube.doctor import dump as dumps
+from raykube.doctor import s3sign
 from raykube.doctor.facts import inside as fi
 from raykube.doctor.model import Report
 from raykube.doctor.probe_script import SCRIPT
@@ -327,3 +330,117 @@ def test_what_was_seen_inside_travels_in_a_dump(tmp_path: Path) -> None:
     back = dumps.read(tmp_path)
     assert back.inside == snap.inside and back.inside_note == "ran in 2 Pods (--exec) (from the dump)"
     assert_fires(diagnose(back, Options(starting_grace=0)), "E02")
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# The object store a worker's own environment names (R10-R12)
+# --------------------------------------------------------------------------------------------------------------------
+
+STORE = {"endpoint_variable": "AWS_ENDPOINT_URL", "scheme": "http", "host": f"minio.{NS}.svc.cluster.local",
+         "port": 9000, "keys": [True, True], "resolve": {"addresses": ["10.96.0.42"]}, "connect": None,
+         "list": {"status": 200}, "buckets": {}}  # fmt: skip
+
+
+def _store(**change: Any) -> dict[str, Any]:
+    return _inside(worker=_worker_probe(s3={**STORE, **change}))
+
+
+def _reading(world: World, bucket: str) -> World:
+    world.add("rayjobs", {
+        "apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "read", "namespace": NS, "uid": "uid-read"},
+        "spec": {"clusterSelector": {"ray.io/cluster": "seed"},
+                 "entrypoint": f"python -c \"ray.data.read_csv('s3://{bucket}/dataset/')\""},
+        "status": {"jobDeploymentStatus": "Running"},
+    })  # fmt: skip
+    return world
+
+
+@pytest.mark.parametrize(
+    ("change", "rule", "words"),
+    [
+        ({"resolve": {"error": "[Errno -2] Name or service not known"}, "host": "mino.nowhere.svc"}, "R10",
+         ["does not resolve", "mino.nowhere.svc", "wrong endpoint"]),
+        ({"connect": "timed out after 2s"}, "R10", ["blocked"]),
+        ({"connect": "ECONNREFUSED: Connection refused"}, "R10", ["nothing accepts"]),
+        ({"list": {"status": 403, "code": "SignatureDoesNotMatch", "message": "The request signature ..."}}, "R11",
+         ["SignatureDoesNotMatch", "wrong secret access key"]),
+        ({"list": {"status": 404, "code": "XAdminUserNotFound", "message": "No user exists"}}, "R11",
+         ["XAdminUserNotFound", "access key id the store does not know"]),
+        ({"list": {"status": 403, "code": "InvalidAccessKeyId"}}, "R11", ["does not know"]),
+    ],
+)  # fmt: skip
+def test_r10_r11_the_object_store_seen_from_a_worker_names_its_broken_link(
+    change: dict[str, Any], rule: str, words: list[str]
+) -> None:
+    report = _diagnose(World(), _store(**change))
+    found = one_finding(report, rule)
+    assert all(w in found.title for w in words), found.title
+    assert found.object is not None and found.object.name == WORKERS[0]
+    assert "envFrom" in " ".join([found.explanation, *found.remediation]) or rule == "R10"
+    assert not {r for r in rules_of(report) if r in ("R10", "R11", "R12")} - {rule}  # the first broken link only
+
+
+def test_r12_a_bucket_a_rayjob_reads_is_missing() -> None:
+    world = _reading(World(), "demo-data")
+    report = _diagnose(world, _store(buckets={"demo-data": {"status": 404, "code": "NoSuchBucket"}}))
+    found = one_finding(report, "R12")
+    assert "demo-data" in found.title and "RayJob read" in found.title, found.title
+    assert any(e.path == "spec.entrypoint" for e in found.evidence)
+    assert_quiet(_diagnose(_reading(World(), "demo-data"), _store(buckets={"demo-data": {"status": 200}})), "R12")
+
+
+def test_the_object_store_checks_are_quiet_on_a_healthy_store_and_without_one() -> None:
+    assert_quiet(_diagnose(World(), _store()), "R10", "R11", "R12")
+    assert_quiet(_diagnose(World(), _inside()), "R10", "R11", "R12")  # no AWS_ENDPOINT_URL in the Pod: no "s3"
+
+
+def test_the_buckets_checked_are_those_the_rayjobs_on_the_cluster_name() -> None:
+    world = _reading(World(), "demo-data")
+    assert fi.buckets_for(world.snapshot(), NS, "seed") == ["demo-data"]
+    assert fi.buckets_for(world.snapshot(), NS, "other") == []
+    assert fi.buckets_named(["s3://a-b/x 's3://c.d/' s3://Up/ s3a://e12/"]) == ["a-b", "c.d", "e12"]
+
+
+class _Store(http.server.BaseHTTPRequestHandler):
+    """An S3 endpoint that refuses everything and, as AWS does for SignatureDoesNotMatch, echoes what it was sent
+    (the access key id among it) in its message; it keeps the last Authorization header."""
+
+    seen: ClassVar[list[dict[str, str]]] = []
+
+    def do_GET(self) -> None:
+        self.seen.append({k.lower(): v for k, v in self.headers.items()} | {"path": self.path})
+        body = (f"<Error><Code>SignatureDoesNotMatch</Code><Message>sent {self.headers.get('Authorization')}"
+                "</Message></Error>").encode()  # fmt: skip
+        self.send_response(403)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_: Any) -> None:
+        pass
+
+
+def test_the_probe_signs_as_s3sign_and_never_returns_the_keys() -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Store)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        endpoint = f"http://127.0.0.1:{server.server_address[1]}"
+        env = {"PATH": "/usr/bin:/bin", "AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "AKIDPLANTED42",
+               "AWS_SECRET_ACCESS_KEY": "planted-secret-value"}  # fmt: skip
+        args = {"s3": {"buckets": ["demo-data"]}, "timeout": 2}
+        run = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps(args)], capture_output=True, text=True,
+                             env=env, check=True, timeout=30)  # fmt: skip
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert "AKIDPLANTED42" not in run.stdout + run.stderr and "planted-secret" not in run.stdout + run.stderr
+    store = json.loads(run.stdout)["s3"]
+    assert store["list"]["code"] == "SignatureDoesNotMatch" and "***" in store["list"]["message"]
+    assert store["keys"] == [True, True] and store["buckets"]["demo-data"]["status"] == 403
+    first = _Store.seen[0]
+    signed = s3sign.authorization("GET", "/", "", {k: first[k] for k in ("host", "x-amz-content-sha256",
+                                  "x-amz-date")}, s3sign.EMPTY_SHA256, access_key="AKIDPLANTED42",
+                                  secret_key=env["AWS_SECRET_ACCESS_KEY"], amz_date=first["x-amz-date"])  # fmt: skip
+    assert first["authorization"] == signed  # the inlined signer is s3sign's
+    assert _Store.seen[1]["path"] == "/demo-data?list-type=2&max-keys=0"

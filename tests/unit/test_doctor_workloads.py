@@ -276,3 +276,93 @@ def test_the_failed_submitter_pods_last_lines_are_quoted_when_the_doctor_looked_
     submitter = one_finding(diagnose(snap, Options()), "J04")
     assert submitter.title.endswith(last)
     assert [e.value for e in submitter.evidence if e.source == "log"][-1] == last
+
+
+FORBIDDEN_LINE = (
+    'RuntimeError: Kubernetes API 403 Forbidden: pods is forbidden: User "system:serviceaccount:default-ns:default" '
+    'cannot list resource "pods" in API group "" in the namespace "default-ns"'
+).replace("default-ns", NS)
+
+
+def _submitted(world: World, *, job_status: str = "FAILED", phase: str = "Succeeded") -> None:
+    """A RayJob whose Ray job ended ``job_status`` and its submitter Job's Pod (``ray job logs --follow`` exits 0)."""
+    world.add(
+        "rayjobs",
+        rayjob(
+            "lister",
+            jobDeploymentStatus="Failed",
+            jobStatus=job_status,
+            reason="AppFailed",
+            message="Job entrypoint command failed with exit code 1, last available logs: ...",
+        ),
+    )
+    world.add(
+        "jobs",
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "lister", "namespace": NS},
+            "spec": {"backoffLimit": 2},
+            "status": {"succeeded": 1},
+        },
+    )
+    world.add("pods", {"apiVersion": "v1", "kind": "Pod",
+                       "metadata": {"name": "lister-abcde", "namespace": NS, "creationTimestamp": EARLIER,
+                                    "labels": {"batch.kubernetes.io/job-name": "lister", "job-name": "lister"}},
+                       "spec": {"containers": [{"name": "ray-job-submitter", "image": "rayproject/ray:2.52.0"}]},
+                       "status": {"phase": phase}})  # fmt: skip
+
+
+def _review(allowed: bool, verb: str = "list") -> dict[str, Any]:
+    return {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+            "spec": {"user": f"system:serviceaccount:{NS}:default",
+                     "resourceAttributes": {"namespace": NS, "verb": verb, "group": "", "resource": "pods"}},
+            "status": {"allowed": allowed, **({} if allowed else {"reason": ""})}}  # fmt: skip
+
+
+def test_j07_a_task_refused_by_the_kubernetes_api_names_the_account_verb_resource_and_the_namespace_role() -> None:
+    world = World()
+    _submitted(world)
+    world.add("subjectaccessreviews", _review(allowed=False))
+    snap = world.snapshot(targets=(), workloads=(("RayJob", NS, "lister"),))
+    assert [objects.name(p) for p in failed_submitter_pods(snap)] == ["lister-abcde"]  # a Job that succeeded too
+    snap.inside = {f"{NS}/lister-abcde": {"role": "submitter", "logs": [
+        {"source": "kubectl logs lister-abcde", "line": FORBIDDEN_LINE},
+        {"source": "kubectl logs lister-abcde", "line": "stats.h:149: Stats module has shutdown."}]}}  # fmt: skip
+    report = diagnose(snap, Options())
+    found = one_finding(report, "J07")
+    assert found.title == (f"The job's code was refused by the Kubernetes API: ServiceAccount {NS}/default "
+                           f"(system:serviceaccount:{NS}:default) may not list pods in namespace {NS}")  # fmt: skip
+    assert found.severity == "error"
+    assert [e.value for e in found.evidence][1] == "denied now"
+    fixes = " ".join(found.remediation)
+    assert f"kubectl -n {NS} create role lister-pods --verb=list --resource=pods" in fixes
+    assert f"--role=lister-pods --serviceaccount={NS}:default" in fixes and "ClusterRole" not in fixes
+    failed = one_finding(report, "J05")
+    assert found.id in failed.caused_by  # the job failed because of it
+
+    # Allowed since (a Role added after the job ran): a warning that says to run it again.
+    world = World()
+    _submitted(world)
+    world.objects["rayjobs"][0]["status"]["message"] += "\n" + FORBIDDEN_LINE  # status.message carries it too
+    world.add("subjectaccessreviews", _review(allowed=True))
+    found = one_finding(run(world, ("RayJob", "lister")), "J07")
+    assert found.severity == "warning" and found.title.endswith("(allowed now: a Role was added since; run the job "
+                                                                "again)")  # fmt: skip
+
+
+def test_j07_a_cluster_scope_call_is_steered_to_the_namespace_and_other_users_are_not_the_workloads() -> None:
+    world = World()
+    _submitted(world)
+    world.objects["rayjobs"][0]["status"]["message"] += (
+        f'\nnodes is forbidden: User "system:serviceaccount:{NS}:ray" cannot list resource "nodes" in API group "" '
+        'at the cluster scope\nsecrets is forbidden: User "alice" cannot get resource "secrets" in API group "" in '
+        f'the namespace "{NS}"'
+    )
+    found = one_finding(run(world, ("RayJob", "lister")), "J07")
+    assert "may not list nodes at the cluster scope" in found.title
+    assert "in its own namespace" in found.remediation[0] and "ClusterRole would open every" in found.remediation[0]
+
+    world = World()
+    _submitted(world, job_status="SUCCEEDED")
+    assert_quiet(run(world, ("RayJob", "lister")), "J07")

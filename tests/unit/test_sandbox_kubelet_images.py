@@ -201,6 +201,10 @@ def test_process_runtime_is_a_component_only_of_process_sandboxes() -> None:
         SandboxConfig(runtime="docker")
 
 
+# Recipe 3: what the chapter's Pods use of a rayproject/ray image (ray.data's pyarrow for s3://, boto3).
+SPEC = "ray[default,serve,data]==2.52.0 boto3 protobuf<7 pandas<3"
+
+
 async def test_an_installed_venv_is_a_present_image(tmp_path: Path) -> None:
     store = images.ImageStore(tmp_path)
     venv = store.venv_dir("2.52.0")
@@ -209,9 +213,11 @@ async def test_an_installed_venv_is_a_present_image(tmp_path: Path) -> None:
     assert not store.present(images.parse("rayproject/ray:2.52.0"))  # not complete yet
     (venv / images.COMPLETE_MARKER).write_text("ray[default]==2.52.0\n")  # an older recipe's venv: not this one
     assert not store.present(images.parse("rayproject/ray:2.52.0"))
-    (venv / images.COMPLETE_MARKER).write_text("ray[default,serve]==2.52.0\n")  # without today's constraints
+    (venv / images.COMPLETE_MARKER).write_text("ray[default,serve]==2.52.0 protobuf<7\n")  # r2: no ray.data, boto3
     assert not store.present(images.parse("rayproject/ray:2.52.0"))
-    (venv / images.COMPLETE_MARKER).write_text("ray[default,serve]==2.52.0 protobuf<7\n")
+    (venv / images.COMPLETE_MARKER).write_text("ray[default,serve,data]==2.52.0 protobuf<7\n")  # no boto3
+    assert not store.present(images.parse("rayproject/ray:2.52.0"))
+    (venv / images.COMPLETE_MARKER).write_text(f"{SPEC}\n")
 
     assert store.present(images.parse("rayproject/ray:2.52.0-py311-cpu"))
     assert not store.present(images.parse("rayproject/ray:2.9.3"))
@@ -224,9 +230,9 @@ async def test_an_installed_venv_is_a_present_image(tmp_path: Path) -> None:
 
 FAKE_UV = """#!/bin/sh
 # uv venv --quiet --python BASE DIR
-# uv pip install --quiet --compile-bytecode --python DIR/bin/python REQUIREMENT CONSTRAINT
+# uv pip install --quiet --compile-bytecode --python DIR/bin/python REQUIREMENT PACKAGE... CONSTRAINT...
 if [ "$1" = venv ]; then mkdir -p "$5/bin" && ln -s "$4" "$5/bin/python" && exit 0; fi
-python="$6"; dir="${python%/bin/python}"; echo "$7 $8" > "$dir/installed"
+python="$6"; dir="${python%/bin/python}"; shift 6; echo "$*" > "$dir/installed"
 printf '#!%s\\nimport ray\\n' "$python" > "$dir/bin/ray"
 printf 'VIRTUAL_ENV="%s"\\n' "$dir" > "$dir/bin/activate"
 """
@@ -249,12 +255,12 @@ async def test_a_venv_is_built_aside_and_renamed_with_its_scripts_pointing_at_it
 
     venv = store.venv_dir("2.52.0")
     assert venv.name == f"2.52.0-py{images.python_version()}-r{images.VENV_RECIPE}" and runnable.venv == venv
-    assert (venv / "installed").read_text().strip() == "ray[default,serve]==2.52.0 protobuf<7"
-    assert (venv / images.COMPLETE_MARKER).read_text() == "ray[default,serve]==2.52.0 protobuf<7\n"
+    assert (venv / "installed").read_text().strip() == SPEC
+    assert (venv / images.COMPLETE_MARKER).read_text() == f"{SPEC}\n"
     assert (venv / "bin" / "ray").read_text().splitlines()[0] == f"#!{venv}/bin/python"  # not the .partial path
     assert (venv / "bin" / "activate").read_text() == f'VIRTUAL_ENV="{venv}"\n'
     assert not venv.with_name(f"{venv.name}.partial").exists()
     assert (old / images.COMPLETE_MARKER).exists()  # an older runtime's Pods may still run from it
-    assert reports[0].startswith("installing ray[default,serve]==2.52.0 protobuf<7 into ")
+    assert reports[0].startswith(f"installing {SPEC} into ")
     assert reports[0].endswith(".partial (uv)")
-    assert reports[1].startswith(f"installed ray[default,serve]==2.52.0 protobuf<7 into {venv} in ")
+    assert reports[1].startswith(f"installed {SPEC} into {venv} in ")

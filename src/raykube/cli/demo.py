@@ -2,8 +2,11 @@
 
 Act one walks the chapter's objects in its order, the way a user would do it: the operator (installed like the Helm
 chart installs it, and running as its own ServiceAccount so its RBAC is real), the Secret and ConfigMap injected by
-envFrom, the PVC, the RayCluster of 1 head + 2 workers; then the chapter's checks (``kubectl get raycluster``, the
-Pods, the head Service and its endpoints) with what each proves, and ``raykube doctor`` on the healthy cluster.
+envFrom, the PVC, the object store the Secret names, the RayCluster of 1 head + 2 workers; then the chapter's checks
+(``kubectl get raycluster``, the Pods, the head Service and its endpoints) with what each proves; on process nodes Ray
+itself: ``ray status``, a RayJob, the chapter's data read from the object store with only envFrom's credentials and a
+Ray task calling the Kubernetes API, refused until a namespace Role allows it (:mod:`raykube.cli.demo_workloads`), a
+RayService upgrade; and ``raykube doctor`` on the healthy cluster.
 
 Act two breaks it the way the chapter warns (more workers than the nodes can hold), shows the symptom, lets doctor
 name the root cause, fixes it and watches the cluster recover.
@@ -46,6 +49,7 @@ NAMESPACE = "raykube-demo"
 CLUSTER = "raycluster-demo"
 RAYJOB = "rayjob-demo"
 RAYSERVICE = "rayservice-demo"  # examples/07-rayservice.yaml
+OBJECT_STORE = "minio"  # examples/03b-object-store.yaml
 OPERATOR_NAMESPACE = "kuberay-operator"
 OPERATOR_ACCOUNT = "kuberay-operator"
 OPERATOR_PROCESS = "raykube-operator"
@@ -113,6 +117,17 @@ class Stage:
         if show:
             out.print(result.stdout.rstrip(), highlight=False, markup=False)
         return result.returncode, result.stdout
+
+    def doctor_json(self, target: str) -> tuple[int, dict[str, Any]]:
+        """``raykube doctor TARGET -o json`` in the demo's namespace, not shown; the exit code and the report."""
+        command = [sys.executable, "-m", "raykube.cli.main", "doctor", target, "-n", NAMESPACE,
+                   "--kubeconfig", str(self.kubeconfig), "-o", "json"]  # fmt: skip
+        result = subprocess.run(command, capture_output=True, text=True, check=False)
+        try:
+            report: dict[str, Any] = json.loads(result.stdout)
+        except ValueError as exc:
+            raise DemoFailed(f"raykube doctor {target} wrote no JSON report: {result.stderr[-500:]}") from exc
+        return result.returncode, report
 
 
 def chapter(title: str) -> None:
@@ -221,13 +236,38 @@ def operator_log(stage: Stage) -> None:
 
 
 async def create_objects(stage: Stage) -> None:
-    chapter("2. Secret and ConfigMap for envFrom, and the PVC")
+    chapter("2. Secret and ConfigMap for envFrom, the PVC, and the object store the Secret names")
     await wait_namespace_gone_if_terminating(stage)
     for name in ("00-namespace.yaml", "01-minio-credentials.yaml", "02-ray-env.yaml", "03-shared-data.yaml"):
         stage.kubectl("apply", "-f", str(EXAMPLES / name))
     await wait_pvc_bound(stage)
     stage.kubectl("-n", NAMESPACE, "get", "secret/minio-credentials", "configmap/ray-env", "pvc/ray-shared-data")
     claim("the PVC is Bound, so the Pods that mount it can be scheduled")
+    stage.kubectl("apply", "-f", str(EXAMPLES / "03b-object-store.yaml"))
+    if not stage.process:
+        claim("the object store's Deployment and Service exist; on kwok nodes its Pod runs nothing, so the acts that "
+              "read and write it (the dataset, the S3 RayJob) are skipped")  # fmt: skip
+        return
+    await wait_object_store(stage)
+    stage.kubectl("-n", NAMESPACE, "get", "deployment,svc", OBJECT_STORE, "-o", "wide")
+    claim(f"the object store (versitygw, S3 on port 9000) is Ready behind Service {OBJECT_STORE}: the Secret's "
+          "AWS_ENDPOINT_URL")  # fmt: skip
+
+
+async def wait_object_store(stage: Stage) -> None:
+    """Wait until the minio Deployment has a Ready Pod (the first run builds its image, versitygw, from the Go
+    module proxy: minutes)."""
+    from raykube.kube.resources import PODS  # noqa: PLC0415
+    from raykube.waiting import NotYet, wait_for  # noqa: PLC0415
+
+    async def ready() -> bool | NotYet:
+        pods = (await stage.kube.list(PODS, NAMESPACE, label_selector=f"app={OBJECT_STORE}")).items
+        if any(_ready(p) for p in pods):
+            return True
+        return NotYet(f"{OBJECT_STORE} Pods: {[(p.get('status') or {}).get('phase') for p in pods]}")
+
+    with err.status(f"waiting for {OBJECT_STORE} to be Ready (the first time, its image is built)"):
+        await wait_for(ready, 900, what=f"the {OBJECT_STORE} Pod to be Ready")
 
 
 async def wait_namespace_gone_if_terminating(stage: Stage) -> None:
@@ -601,7 +641,11 @@ async def play(stage: Stage, *, keep: bool, name: str) -> None:
     if stage.process:
         operator_log(stage)
         await ray_itself(stage)
+        from raykube.cli import demo_workloads  # noqa: PLC0415 - it builds on this module's Stage
+
         await rayjob_act(stage)
+        await demo_workloads.object_store_act(stage)
+        await demo_workloads.workload_rbac_act(stage)
         await rayservice_act(stage)
     await doctor_healthy(stage, "5. raykube doctor on the healthy cluster")
     await break_and_fix(stage)

@@ -176,52 +176,30 @@ class _Gatherer:
             self.objects.setdefault(s.PODS.plural, []).extend(items)
 
     async def reviews(self, snap: Snapshot) -> None:
+        wanted: dict[tuple[str, str, str, str, str, str], None] = {}
+        for job in snap.rayjobs:  # what a RayJob's task was refused: is it refused still?
+            for r in facts.refusals(str((job.get("status") or {}).get("message") or "")):
+                if r.service_account is not None:
+                    wanted[(r.user, r.namespace, r.verb, r.group, r.resource, r.subresource)] = None
         ops = facts.operators(snap)
-        if not ops:
+        if not ops and not wanted:
             return
         cluster_namespaces = sorted({objects.namespace(o) for o in snap.rayclusters})
         per_namespace = len(cluster_namespaces) <= MAX_REVIEWED_NAMESPACES
-        if not per_namespace:
+        if ops and not per_namespace:
             self.not_checked.append(
                 NotChecked(
                     "operator RBAC per namespace",
                     f"{len(cluster_namespaces)} namespaces: reviewed at the cluster scope only",
                 )
             )
-        wanted: dict[tuple[str, str, str, str, str, str], None] = {}
         for op in ops:
             user = facts.service_account_user(op.namespace, op.service_account)
             namespaces = [n for n in cluster_namespaces if op.watches(n)] if per_namespace else []
             for check in acc.checks_for(op, namespaces, cluster_scope=not per_namespace):
                 wanted[(user, check.namespace, check.verb, check.group, check.resource, check.subresource)] = None
-        reviews = s.ACCESS_REVIEWS
-
-        async def review(key: tuple[str, str, str, str, str, str]) -> Obj:
-            user, namespace, verb, group, resource, subresource = key
-            _, _, sa_namespace, _ = user.split(":", 3)
-            attributes = {"verb": verb, "group": group, "resource": resource}
-            if namespace:
-                attributes["namespace"] = namespace
-            if subresource:
-                attributes["subresource"] = subresource
-            body = {
-                "apiVersion": s.ACCESS_REVIEWS.api_version,
-                "kind": s.ACCESS_REVIEWS.kind,
-                "spec": {
-                    "user": user,
-                    "groups": [
-                        "system:serviceaccounts",
-                        f"system:serviceaccounts:{sa_namespace}",
-                        "system:authenticated",
-                    ],
-                    "resourceAttributes": attributes,
-                },
-            }
-            answer = await self.client.create(reviews, body)
-            return {**body, "status": answer.get("status") or {}}
-
         try:
-            answers = await asyncio.gather(*(review(k) for k in wanted))
+            answers = await asyncio.gather(*(review_access(self.client, k) for k in wanted))
         except ApiError as exc:
             if not exc.forbidden:
                 raise
@@ -230,6 +208,29 @@ class _Gatherer:
             )
             return
         self._add(s.ACCESS_REVIEWS, list(answers))
+
+
+async def review_access(client: Kube, key: tuple[str, str, str, str, str, str]) -> Obj:
+    """A SubjectAccessReview of ``(user, namespace, verb, group, resource, subresource)`` for a ServiceAccount user
+    (with its groups, as its token authenticates), stored as the request with the API server's status."""
+    user, namespace, verb, group, resource, subresource = key
+    _, _, sa_namespace, _ = user.split(":", 3)
+    attributes = {"verb": verb, "group": group, "resource": resource}
+    if namespace:
+        attributes["namespace"] = namespace
+    if subresource:
+        attributes["subresource"] = subresource
+    body = {
+        "apiVersion": s.ACCESS_REVIEWS.api_version,
+        "kind": s.ACCESS_REVIEWS.kind,
+        "spec": {
+            "user": user,
+            "groups": ["system:serviceaccounts", f"system:serviceaccounts:{sa_namespace}", "system:authenticated"],
+            "resourceAttributes": attributes,
+        },
+    }
+    answer = await client.create(s.ACCESS_REVIEWS, body)
+    return {**body, "status": answer.get("status") or {}}
 
 
 async def gather(client: Kube, scope: Scope, *, now: datetime | None = None) -> Snapshot:

@@ -7,7 +7,9 @@ Per RayCluster diagnosed, concurrently and within a time budget:
   address), the matching lines of ``/tmp/ray/session_latest/logs/{gcs_server,raylet,dashboard,monitor}*``;
 * one Pod per worker group (one still waiting in ``wait-gcs-ready`` first, then one not Ready, then any): resolve the
   head Service with the cluster's DNS domain as the Pod sees it, and TCP connect to the GCS, dashboard and client
-  ports; from the init container when that is where the Pod waits;
+  ports; from the init container when that is where the Pod waits; and when the Pod's environment names an object
+  store (``AWS_ENDPOINT_URL``, as envFrom gives it from the chapter's Secret), that store as the Pod sees it: the
+  name, the port, a signed ListBuckets with the Pod's keys, and the buckets its RayJobs name in ``s3://`` URLs;
 * ``kubectl logs`` of every Ray Pod that is not Ready or has restarted (``--previous`` after a restart, and
   ``wait-gcs-ready``): only lines that match :data:`raykube.doctor.facts.inside.LOG_PATTERN` are kept.
 
@@ -29,6 +31,8 @@ from raykube.doctor import facts
 from raykube.doctor import snapshot as s
 from raykube.doctor.facts import inside as fi
 from raykube.doctor.facts.cluster import ClusterView
+from raykube.doctor.facts.reviews import FORBIDDEN
+from raykube.doctor.gather import review_access
 from raykube.doctor.model import NotChecked
 from raykube.doctor.probe_script import SCRIPT
 from raykube.doctor.snapshot import Obj, Snapshot
@@ -46,6 +50,7 @@ MAX_LOG_PODS: Final = 6
 LOG_TAIL: Final = 400
 CONCURRENCY: Final = 8
 SUBMITTER_LINES: Final = 8  # the last lines of a failed submitter Pod: the error is at the end
+RAY_JOB_FAILED: Final = "FAILED"  # Ray's JobStatus of a job whose entrypoint failed (a RayJob's status.jobStatus)
 WHAT: Final = "in-Pod checks (ray status, listening ports, DNS and TCP from workers, Ray logs)"
 
 
@@ -213,11 +218,16 @@ class _Inside:
                 text = await self.client.logs(PODS, objects.name(pod), objects.namespace(pod), tail_lines=LOG_TAIL)
             except (ApiError, OSError):
                 return
-        lines = [line for line in text.splitlines() if line.strip()][-SUBMITTER_LINES:]
+        lines = [line for line in text.splitlines() if line.strip()]
+        # The API server's Forbidden anywhere in the tail (a job's own error is not always in its last lines: Ray
+        # writes its shutdown after it), then the last lines.
+        refused = [line for line in lines[:-SUBMITTER_LINES] if FORBIDDEN.search(line)][-SUBMITTER_LINES:]
         source = f"kubectl logs {objects.name(pod)}"
-        entry["logs"] += [{"source": source, "line": fi.mask(fi.excerpt(line, 0))} for line in lines]
+        entry["logs"] += [
+            {"source": source, "line": fi.mask(fi.excerpt(line, 0))} for line in refused + lines[-SUBMITTER_LINES:]
+        ]
 
-    def cluster_jobs(self, view: ClusterView) -> list[Any]:
+    def cluster_jobs(self, view: ClusterView, buckets: Sequence[str] = ()) -> list[Any]:
         jobs: list[Any] = []
         head = view.head
         base = {"pattern": fi.LOG_PATTERN, "logs": list(LOG_GLOBS), "timeout": self.budget.connect_timeout}
@@ -242,6 +252,7 @@ class _Inside:
                 "service": service,
                 "namespace": view.namespace,
                 "connect": [["{service}", port] for port in ports],
+                "s3": {"buckets": list(buckets)},  # only where the Pod's env names a store (AWS_ENDPOINT_URL)
             }
             if container == c.WAIT_GCS_READY_INIT_CONTAINER:
                 args["logs"] = []  # Ray has not started in this Pod yet
@@ -276,10 +287,16 @@ async def look_inside(
     except ApiError as exc:
         answers = [[f"a SelfSubjectAccessReview ({exc.code} {exc.message[:120]})"] for _ in namespaces]
     refused = {ns: missing for ns, missing in zip(namespaces, answers, strict=True) if missing}
-    jobs = [job for view in views if view.namespace not in refused for job in inside.cluster_jobs(view)]
+    jobs = [
+        job
+        for view in views
+        if view.namespace not in refused
+        for job in inside.cluster_jobs(view, fi.buckets_for(snap, view.namespace, view.ref.name))
+    ]
     jobs += [inside.submitter_logs(pod) for pod in failed_submitter_pods(snap) if objects.namespace(pod) not in refused]
     await asyncio.gather(*jobs)
     snap.inside = inside.results
+    await _review_refusals(client, snap)
     ran = sum(1 for e in inside.results.values() if e.get("probe") is not None)
     notes = []
     if jobs:
@@ -299,6 +316,29 @@ async def look_inside(
     snap.inside_note = "; ".join(notes)
 
 
+async def _review_refusals(client: Kube, snap: Snapshot) -> None:
+    """A SubjectAccessReview for each ServiceAccount refusal the submitters' logs quote that the gather did not
+    review (it reads only status.message), so the rule can say whether it is refused still."""
+    done = {(r.user, r.namespace, r.verb, r.group, r.resource, r.subresource) for r in facts.access(snap)}
+    wanted: dict[tuple[str, str, str, str, str, str], None] = {}
+    for entry in snap.inside.values():
+        if entry.get("role") != "submitter":
+            continue
+        for item in entry.get("logs") or []:
+            for r in facts.refusals(str(item.get("line"))):
+                key = (r.user, r.namespace, r.verb, r.group, r.resource, r.subresource)
+                if r.service_account is not None and key not in done:
+                    wanted[key] = None
+    if not wanted:
+        return
+    try:
+        answers = await asyncio.gather(*(review_access(client, key) for key in wanted))
+    except ApiError as exc:
+        snap.not_checked.append(NotChecked("the workload's refused permissions now", f"{exc.code} {exc.message[:120]}"))
+        return
+    snap.objects.setdefault(s.ACCESS_REVIEWS.plural, []).extend(answers)
+
+
 def failed_submitter_pods(snap: Snapshot) -> list[Obj]:
     """The newest failed Pod of each failing K8sJobMode submitter Job of the RayJobs diagnosed."""
     out = []
@@ -307,13 +347,16 @@ def failed_submitter_pods(snap: Snapshot) -> list[Obj]:
         submitter = snap.get(s.JOBS, objects.namespace(job), objects.name(job))
         if mode != c.SUBMISSION_MODE_K8S_JOB or submitter is None:
             continue
-        if not int((submitter.get("status") or {}).get("failed") or 0):
+        # A Ray job that FAILED may leave a submitter that succeeded (`ray job logs --follow` exits 0): its log
+        # holds the job's output all the same.
+        app_failed = (job.get("status") or {}).get("jobStatus") == RAY_JOB_FAILED
+        if not int((submitter.get("status") or {}).get("failed") or 0) and not app_failed:
             continue
         pods = [
             p
             for p in snap.in_namespace(s.PODS, objects.namespace(job))
             if any(objects.labels(p).get(label) == objects.name(submitter) for label in c.JOB_NAME_LABELS)
-            and facts.phase(p) == c.POD_PHASE_FAILED
+            and (facts.phase(p) == c.POD_PHASE_FAILED or app_failed)
         ]
         pods.sort(key=lambda p: str(objects.meta(p).get("creationTimestamp") or ""), reverse=True)
         out += pods[:1]

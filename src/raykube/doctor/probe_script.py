@@ -13,7 +13,8 @@ name. Input, as JSON in ``argv[1]``::
     {"resolve": [host...], "connect": [[host, port]...], "timeout": 2.0,
      "service": "<svc>.<namespace>.svc", "namespace": namespace,
      "logs": [glob...], "pattern": regex, "per_file": 20, "redact": [name...],
-     "status": ["ray", "status", "-v"] | null, "status_timeout": 8.0}
+     "status": ["ray", "status", "-v"] | null, "status_timeout": 8.0,
+     "s3": {"buckets": [bucket...]} | null}
 
 Output::
 
@@ -21,7 +22,17 @@ Output::
      "resolve": {host: {"addresses": [...]} | {"error": text}},
      "connect": [[host, port, null | error]...],
      "logs": [[file, line]...],
-     "status": {"exit": code, "stdout": text, "stderr": text} | {"error": text}}
+     "status": {"exit": code, "stdout": text, "stderr": text} | {"error": text},
+     "s3": {"endpoint_variable": name, "scheme": s, "host": h, "port": p, "keys": [access set, secret set],
+            "resolve": {"addresses": [...]} | {"error": text}, "connect": null | error,
+            "list": Answer, "buckets": {bucket: Answer}} (only when asked and the Pod has AWS_ENDPOINT_URL[_S3])
+
+where an ``Answer`` is ``{"status": code, "code": S3 error code, "message": text}`` or ``{"error": text}``.
+
+``s3`` checks the object store the Pod's own environment names (the variables envFrom gives it from the chapter's
+Secret), as boto3 would: SigV4 with AWS's rules (the same as :mod:`raykube.doctor.s3sign`, inlined: this script runs
+without raykube), path-style, region ``AWS_REGION``/``AWS_DEFAULT_REGION`` or ``us-east-1``. It returns whether the
+keys are set, never their values; the store's error messages are masked as the log lines are.
 """
 
 from __future__ import annotations
@@ -114,6 +125,79 @@ for spec in args.get("logs", []):
             begin = max(0, min(start - 120, len(row) - 400))
             lines.append([os.path.basename(path), ("..." if begin else "") + row[begin:begin + 400]])
 out["logs"] = lines
+def s3_probe(spec):
+    # The Pod's object store, as its own environment names it (AWS_ENDPOINT_URL[_S3] and the AWS keys): the name
+    # resolved, the port connected, a SigV4-signed ListBuckets, and GET ?max-keys=0 on each bucket asked for. Only
+    # statuses, error codes and masked messages come back; the keys are never written.
+    import datetime, hashlib, hmac, http.client, urllib.parse
+    env = os.environ
+    url = env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL") or ""
+    access, secret_key = env.get("AWS_ACCESS_KEY_ID", ""), env.get("AWS_SECRET_ACCESS_KEY", "")
+    region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1"
+    parts = urllib.parse.urlsplit(url)
+    result = {"endpoint_variable": "AWS_ENDPOINT_URL_S3" if env.get("AWS_ENDPOINT_URL_S3") else "AWS_ENDPOINT_URL",
+              "scheme": parts.scheme, "host": parts.hostname or "", "keys": [bool(access), bool(secret_key)]}
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        result["error"] = "not an http(s) URL with a host"
+        return result
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    result["port"] = port
+    try:
+        infos = socket.getaddrinfo(parts.hostname, port, type=socket.SOCK_STREAM)
+        result["resolve"] = {"addresses": sorted({info[4][0] for info in infos})}
+    except OSError as exc:
+        result["resolve"] = {"error": str(exc)}
+        return result
+    try:
+        socket.create_connection((parts.hostname, port), timeout=timeout).close()
+        result["connect"] = None
+    except OSError as exc:
+        result["connect"] = why(exc)
+        return result
+    def send(path, query):
+        now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        netloc = parts.netloc.rsplit("@", 1)[-1]
+        payload = hashlib.sha256(b"").hexdigest()
+        headers = {"host": netloc, "x-amz-content-sha256": payload, "x-amz-date": now}
+        names = sorted(headers)
+        quote = lambda text, safe: urllib.parse.quote(text, safe="-_.~" + safe)
+        pairs = sorted((quote(k, ""), quote(v, "")) for k, v in urllib.parse.parse_qsl(query, keep_blank_values=True))
+        canonical = "\n".join(["GET", quote(path, "/"), "&".join(k + "=" + v for k, v in pairs),
+                               "".join(n + ":" + headers[n] + "\n" for n in names), ";".join(names), payload])
+        scope = now[:8] + "/" + region + "/s3/aws4_request"
+        to_sign = "\n".join(["AWS4-HMAC-SHA256", now, scope, hashlib.sha256(canonical.encode()).hexdigest()])
+        key = ("AWS4" + secret_key).encode()
+        for part in (now[:8], region, "s3", "aws4_request"):
+            key = hmac.new(key, part.encode(), hashlib.sha256).digest()
+        signature = hmac.new(key, to_sign.encode(), hashlib.sha256).hexdigest()
+        headers["Authorization"] = ("AWS4-HMAC-SHA256 Credential=" + access + "/" + scope + ", SignedHeaders="
+                                    + ";".join(names) + ", Signature=" + signature)
+        cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+        connection = cls(netloc, timeout=timeout)
+        try:
+            connection.request("GET", quote(path, "/") + ("?" + query if query else ""), headers=headers)
+            answer = connection.getresponse()
+            body = answer.read(65536).decode("utf-8", "replace")
+        except (OSError, http.client.HTTPException) as exc:
+            return {"error": why(exc) if isinstance(exc, OSError) else str(exc)}
+        finally:
+            connection.close()
+        found = {"status": answer.status}
+        for tag in ("Code", "Message"):
+            start, end = body.find("<" + tag + ">"), body.find("</" + tag + ">")
+            if start >= 0 and end > start:
+                text = body[start + len(tag) + 2:end][:300]
+                for value in masks_of([access, secret_key]):
+                    text = text.replace(value, "***")
+                found[tag.lower()] = text
+        return found
+    result["list"] = send("/", "")
+    result["buckets"] = {bucket: send("/" + bucket, "list-type=2&max-keys=0") for bucket in spec.get("buckets", [])}
+    return result
+def masks_of(extra):
+    return sorted({v for v in list(masks) + list(extra) if v and len(v) >= 4}, key=len, reverse=True)
+if args.get("s3") is not None and (os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")):
+    out["s3"] = s3_probe(args["s3"])
 if args.get("status"):
     try:
         run = subprocess.run(

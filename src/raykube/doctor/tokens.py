@@ -28,6 +28,7 @@ token                      broken link
 ``dns:C/G``                the Pods of group G (``headgroup`` for the head) can resolve names (the head Service's)
 ``ray-network:C``          the cluster's Ray Pods reach each other on every port Ray uses
 ``job-dashboard:J``        RayJob J's status checks (the operator) and its submitter reach the head's dashboard
+``job-app:J``              RayJob J's own code runs to the end (what it calls, the Kubernetes API among them, answers)
 =========================  ===========================================================================================
 """
 
@@ -108,6 +109,11 @@ def ray_network(cluster: str) -> str:
 def job_dashboard(job: str) -> str:
     """The operator's status checks and the submitter of the RayJob ``<namespace>/<name>`` reach the dashboard."""
     return f"job-dashboard:{job}"
+
+
+def job_app(job: str) -> str:
+    """The code of the RayJob ``<namespace>/<name>`` runs to the end: what it calls answers it."""
+    return f"job-app:{job}"
 
 
 def pod_down(pod: str) -> frozenset[str]:

@@ -50,7 +50,7 @@ from raykube.doctor.facts.pods import (
     ray_container,
 )
 from raykube.doctor.facts.references import ConfigRef, claim_names, config_refs
-from raykube.doctor.facts.reviews import AccessResult, access, service_account_user
+from raykube.doctor.facts.reviews import AccessResult, Refusal, access, refusals, service_account_user
 from raykube.doctor.facts.times import format_time, human_age, parse_time, seconds_since
 
 __all__ = [
@@ -67,6 +67,7 @@ __all__ = [
     "ConfigRef",
     "ContainerState",
     "GroupView",
+    "Refusal",
     "access",
     "claim_names",
     "cluster_view",
@@ -98,6 +99,7 @@ __all__ = [
     "quantity",
     "ray_container",
     "ref",
+    "refusals",
     "seconds_since",
     "selector_matches",
     "service_account_user",

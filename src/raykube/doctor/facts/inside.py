@@ -18,7 +18,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from raykube.doctor.snapshot import Obj, Snapshot, key_of
+from raykube.api.constants import RAY_CLUSTER_LABEL
+from raykube.doctor.snapshot import RAYJOBS, Obj, Snapshot, key_of
 
 LOG_DIR: Final = "/tmp/ray/session_latest/logs"  # noqa: S108 - Ray's session logs, a path inside the Pod
 
@@ -236,3 +237,51 @@ def status_lines(text: str, wanted: Iterable[str]) -> list[str]:
     """The lines of ``ray status`` output that mention any of ``wanted``."""
     keys = list(wanted)
     return [line.strip() for line in text.splitlines() if any(k in line for k in keys)]
+
+
+# What an S3-compatible store answers when it refuses the keys (AWS's codes, and versitygw's for an unknown key).
+S3_KEY_CODES: Final = frozenset(
+    {
+        "SignatureDoesNotMatch",
+        "InvalidAccessKeyId",
+        "InvalidClientTokenId",
+        "AuthorizationHeaderMalformed",
+        "XAdminUserNotFound",
+        "AccessDenied",
+    }
+)
+S3_BUCKET_URL: Final = re.compile(r"\bs3a?://([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])(?=[/'\"\s,)]|$)")
+
+
+def object_store(snap: Snapshot, pod: Obj) -> Mapping[str, Any] | None:
+    """What the in-Pod probe found of the object store the Pod's own environment names (``s3`` of
+    :mod:`raykube.doctor.probe_script`), or None when it did not look (no ``AWS_ENDPOINT_URL`` in the Pod)."""
+    result = probe(snap, pod)
+    found = result.get("s3") if result is not None else None
+    return found if isinstance(found, Mapping) else None
+
+
+def buckets_named(texts: Iterable[str]) -> list[str]:
+    """The buckets ``s3://BUCKET/...`` URLs in ``texts`` name (a RayJob's entrypoint, its runtime env), sorted."""
+    return sorted({m[1] for text in texts for m in S3_BUCKET_URL.finditer(text)})
+
+
+def rayjobs_on(snap: Snapshot, namespace: str, cluster: str) -> list[Obj]:
+    """The RayJobs of ``namespace`` that run on RayCluster ``cluster`` (clusterSelector, or the cluster they made)."""
+    out = []
+    for job in snap.in_namespace(RAYJOBS, namespace):
+        selector = ((job.get("spec") or {}).get("clusterSelector") or {}).get(RAY_CLUSTER_LABEL)
+        if cluster in (selector, (job.get("status") or {}).get("rayClusterName")):
+            out.append(job)
+    return out
+
+
+def job_texts(job: Obj) -> list[str]:
+    """Where a RayJob names the data it reads: its entrypoint and runtime env."""
+    spec = job.get("spec") or {}
+    return [str(spec.get("entrypoint") or ""), str(spec.get("runtimeEnvYAML") or "")]
+
+
+def buckets_for(snap: Snapshot, namespace: str, cluster: str) -> list[str]:
+    """The buckets the in-Pod probe checks for a RayCluster: those its RayJobs name in ``s3://`` URLs."""
+    return buckets_named(text for job in rayjobs_on(snap, namespace, cluster) for text in job_texts(job))

@@ -55,6 +55,12 @@ RAYJOB_FAILED = rule("J05", "RAYJOB_FAILED", STAGE_WORKLOAD, "The RayJob ended F
 RAYJOB_CLUSTER_DELETED = rule(
     "J06", "RAYJOB_CLUSTER_DELETED", STAGE_WORKLOAD, "The finished RayJob's RayCluster was deleted (its logs with it)"
 )
+WORKLOAD_API_FORBIDDEN = rule(
+    "J07",
+    "WORKLOAD_API_FORBIDDEN",
+    STAGE_WORKLOAD,
+    "The RayJob's code was refused by the Kubernetes API (403): its ServiceAccount needs a namespace Role",
+)
 RAYSERVICE_VALIDATION_FAILED = rule(
     "S01", "RAYSERVICE_VALIDATION_FAILED", STAGE_SPEC, "The RayService failed KubeRay's validation"
 )
@@ -252,6 +258,8 @@ def _failed_job(snap: Snapshot, job: Obj, ref: ObjectRef, cluster_name: str, evi
         if reason == c.JOB_REASON_PRE_RUNNING_DEADLINE_EXCEEDED
         else {t.job_dashboard(s.key_of(job))}
         if reason == c.JOB_REASON_STATUS_CHECK_TIMEOUT_EXCEEDED
+        else {t.job_app(s.key_of(job))}
+        if reason == c.JOB_REASON_APP_FAILED
         else set()
     )
     if status.get("jobStatus"):
@@ -686,3 +694,91 @@ def _overdue_tick(snap: Snapshot, cron_job: Obj) -> tuple[Any, float] | None:
         return None
     late = (snap.now - tick).total_seconds()
     return (tick, late) if late > MISSED_AFTER_SECONDS else None
+
+
+# ------------------------------------------------------------------------------------- the workload's own RBAC
+@checker(WORKLOAD_API_FORBIDDEN)
+def check_workload_forbidden(snap: Snapshot) -> Iterator[Finding]:
+    """A RayJob's output (status.message, which carries the end of the job's log, and the submitter's last lines)
+    quoting the API server's Forbidden for a ServiceAccount: the Ray Pods' token was refused a verb on a resource.
+    The fix is a Role in that namespace bound to that account, never a ClusterRole; a SubjectAccessReview made at
+    gather time says whether it is refused still (a Role added since: run the job again)."""
+    reviews = {(r.user, r.namespace, r.verb, r.group, r.resource, r.subresource): r for r in facts.access(snap)}
+    for job in snap.rayjobs:
+        namespace = objects.namespace(job)
+        texts = [("status.message", "cr.status", str(_status(job).get("message") or ""))]
+        texts += [
+            (str(item.get("source")), "log", str(item.get("line")))
+            for key, entry in snap.inside.items()
+            if entry.get("role") == "submitter" and key.split("/", 1)[0] == namespace
+            and _submitter_of(snap, key) == objects.name(job)
+            for item in entry.get("logs") or []
+        ]  # fmt: skip
+        seen: set[tuple[str, ...]] = set()
+        for path, source, text in texts:
+            for refusal in facts.refusals(text):
+                account = refusal.service_account
+                key = (refusal.user, refusal.namespace, refusal.verb, refusal.group, refusal.resource,
+                       refusal.subresource)  # fmt: skip
+                if account is None or key in seen:
+                    continue
+                seen.add(key)
+                yield _forbidden(job, refusal, account, (path, source), reviews.get(key))
+
+
+def _forbidden(
+    job: Obj,
+    refusal: facts.Refusal,
+    account: tuple[str, str],
+    quoted: tuple[str, str],
+    review: facts.AccessResult | None,
+) -> Finding:
+    """The finding for one refusal: ``quoted`` is where the message was read (path, evidence source)."""
+    ref = facts.ref(job, c.KIND_RAYJOB)
+    path, source = quoted
+    sa_namespace, sa_name = account
+    where = refusal.namespace or sa_namespace
+    scope = f"in namespace {refusal.namespace}" if refusal.namespace else "at the cluster scope"
+    evidence = [Evidence(source=source, object=ref, path=path, value=refusal.line)]  # type: ignore[arg-type]
+    still = review is None or not review.allowed
+    if review is not None:
+        evidence.append(
+            field_evidence(
+                ObjectRef("ServiceAccount", sa_name, sa_namespace),
+                f"SubjectAccessReview {refusal.verb} {refusal.resource_text} {scope}",
+                "allowed now" if review.allowed else f"denied now{': ' + review.reason if review.reason else ''}",
+                "rbac",
+            )
+        )
+    role = f"{objects.name(job)}-{refusal.resource}".replace(".", "-")[:63]
+    resource_flag = refusal.resource_text if not refusal.subresource else f"{refusal.resource}/{refusal.subresource}"
+    fixes = [
+        f"kubectl -n {where} create role {role} --verb={refusal.verb} --resource={resource_flag}",
+        f"kubectl -n {where} create rolebinding {role} --role={role} --serviceaccount={sa_namespace}:{sa_name}",
+        "Or as YAML: a Role in the job's namespace with exactly these verbs and resources, and a RoleBinding of it "
+        f"to ServiceAccount {sa_name} (examples/08-ray-workload-rbac.yaml); then run the job again.",
+    ]
+    if not refusal.namespace:
+        fixes.insert(
+            0,
+            f"The call was made at the cluster scope: let the code {refusal.verb} {refusal.resource_text} in its own "
+            f"namespace ({sa_namespace}, the token's), which a Role can grant; a ClusterRole would open every "
+            "namespace to the job.",
+        )
+    return finding(
+        WORKLOAD_API_FORBIDDEN,
+        cluster=ref,
+        obj=ref,
+        severity="error" if still else "warning",
+        title=f"The job's code was refused by the Kubernetes API: ServiceAccount {sa_namespace}/{sa_name} "
+        f"({refusal.user}) may not {refusal.verb} {refusal.resource_text} {scope}"
+        + ("" if still else " (allowed now: a Role was added since; run the job again)"),
+        evidence=evidence,
+        explanation="A Ray task that calls the Kubernetes API (to list or start Pods, ray.k8s, a client library) "
+        "uses the token Kubernetes mounts in its Pod: the ServiceAccount of the Ray Pods (`default` when the "
+        "RayCluster's templates name none). The operator's ClusterRole is not the workload's; that account has only "
+        "what a Role or RoleBinding gives it, and least privilege means a Role in the job's namespace with exactly "
+        "the verbs it needs, never a ClusterRole.",
+        remediation=fixes,
+        effects={t.job_app(s.key_of(job))},
+    )

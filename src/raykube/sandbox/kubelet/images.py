@@ -1,12 +1,17 @@
 """Images without pulling: ``rayproject/ray:<version>`` runs from a local venv with ``ray[default,serve]==<version>``.
 
 The process runtime has no container images. A Ray image is mapped to a virtual environment in the sandbox cache
-(``<cache>/ray/<version>-py<X.Y>-r<VENV_RECIPE>/``), created once with ``ray[default,serve]`` of that version (what
-the ``rayproject/ray`` images hold, so a head Pod can run Ray Serve) from PyPI (with uv when there is one, else venv +
-pip) for the Python the sandbox runs on: creating it is the image's "pull", having it is the image being "present".
+(``<cache>/ray/<version>-py<X.Y>-r<VENV_RECIPE>/``), created once with ``ray[default,serve,data]`` of that version and
+``boto3`` from PyPI (with uv when there is one, else venv + pip) for the Python the sandbox runs on: creating it is the
+image's "pull", having it is the image being "present". That is the part of a ``rayproject/ray`` image the chapter's
+Pods use: the image installs Ray's wheel with ``[all]`` over its base-deps layer, whose requirements list ``boto3``
+(and ``smart_open[s3]``), so there ``default`` gives the dashboard and ``ray job submit``, ``serve`` lets a head run
+Ray Serve, ``data`` brings ``ray.data`` with pyarrow (its ``s3://`` filesystem), pandas and fsspec, and boto3 is the
+S3 client task code imports; the rest of ``[all]`` (RLlib, Train, Tune's extras, CUDA) is left out.
 A venv is built in ``<name>.partial`` under a file lock and renamed when complete (its scripts' paths rewritten);
-``VENV_RECIPE`` is in the name, so a change of recipe (``ray[default]`` → ``ray[default,serve]`` was r2) builds a new
-venv beside the old one, which running Pods of an older runtime may still use (delete old ones by hand). The venv
+``VENV_RECIPE`` is in the name, so a change of recipe (``ray[default]`` → ``ray[default,serve]`` was r2,
+``ray[default,serve,data]`` + boto3 r3) builds a new venv beside the old one, which running Pods of an older runtime may
+still use (delete old ones by hand). The venv
 stands in for the image's ``/home/ray/anaconda3``: its ``bin`` leads ``PATH``, ``HOME`` is ``/home/ray`` and the
 working directory too, as in the image. One variable is the sandbox's own: Ray's dashboard gets 180 s instead of 30 s
 to start its module subprocesses (``RAY_DASHBOARD_SUBPROCESS_MODULE_WAIT_READY_TIMEOUT``), because on a couple of
@@ -110,11 +115,17 @@ PULL_BACKOFF_MAX = 300.0
 DEFAULT_RAY_VERSION = "2.52.0"  # what `latest`/`nightly` and untagged images mean here: raykube's own Ray
 IMAGE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 COMPLETE_MARKER = ".raykube-complete"
-RAY_EXTRAS = "default,serve"  # what rayproject/ray images hold: the dashboard and Ray Serve
-VENV_RECIPE = 2  # bump when what goes into a venv changes: the venv directory names it, so a new one is built
+# What rayproject/ray images hold of Ray's extras (they install [all]): the dashboard and job CLI, Ray Serve, and
+# ray.data with pyarrow, pandas and fsspec (pyarrow's S3FileSystem is what ray.data reads s3:// URLs with).
+RAY_EXTRAS = "default,serve,data"
+# Beside Ray, from the images' base-deps layer (docker/base-deps/requirements.in): boto3, the S3 client task code uses.
+IMAGE_PACKAGES = ("boto3",)
+VENV_RECIPE = 3  # bump when what goes into a venv changes: the venv directory names it, so a new one is built
 # Installed with every Ray: Ray Serve (up to 2.52 at least) reads FieldDescriptor.label, which protobuf 7 removed,
 # and Ray itself asks only for protobuf>=3.20.3 (the images pin an older one); without it no Serve app deploys.
-CONSTRAINTS = ("protobuf<7",)
+# And ray.data (up to 2.52 at least) reads pandas.errors.SettingWithCopyWarning, which pandas 3 removed: every batch
+# it hands over as pandas fails without this (the images hold a pandas 2).
+CONSTRAINTS = ("protobuf<7", "pandas<3")
 INSTALL_TIMEOUT = 900.0
 # How pip and uv say "this version does not exist for this Python" (as opposed to "PyPI is unreachable").
 _NO_SUCH_VERSION = ("No matching distribution", "from versions:", "no version of", "unsatisfiable")
@@ -466,14 +477,14 @@ def traefik_runnable(image: TraefikImage, done: gateway.Built) -> Runnable:
 
 
 def requirement(version: str) -> str:
-    """What a venv for Ray ``version`` is: ``ray[default,serve]==<version>``."""
+    """What a venv for Ray ``version`` is: ``ray[default,serve,data]==<version>``."""
     return f"ray[{RAY_EXTRAS}]=={version}"
 
 
 def install_spec(version: str) -> list[str]:
-    """What a venv for Ray ``version`` installs: :func:`requirement` and the :data:`CONSTRAINTS`; its complete
-    marker names them, so a venv made with other ones is not this one."""
-    return [requirement(version), *CONSTRAINTS]
+    """What a venv for Ray ``version`` installs: :func:`requirement`, the :data:`IMAGE_PACKAGES` and the
+    :data:`CONSTRAINTS`; its complete marker names them, so a venv made with other ones is not this one."""
+    return [requirement(version), *IMAGE_PACKAGES, *CONSTRAINTS]
 
 
 def relocate(venv: Path, final: Path) -> None:
