@@ -43,8 +43,6 @@ through the sandbox's ClusterIP proxy.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import re
 import shutil
@@ -65,16 +63,14 @@ from raykube.kube.resources import (
     SERVICES,
     Resource,
 )
-from raykube.sandbox import build, versions
+from raykube.sandbox import build, objectstore, versions
 from raykube.sandbox.errors import BuildError
-from raykube.sandbox.objectstore import _NO_SUCH_VERSION, ImageConfig
-from raykube.sandbox.versions import Artifact
+from raykube.sandbox.objectstore import _NO_SUCH_VERSION, IMAGE_CONFIG, ImageConfig, built_image, ensure_image
 
 Report = Callable[[str], None]
 
 BINARY: Final = "traefik"
 ENTRYPOINT_NAME: Final = "entrypoint.sh"
-IMAGE_CONFIG: Final = "image.json"
 # Docker Hub's official image (traefik/traefik-library-image, v3.7/alpine/Dockerfile): where its files are and what
 # it runs. The Alpine base sets no ENV beyond PATH, and the image runs as root.
 IMAGE: Final = ImageConfig(
@@ -302,12 +298,8 @@ def recipe(version: str) -> Callable[[build.GoRunner, Path, Path], None]:
 
 
 @dataclass(frozen=True)
-class Built:
+class Built(objectstore.Built):
     """A built Traefik image: its directory (``bin/``, ``image.json``, ``crds/``) and config."""
-
-    artifact: Artifact
-    directory: Path
-    config: ImageConfig
 
     @property
     def crds(self) -> list[Path]:
@@ -316,39 +308,14 @@ class Built:
 
 def built(version: str, cache: Path) -> Built | None:
     """The complete build of ``version`` in ``cache``, or None."""
-    artifact = versions.traefik_artifact(version)
-    if not build.is_built(artifact, cache):
-        return None
-    directory = versions.artifact_dir(artifact, cache)
-    try:
-        config = ImageConfig.from_json((directory / IMAGE_CONFIG).read_text())
-    except (OSError, ValueError):
-        return None
-    return Built(artifact, directory, config)
+    return built_image(versions.traefik_artifact(version), cache, Built)
 
 
 def ensure_built(version: str, cache: Path, report: Report) -> Built:
-    """The build of ``version``, made first if it is not in ``cache`` (under a lock file, so two sandboxes never
-    build it at once; the second finds it done). VersionNotFound when the module proxy has no such version;
-    BuildError or ToolchainError when the build fails."""
-    if done := built(version, cache):
-        return done
+    """The build of ``version``, made first if it is not in ``cache`` (``objectstore.ensure_image``)."""
     artifact = versions.traefik_artifact(version)
-    lock_path = cache / "bin" / f".{artifact.dirname}.lock"
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with lock_path.open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            if done := built(version, cache):
-                return done
-            go = build.find_go(purpose="the sandbox builds the traefik image from its Go module")
-            build.build_artifact(artifact, go, report, cache, recipe(version))
-        finally:
-            with contextlib.suppress(OSError):
-                fcntl.flock(lock, fcntl.LOCK_UN)
-    if done := built(version, cache):
-        return done
-    raise BuildError(f"traefik v{version} was built but its image config is unreadable")
+    purpose = "the sandbox builds the traefik image from its Go module"
+    return ensure_image(artifact, cache, report, lambda: recipe(version), kind=Built, purpose=purpose)
 
 
 # --------------------------------------------------------------------------------------------------- the objects

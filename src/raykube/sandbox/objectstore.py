@@ -24,12 +24,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
 
 from raykube.sandbox import build, versions
 from raykube.sandbox.errors import BuildError
 from raykube.sandbox.versions import Artifact
 
 Report = Callable[[str], None]
+B = TypeVar("B", bound="Built")  # an image's build: Built, or a subclass with more of its files
 
 BINARY = "versitygw"
 ENTRYPOINT_SCRIPT = "docker-entrypoint.sh"
@@ -234,7 +236,18 @@ class Built:
 
 def built(version: str, cache: Path) -> Built | None:
     """The complete build of ``version`` in ``cache``, or None."""
+    return built_image(versions.versitygw_artifact(version), cache, Built)
+
+
+def ensure_built(version: str, cache: Path, report: Report) -> Built:
+    """The build of ``version``, made first if it is not in ``cache``: :func:`ensure_image`."""
     artifact = versions.versitygw_artifact(version)
+    purpose = "the process runtime builds the versity/versitygw image from its Go module"
+    return ensure_image(artifact, cache, report, lambda: recipe(version), kind=Built, purpose=purpose)
+
+
+def built_image(artifact: Artifact, cache: Path, kind: type[B]) -> B | None:
+    """The complete build of an image's ``artifact`` in ``cache`` (its files and ``image.json``), or None."""
     if not build.is_built(artifact, cache):
         return None
     directory = versions.artifact_dir(artifact, cache)
@@ -242,28 +255,29 @@ def built(version: str, cache: Path) -> Built | None:
         config = ImageConfig.from_json((directory / IMAGE_CONFIG).read_text())
     except (OSError, ValueError):
         return None
-    return Built(artifact, directory, config)
+    return kind(artifact, directory, config)
 
 
-def ensure_built(version: str, cache: Path, report: Report) -> Built:
-    """The build of ``version``, made first if it is not in ``cache`` (under a lock file, so two sandboxes never
-    build it at once; the second finds it done). VersionNotFound when the module proxy has no such version;
-    BuildError or ToolchainError when the build fails."""
-    if done := built(version, cache):
+def ensure_image(
+    artifact: Artifact, cache: Path, report: Report, make_recipe: Callable[[], Any], *, kind: type[B], purpose: str
+) -> B:
+    """The build of an image's ``artifact``, made first if it is not in ``cache`` (under a lock file, so two
+    sandboxes never build it at once; the second finds it done). VersionNotFound when the module proxy has no such
+    version; BuildError or ToolchainError when the build fails."""
+    if done := built_image(artifact, cache, kind):
         return done
-    artifact = versions.versitygw_artifact(version)
     lock_path = cache / "bin" / f".{artifact.dirname}.lock"
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     with lock_path.open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
-            if done := built(version, cache):
+            if done := built_image(artifact, cache, kind):
                 return done
-            go = build.find_go(purpose="the process runtime builds the versity/versitygw image from its Go module")
-            build.build_artifact(artifact, go, report, cache, recipe(version))
+            go = build.find_go(purpose=purpose)
+            build.build_artifact(artifact, go, report, cache, make_recipe())
         finally:
             with contextlib.suppress(OSError):
                 fcntl.flock(lock, fcntl.LOCK_UN)
-    if done := built(version, cache):
+    if done := built_image(artifact, cache, kind):
         return done
-    raise BuildError(f"versitygw v{version} was built but its image config is unreadable")
+    raise BuildError(f"{artifact.dirname} was built but its image config is unreadable")
