@@ -23,7 +23,7 @@ import os
 import shutil
 import ssl
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -555,20 +555,7 @@ class Sandbox:
         """cert-manager's CRDs (Established first: its informers list them), then its controller, until its
         informers have synced (it creates the ready file then)."""
         report(f"installing cert-manager v{versions.CERT_MANAGER_VERSION}'s CRDs and starting its controller")
-        names = []
-        for path in sorted(bins.cert_manager_crds.glob("*.yaml")):
-            for crd in yaml.safe_load_all(path.read_text()):
-                if crd:
-                    await client.create(CRDS, crd)
-                    names.append(crd["metadata"]["name"])
-
-        async def established() -> bool | NotYet:
-            for name in names:
-                if _conditions(await client.get(CRDS, name)).get("Established") != "True":
-                    return NotYet(f"CRD {name} not Established yet")
-            return True
-
-        await wait_for(established, 60, what="cert-manager's CRDs to be Established")
+        await _install_crds(client, sorted(bins.cert_manager_crds.glob("*.yaml")), "cert-manager's CRDs")
         ready = self.layout.cert_manager_ready
 
         async def synced() -> bool | NotYet:
@@ -585,20 +572,7 @@ class Sandbox:
                 f"traefik v{versions.TRAEFIK_VERSION} is not built", hint="run `raykube sandbox build --gateway`"
             )
         report(f"installing the Gateway API CRDs and Traefik v{versions.TRAEFIK_VERSION} (GatewayClass traefik)")
-        names = []
-        for path in built.crds:
-            for crd in yaml.safe_load_all(path.read_text()):
-                if crd:
-                    await client.create(CRDS, crd)
-                    names.append(crd["metadata"]["name"])
-
-        async def established() -> bool | NotYet:
-            for name in names:
-                if _conditions(await client.get(CRDS, name)).get("Established") != "True":
-                    return NotYet(f"CRD {name} not Established yet")
-            return True
-
-        await wait_for(established, 60, what="the Gateway API CRDs to be Established")
+        await _install_crds(client, built.crds, "the Gateway API CRDs")
         for obj in sandbox_gateway.manifests():
             await client.create(sandbox_gateway.resource_of(obj), obj, obj["metadata"].get("namespace"))
 
@@ -771,3 +745,21 @@ class Sandbox:
     def shell_env(self, cache: Path | None = None) -> str:
         """Shell lines that point kubectl (the sandbox's own build, first on PATH) at this sandbox."""
         return f"export KUBECONFIG={self.layout.kubeconfig}\nexport PATH={Binaries.from_cache(cache).path_dir}:$PATH\n"
+
+
+async def _install_crds(client: Kube, files: Sequence[Path], what: str) -> None:
+    """Create the CRDs of ``files`` and wait until each is Established (the informers of what comes next list them)."""
+    names = []
+    for path in files:
+        for crd in yaml.safe_load_all(path.read_text()):
+            if crd:
+                await client.create(CRDS, crd)
+                names.append(crd["metadata"]["name"])
+
+    async def established() -> bool | NotYet:
+        for name in names:
+            if _conditions(await client.get(CRDS, name)).get("Established") != "True":
+                return NotYet(f"CRD {name} not Established yet")
+        return True
+
+    await wait_for(established, 60, what=f"{what} to be Established")
