@@ -90,7 +90,7 @@ preflight: .venv/.synced
 pytest: preflight sandbox-build
 	@mkdir -p .reports
 	RAYKUBE_RELIABILITY_REPORT=.reports/reliability.md $(UVRUN) pytest -m 'not long' \
-		$(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadgroup) --junitxml=.reports/junit.xml
+		$(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadgroup) --durations=25 --junitxml=.reports/junit.xml
 
 test: preflight lint typecheck imports pytest
 

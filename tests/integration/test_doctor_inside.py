@@ -12,7 +12,7 @@ the root cause it names and the evidence it quotes from inside the Pods:
 
 The chapter's healthy cluster (exit 0 with nothing at warning or above, while starting and once ready, with the
 in-Pod checks run on the head and one worker) is checked where it already runs, in
-``test_process_runtime.py::test_the_seed_raycluster_runs_real_ray_and_a_submitter_jobs_ray_job``.
+``test_chapter_workloads.py::test_the_chapter_runs_on_real_ray_reads_its_dataset_from_the_object_store_and_lists_pods_once_allowed``.
 """
 
 from __future__ import annotations
