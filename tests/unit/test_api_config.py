@@ -267,6 +267,13 @@ def test_the_mtls_gate_can_be_turned_on() -> None:
     assert config is not None and config.feature_gates == {"RayClusterMTLS": True}
 
 
+def test_the_history_server_gate_can_be_turned_on() -> None:
+    """RayClusterHistoryServer: raykube builds the collector sidecar (builders.history), so the gate is accepted."""
+    assert c.GATE_RAYCLUSTER_HISTORY_SERVER not in c.UNIMPLEMENTED_FEATURE_GATES
+    config = parse_flags(["--feature-gates=RayClusterHistoryServer=true"])
+    assert config is not None and config.feature_gates == {"RayClusterHistoryServer": True}
+
+
 def test_v170s_gates_and_defaults_and_v161s_removed_gate() -> None:
     assert len(c.FEATURE_GATE_DEFAULTS) == 11 and c.FEATURE_GATE_DEFAULTS["RayServiceIncrementalUpgrade"] is True
     with pytest.raises(ConfigError, match="unknown feature gate 'AsyncJobInfoQuery'"):

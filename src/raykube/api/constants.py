@@ -138,6 +138,54 @@ RAY_TLS_VOLUME_NAME: Final = "ray-tls"
 RAY_TLS_CERT_MOUNT_PATH: Final = "/etc/ray/tls"
 # KubeRay utils/constant.go CollectorContainerName: the history-server collector sidecar.
 COLLECTOR_CONTAINER_NAME: Final = "ray-history-collector"
+# KubeRay v1.7.0 common/pod.go BuildCollectorContainer: the collector's defaults (pull policy, resources) and the
+# port it takes Ray events on; head collectors reach the dashboard at RAY_DASHBOARD_ADDRESS unless the user sets it.
+COLLECTOR_DEFAULT_PULL_POLICY: Final = "IfNotPresent"
+COLLECTOR_DEFAULT_LIMITS: Final[Mapping[str, str]] = MappingProxyType({"cpu": "200m", "memory": "256Mi"})
+COLLECTOR_DEFAULT_REQUESTS: Final[Mapping[str, str]] = MappingProxyType({"cpu": "50m", "memory": "64Mi"})
+COLLECTOR_EVENTS_PORT: Final = "8084"
+COLLECTOR_HEAD_DASHBOARD_ADDRESS: Final = "http://localhost:8265"
+COLLECTOR_ROLE_HEAD: Final = "Head"
+COLLECTOR_ROLE_WORKER: Final = "Worker"
+# KubeRay v1.7.0 utils/constant.go: the collector's env names (the ones KubeRay manages, and the storage settings
+# validateCollectorOptions checks).
+POD_IP_ENV: Final = "POD_IP"
+RAY_ROLE_ENV: Final = "RAY_ROLE"
+OWNER_KIND_ENV: Final = "OWNER_KIND"
+OWNER_NAME_ENV: Final = "OWNER_NAME"
+EVENTS_PORT_ENV: Final = "EVENTS_PORT"
+STORAGE_BACKEND_ENV: Final = "STORAGE_BACKEND"
+GCS_BUCKET_ENV: Final = "GCS_BUCKET"
+S3_REGION_ENV: Final = "S3_REGION"
+AZURE_STORAGE_CONNECTION_STRING_ENV: Final = "AZURE_STORAGE_CONNECTION_STRING"
+AZURE_STORAGE_ACCOUNT_URL_ENV: Final = "AZURE_STORAGE_ACCOUNT_URL"
+AZURE_STORAGE_AUTH_MODE_ENV: Final = "AZURE_STORAGE_AUTH_MODE"
+ALIYUN_OSS_ENVS: Final = ("OSS_BUCKET", "OSS_ENDPOINT", "OSS_REGION")  # KubeRay ALIYUN_BUCKET/_ENDPOINT/_REGION
+# KubeRay v1.7.0 utils/validation.go validateCollectorOptions: the collector env a user may not set, in its order.
+COLLECTOR_MANAGED_ENVS: Final = (
+    POD_IP_ENV,
+    "FQ_RAY_IP",
+    "RAY_CLUSTER_NAME",
+    "RAY_CLUSTER_NAMESPACE",
+    RAY_ROLE_ENV,
+    OWNER_KIND_ENV,
+    OWNER_NAME_ENV,
+    EVENTS_PORT_ENV,
+)
+# KubeRay v1.7.0 common/pod.go setContainerEnvVars: what a Ray container with a collector beside it gets (each if
+# absent), so Ray exports its events to the collector.
+DEFAULT_RAY_EXPOSABLE_EVENT_TYPES: Final = (
+    "TASK_DEFINITION_EVENT,TASK_LIFECYCLE_EVENT,ACTOR_TASK_DEFINITION_EVENT,TASK_PROFILE_EVENT,"
+    "DRIVER_JOB_DEFINITION_EVENT,DRIVER_JOB_LIFECYCLE_EVENT,ACTOR_DEFINITION_EVENT,ACTOR_LIFECYCLE_EVENT,"
+    "NODE_DEFINITION_EVENT,NODE_LIFECYCLE_EVENT"
+)
+RAY_EVENT_ENVS: Final = (
+    ("RAY_enable_ray_event", "true"),
+    ("RAY_enable_core_worker_ray_event_to_aggregator", "true"),
+    ("RAY_DASHBOARD_AGGREGATOR_AGENT_EVENTS_EXPORT_ADDR", "http://localhost:8084/v1/events"),
+    ("RAY_DASHBOARD_AGGREGATOR_AGENT_EXPOSABLE_EVENT_TYPES", DEFAULT_RAY_EXPOSABLE_EVENT_TYPES),
+    ("RAY_DASHBOARD_AGGREGATOR_AGENT_PUBLISHER_HTTP_ENDPOINT_EXPOSABLE_EVENT_TYPES", DEFAULT_RAY_EXPOSABLE_EVENT_TYPES),
+)
 # Kubernetes core/v1 PodSpec.restartPolicy: the only value autoscaler v2 and SidecarMode allow besides unset.
 RESTART_POLICY_NEVER: Final = "Never"
 
@@ -308,10 +356,7 @@ GATE_KUBERNETES_WAS: Final = "KubernetesWAS"
 # raykube's own list: the v1.7.0 gates whose features raykube does not build yet. Turning one on is refused at
 # start-up (raykube.api.config), as an unimplemented batch scheduler is, rather than accepting the fields and silently
 # making none of their objects (no certificates, no collector, ...).
-UNIMPLEMENTED_FEATURE_GATES: Final = (
-    GATE_RAYCLUSTER_HISTORY_SERVER,
-    GATE_KUBERNETES_WAS,
-)
+UNIMPLEMENTED_FEATURE_GATES: Final = (GATE_KUBERNETES_WAS,)
 
 # KubeRay v1.7.0 pkg/features/features.go defaultFeatureGates: its eleven gates and their defaults, in its order.
 FEATURE_GATE_DEFAULTS: Final[Mapping[str, bool]] = MappingProxyType(
