@@ -356,6 +356,10 @@ GATE_KUBERNETES_WAS: Final = "KubernetesWAS"
 # raykube's own list: the v1.7.0 gates whose features raykube does not build yet. Turning one on is refused at
 # start-up (raykube.api.config), as an unimplemented batch scheduler is, rather than accepting the fields and silently
 # making none of their objects (no certificates, no collector, ...).
+# KubeRay v1.7.0 main.go: with SidecarSubmitterRestart on, the API server must be at least this version (the
+# per-container restartPolicy the submitter gets is beta, on by default, from Kubernetes 1.35), else the operator exits.
+MIN_K8S_VERSION_SIDECAR_SUBMITTER_RESTART: Final = (1, 35, 0)
+
 UNIMPLEMENTED_FEATURE_GATES: Final = (GATE_KUBERNETES_WAS,)
 
 # KubeRay v1.7.0 pkg/features/features.go defaultFeatureGates: its eleven gates and their defaults, in its order.
