@@ -353,14 +353,14 @@ GATE_RAYCLUSTER_MTLS: Final = "RayClusterMTLS"
 GATE_RAYCLUSTER_HISTORY_SERVER: Final = "RayClusterHistoryServer"
 GATE_KUBERNETES_WAS: Final = "KubernetesWAS"
 
-# raykube's own list: the v1.7.0 gates whose features raykube does not build yet. Turning one on is refused at
-# start-up (raykube.api.config), as an unimplemented batch scheduler is, rather than accepting the fields and silently
-# making none of their objects (no certificates, no collector, ...).
 # KubeRay v1.7.0 main.go: with SidecarSubmitterRestart on, the API server must be at least this version (the
 # per-container restartPolicy the submitter gets is beta, on by default, from Kubernetes 1.35), else the operator exits.
 MIN_K8S_VERSION_SIDECAR_SUBMITTER_RESTART: Final = (1, 35, 0)
 
-UNIMPLEMENTED_FEATURE_GATES: Final = (GATE_KUBERNETES_WAS,)
+# raykube's own list: the v1.7.0 gates whose features raykube does not build yet. Turning one on is refused at
+# start-up (raykube.api.config), as an unimplemented batch scheduler is, rather than accepting the fields and silently
+# making none of their objects. Empty since every v1.7.0 gate is built; kept for the next release's gates.
+UNIMPLEMENTED_FEATURE_GATES: Final[tuple[str, ...]] = ()
 
 # KubeRay v1.7.0 pkg/features/features.go defaultFeatureGates: its eleven gates and their defaults, in its order.
 FEATURE_GATE_DEFAULTS: Final[Mapping[str, bool]] = MappingProxyType(
@@ -891,6 +891,24 @@ KUBERAY_BATCH_SCHEDULERS: Final = (
 # the operator's configuration (raykube.api.config) accepts without importing the builders. The other KubeRay names
 # are refused at start-up.
 RAYKUBE_BATCH_SCHEDULERS: Final = (BATCH_SCHEDULER_VOLCANO, BATCH_SCHEDULER_YUNIKORN)
+# KubeRay v1.7.0 batchscheduler/kubernetes-was (gate KubernetesWAS): Kubernetes' own workload-aware scheduling,
+# selected by the gate alone (never by --batch-scheduler, which it excludes). Its plugin name, and the
+# scheduling.k8s.io/v1alpha2 objects it keeps per gang-scheduled RayCluster (Kubernetes 1.36 k8s.io/api
+# scheduling/v1alpha2: Workload, PodGroup; served only with the GenericWorkload feature gate and that alpha API on).
+BATCH_SCHEDULER_KUBERNETES_WAS: Final = "kubernetes-was-v1alpha2"
+WAS_GROUP: Final = "scheduling.k8s.io"
+WAS_VERSION: Final = "v1alpha2"
+KIND_WAS_WORKLOAD: Final = "Workload"
+WAS_WORKLOADS_PLURAL: Final = "workloads"
+KIND_WAS_PODGROUP: Final = "PodGroup"
+WAS_PODGROUPS_PLURAL: Final = "podgroups"
+# The Workload's one PodGroupTemplate (the whole cluster, head and every worker, is one gang) and the PodGroup's
+# name suffix: <cluster>-cluster.
+WAS_POD_GROUP_TEMPLATE_NAME: Final = "cluster"
+# Kubernetes keeps a PodGroup while Pods reference it with this finalizer; KubeRay removes it before its own deletes.
+WAS_PODGROUP_PROTECTION_FINALIZER: Final = "scheduling.k8s.io/podgroup-protection"
+# k8s.io/api core/v1 DefaultSchedulerName: the schedulerName the WAS plugin puts on Pods.
+DEFAULT_SCHEDULER_NAME: Final = "default-scheduler"
 # KubeRay utils/constant.go RayPriorityClassName: RayCluster label → PodGroup priorityClassName, copied onto Pods.
 RAY_PRIORITY_CLASS_NAME_LABEL: Final = "ray.io/priority-class-name"
 # KubeRay utils/constant.go RayGangSchedulingEnabled: present (any value) turns on YuniKorn task groups.
