@@ -887,9 +887,9 @@ KUBERAY_BATCH_SCHEDULERS: Final = (
     BATCH_SCHEDULER_KAI,
     BATCH_SCHEDULER_SCHEDULER_PLUGINS,
 )
-# The ones raykube implements: the names of raykube.builders.batch.PLUGINS (a unit test keeps the two equal), which
-# the operator's configuration (raykube.api.config) accepts without importing the builders. The other KubeRay names
-# are refused at start-up.
+# The ones raykube implements: the names of raykube.builders.batch.PLUGINS but kubernetes-was-v1alpha2, which its
+# gate chooses (a unit test keeps the two in step), which the operator's configuration (raykube.api.config) accepts
+# without importing the builders. The other KubeRay names are refused at start-up.
 RAYKUBE_BATCH_SCHEDULERS: Final = (BATCH_SCHEDULER_VOLCANO, BATCH_SCHEDULER_YUNIKORN)
 # KubeRay v1.7.0 batchscheduler/kubernetes-was (gate KubernetesWAS): Kubernetes' own workload-aware scheduling,
 # selected by the gate alone (never by --batch-scheduler, which it excludes). Its plugin name, and the
