@@ -322,6 +322,21 @@ def test_the_batch_scheduler_brings_its_rbac_rules() -> None:
     assert cluster_role["rules"] == rbac.policy_rules(rbac.OPERATOR_RULES)
 
 
+def test_the_kubernetes_was_gate_brings_its_rbac_rule() -> None:
+    """HELM-6/HELM-7: with featureGates KubernetesWAS enabled, the scheduling.k8s.io rule (ClusterRole and Roles)."""
+    was = rbac.policy_rules(rbac.operator_rules("kubernetes-was-v1alpha2"))
+    extra = rules_file("batch-scheduler-kubernetes-was-v1alpha2-rules.yaml")
+    assert was == rbac.policy_rules(rbac.OPERATOR_RULES) + extra
+    gate = ["--set", "featureGates[0].name=KubernetesWAS", "--set", "featureGates[0].enabled=true"]
+    (cluster_role,) = find(render(*gate), "ClusterRole")
+    assert cluster_role["rules"] == was
+    (role,) = find(render(*gate, "--set", "singleNamespaceInstall=true"), "Role", "kuberay-operator")
+    assert role["rules"] == was
+    off = ["--set", "featureGates[0].name=KubernetesWAS", "--set", "featureGates[0].enabled=false"]
+    (cluster_role,) = find(render(*off), "ClusterRole")
+    assert cluster_role["rules"] == rbac.policy_rules(rbac.OPERATOR_RULES)
+
+
 def test_service_monitor_is_optional() -> None:
     assert not find(render(), "ServiceMonitor")
     objects = render("--set", "metrics.serviceMonitor.enabled=true", "--set", "metrics.serviceMonitor.namespace=mon")

@@ -140,7 +140,8 @@ def test_feature_gate_lists_tolerate_spaces_and_empty_items() -> None:
 def test_the_batch_scheduler_names_agree_with_the_plugins_raykube_implements() -> None:
     """raykube.api.config checks --batch-scheduler against names in raykube.api.constants (the api layer does not
     import the builders): the implemented names are exactly the builders' plugins, all of them KubeRay's names."""
-    assert set(c.RAYKUBE_BATCH_SCHEDULERS) == set(batch.PLUGINS)
+    assert set(c.RAYKUBE_BATCH_SCHEDULERS) == set(batch.PLUGINS) - {c.BATCH_SCHEDULER_KUBERNETES_WAS}  # by its gate
+    assert batch.PLUGINS[c.BATCH_SCHEDULER_KUBERNETES_WAS].name == c.BATCH_SCHEDULER_KUBERNETES_WAS
     assert all(batch.PLUGINS[name].name == name for name in c.RAYKUBE_BATCH_SCHEDULERS)
     assert set(c.RAYKUBE_BATCH_SCHEDULERS) < set(c.KUBERAY_BATCH_SCHEDULERS)
     assert set(c.KUBERAY_BATCH_SCHEDULERS) - set(c.RAYKUBE_BATCH_SCHEDULERS) == {"kai-scheduler", "scheduler-plugins"}
@@ -237,12 +238,14 @@ def test_the_rayjob_grace_period_env_is_read_with_atoi(value: str | None, second
     assert BuildOptions.from_env(env).rayjob_transition_grace_seconds == seconds
 
 
-@pytest.mark.parametrize("gate", c.UNIMPLEMENTED_FEATURE_GATES)
-def test_turning_on_a_v170_gate_raykube_does_not_implement_is_refused(gate: str) -> None:
-    with pytest.raises(ConfigError, match=f"feature gate '{gate}' is KubeRay v1.7.0's and raykube does not implement"):
-        parse_flags([f"--feature-gates={gate}=true"])
-    config = parse_flags([f"--feature-gates={gate}=false,RayServiceIncrementalUpgrade=false"])
-    assert config is not None and config.feature_gates == {gate: False, "RayServiceIncrementalUpgrade": False}
+def test_turning_on_a_v170_gate_raykube_does_not_implement_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every v1.7.0 gate is built now (the list is empty); one raykube did not build would stop it at start-up."""
+    assert c.UNIMPLEMENTED_FEATURE_GATES == ()
+    monkeypatch.setattr(c, "UNIMPLEMENTED_FEATURE_GATES", (c.GATE_RAY_CRON_JOB,))
+    with pytest.raises(ConfigError, match=r"feature gate 'RayCronJob' is KubeRay v1\.7\.0's and raykube does not"):
+        parse_flags(["--feature-gates=RayCronJob=true"])
+    config = parse_flags(["--feature-gates=RayCronJob=false,RayServiceIncrementalUpgrade=false"])
+    assert config is not None and config.feature_gates == {"RayCronJob": False, "RayServiceIncrementalUpgrade": False}
 
 
 def test_sidecar_submitter_restart_is_implemented_and_may_be_turned_on() -> None:
@@ -265,6 +268,21 @@ def test_the_mtls_gate_can_be_turned_on() -> None:
     assert c.GATE_RAYCLUSTER_MTLS not in c.UNIMPLEMENTED_FEATURE_GATES
     config = parse_flags(["--feature-gates=RayClusterMTLS=true"])
     assert config is not None and config.feature_gates == {"RayClusterMTLS": True}
+
+
+def test_the_kubernetes_was_gate_can_be_turned_on() -> None:
+    """KubernetesWAS: raykube runs its scheduler (builders.was), so the gate is accepted and chooses it (OP-2)."""
+    assert c.GATE_KUBERNETES_WAS not in c.UNIMPLEMENTED_FEATURE_GATES
+    config = parse_flags(["--feature-gates=KubernetesWAS=true"])
+    assert config is not None and config.feature_gates == {"KubernetesWAS": True}
+    assert config.batch_scheduler == c.BATCH_SCHEDULER_KUBERNETES_WAS
+
+
+def test_the_history_server_gate_can_be_turned_on() -> None:
+    """RayClusterHistoryServer: raykube builds the collector sidecar (builders.history), so the gate is accepted."""
+    assert c.GATE_RAYCLUSTER_HISTORY_SERVER not in c.UNIMPLEMENTED_FEATURE_GATES
+    config = parse_flags(["--feature-gates=RayClusterHistoryServer=true"])
+    assert config is not None and config.feature_gates == {"RayClusterHistoryServer": True}
 
 
 def test_v170s_gates_and_defaults_and_v161s_removed_gate() -> None:

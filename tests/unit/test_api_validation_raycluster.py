@@ -37,6 +37,16 @@ SUSPENDED_CONDITIONS = [
 ]
 
 
+HISTORY = {"RayClusterHistoryServer": True}
+COLLECTOR = "spec.historyServerOptions.collectorOptions"
+SIDECAR = {"name": "ray-history-collector", "image": "c"}
+S3_ENV = ({"name": "STORAGE_BACKEND", "value": "S3"}, {"name": "S3_REGION", "value": "us-west-2"})
+
+
+def collector_options(*env: dict[str, Any]) -> dict[str, Any]:
+    return {"collectorOptions": {"image": "collector:v1", "env": list(env)}}
+
+
 # --- The table -----------------------------------------------------------------------------------------------------
 # (id, kind, changes to the valid base, feature gates, every (path, message) expected)
 
@@ -585,6 +595,121 @@ CASES: list[Case] = [
         None,
         [("spec.historyServerOptions", "RayClusterHistoryServer feature gate is not enabled")],
     ),
+    # VAL-4 with the gate on: validateCollectorOptions, then the reserved container name, in v1.7.0's order
+    (
+        "history-server-needs-collector-options",
+        "RayCluster",
+        {"spec.historyServerOptions": {}},
+        HISTORY,
+        [("spec.historyServerOptions.collectorOptions", "historyServerOptions.collectorOptions must be set")],
+    ),
+    (
+        "history-server-collector-needs-image-and-a-literal-backend",
+        "RayCluster",
+        {"spec.historyServerOptions": {"collectorOptions": {"env": [{"name": "STORAGE_BACKEND", "valueFrom": {}}]}}},
+        HISTORY,
+        [
+            (f"{COLLECTOR}.image", "historyServerOptions.collectorOptions.image must be set"),
+            (
+                f"{COLLECTOR}.env[0]",
+                "STORAGE_BACKEND environment variable must be set with a literal string value in "
+                "historyServerOptions.collectorOptions.env",
+            ),
+        ],
+    ),
+    (
+        "history-server-collector-env-managed-by-kuberay",
+        "RayCluster",
+        {
+            "spec.historyServerOptions": collector_options(
+                {"name": "EVENTS_PORT", "value": "1"}, {"name": "POD_IP", "value": "1.2.3.4"}, *S3_ENV
+            )
+        },
+        HISTORY,
+        [
+            (
+                f"{COLLECTOR}.env[1]",
+                "historyServerOptions.collectorOptions.env must not contain POD_IP: it is managed by KubeRay and "
+                "injected automatically into the collector container",
+            ),
+            (
+                f"{COLLECTOR}.env[0]",
+                "historyServerOptions.collectorOptions.env must not contain EVENTS_PORT: it is managed by KubeRay and "
+                "injected automatically into the collector container",
+            ),
+        ],
+    ),
+    *(
+        (
+            f"history-server-backend-{backend.lower()}-{missing.lower()}",
+            "RayCluster",
+            {"spec.historyServerOptions": collector_options({"name": "STORAGE_BACKEND", "value": backend}, *env)},
+            HISTORY,
+            [(f"{COLLECTOR}.env", message)],
+        )
+        for backend, missing, env, message in [
+            ("gcs", "GCS_BUCKET", [], "GCS_BUCKET environment variable must be set when STORAGE_BACKEND is GCS"),
+            (
+                "S3",
+                "S3_REGION",
+                [{"name": "S3_REGION", "value": ""}],
+                "S3_REGION environment variable must be set when STORAGE_BACKEND is S3",
+            ),
+            (
+                "AliyunOSS",
+                "OSS_ENDPOINT",
+                [{"name": "OSS_BUCKET", "value": "b"}, {"name": "OSS_REGION", "value": "r"}],
+                "OSS_ENDPOINT environment variable must be set when STORAGE_BACKEND is ALIYUNOSS",
+            ),
+            (
+                "AZUREBLOB",
+                "either",
+                [],
+                "either AZURE_STORAGE_CONNECTION_STRING or AZURE_STORAGE_ACCOUNT_URL "
+                "environment variable must be set when STORAGE_BACKEND is AZUREBLOB",
+            ),
+            (
+                "azureblob",
+                "connection",
+                [
+                    {"name": "AZURE_STORAGE_AUTH_MODE", "value": " Connection_String "},
+                    {"name": "AZURE_STORAGE_ACCOUNT_URL", "value": "https://a"},
+                ],
+                "AZURE_STORAGE_CONNECTION_STRING "
+                "environment variable must be set when STORAGE_BACKEND is AZUREBLOB and AZURE_STORAGE_AUTH_MODE is "
+                "connection_string",
+            ),
+            (
+                "AZUREBLOB",
+                "account",
+                [{"name": "AZURE_STORAGE_AUTH_MODE", "value": "workload_identity"}],
+                "AZURE_STORAGE_ACCOUNT_URL environment variable must be set when STORAGE_BACKEND is AZUREBLOB and "
+                "AZURE_STORAGE_AUTH_MODE is workload_identity",
+            ),
+        ]
+    ),
+    (
+        "history-server-reserved-container-name",
+        "RayCluster",
+        {
+            "spec.historyServerOptions": collector_options(*S3_ENV),
+            f"{HEAD}.template.spec.containers": [{"name": "ray-head", "image": "r"}, SIDECAR],
+            f"{W0}.template.spec.containers": [{"name": "ray-worker", "image": "r"}, SIDECAR],
+        },
+        HISTORY,
+        [
+            (
+                f"{HEAD}.template.spec.containers[1].name",
+                "head pod template must not define a container with name 'ray-history-collector' when history "
+                "server collector options are enabled",
+            ),
+            (
+                f"{W0}.template.spec.containers[1].name",
+                "worker group small-group pod template must not define a container with name "
+                "'ray-history-collector' when history server collector options are enabled",
+            ),
+        ],
+    ),
     # CRD/CEL rules and the RayCluster controller's own checks
     (
         "managed-by-unknown",
@@ -674,7 +799,7 @@ def test_gated_fields_pass_with_their_gates() -> None:
         {
             "spec.networkPolicy": {"mode": "DenyAllEgress", "workerGroups": [{"groupName": "gpu-group"}]},
             "spec.tlsOptions": {"enabled": True},
-            "spec.historyServerOptions": {"collectorOptions": {"image": "collector:latest"}},
+            "spec.historyServerOptions": collector_options(*S3_ENV),
             "spec.gcsFaultToleranceOptions": {"backend": "rocksdb", "storage": {"size": "1Gi"}},
         },
     )
@@ -795,3 +920,11 @@ def test_upgrade_strategy_check_for_a_cluster_template() -> None:
             "spec.upgradeStrategy.type", "upgradeStrategy cannot be set when RayCluster is created by RayService"
         )
     ]
+
+
+def test_a_backend_setting_from_a_secret_counts_as_set() -> None:
+    """validateCollectorOptions: a storage setting is set with a value or a valueFrom (STORAGE_BACKEND itself must
+    be a literal)."""
+    bucket = {"name": "GCS_BUCKET", "valueFrom": {"secretKeyRef": {"name": "s", "key": "bucket"}}}
+    options = collector_options({"name": "STORAGE_BACKEND", "value": "GCS"}, bucket)
+    assert validate(mutated("RayCluster", {"spec.historyServerOptions": options}), features=HISTORY) == []

@@ -384,7 +384,11 @@ def test_no_batch_scheduler_changes_nothing() -> None:
 
 
 def test_registry_names_kuberays_plugins() -> None:
-    assert set(batch.PLUGINS) == {"volcano", "yunikorn"}
+    assert set(batch.PLUGINS) == {"volcano", "yunikorn", "kubernetes-was-v1alpha2"}
+    assert batch.PLUGINS["kubernetes-was-v1alpha2"].kinds == (
+        Resource("scheduling.k8s.io", "v1alpha2", "Workload", "workloads"),
+        Resource("scheduling.k8s.io", "v1alpha2", "PodGroup", "podgroups"),
+    )
     assert batch.PLUGINS["volcano"].kinds == (Resource("scheduling.volcano.sh", "v1beta1", "PodGroup", "podgroups"),)
     assert batch.PLUGINS["yunikorn"].kinds == ()
 
@@ -397,6 +401,10 @@ def test_registry_names_kuberays_plugins() -> None:
         (["--enable-batch-scheduler"], "volcano"),  # KubeRay's deprecated flag
         (["--enable-batch-scheduler=false"], ""),
         ([], ""),
+        # OP-2: the KubernetesWAS gate alone chooses Kubernetes' workload-aware scheduling
+        (["--feature-gates=KubernetesWAS=true"], "kubernetes-was-v1alpha2"),
+        (["--feature-gates=KubernetesWAS=true", "--enable-batch-scheduler=false"], "kubernetes-was-v1alpha2"),
+        (["--feature-gates=KubernetesWAS=false"], ""),
     ],
 )
 def test_flags_choose_the_plugin(args: list[str], expected: str) -> None:
@@ -418,6 +426,16 @@ def test_flags_choose_the_plugin(args: list[str], expected: str) -> None:
             ["--enable-batch-scheduler", "--batch-scheduler=volcano"],
             "both feature flags enable-batch-scheduler \\(deprecated\\) and batch-scheduler are set",
         ),
+        # OP-2: the gates are read first; with KubernetesWAS on, any batch scheduler flag is refused
+        *(
+            (
+                ["--feature-gates=KubernetesWAS=true", *flags],
+                "^flags: the KubernetesWAS feature gate cannot be combined with --batch-scheduler or "
+                "--enable-batch-scheduler$",
+            )
+            for flags in (["--batch-scheduler=volcano"], ["--enable-batch-scheduler"], ["--batch-scheduler=slurm"])
+        ),
+        (["--batch-scheduler=kubernetes-was-v1alpha2"], "scheduler is not supported, name=kubernetes-was-v1alpha2"),
     ],
 )
 def test_flags_refuse_what_cannot_run(args: list[str], message: str) -> None:
@@ -435,3 +453,14 @@ def test_configuration_file_chooses_and_checks_the_plugin(tmp_path: Path) -> Non
     path.write_text("batchScheduler: yunikorn\nenableBatchScheduler: true\n")
     with pytest.raises(ConfigError, match="Please use batch-scheduler only"):
         load_config_file(path)
+
+
+def test_with_a_configuration_file_the_kubernetes_was_gate_excludes_its_scheduler(tmp_path: Path) -> None:
+    """OP-2 with --config: the file's batch scheduler is checked against the flags' gates."""
+    path = tmp_path / "config.yaml"
+    path.write_text("apiVersion: config.ray.io/v1alpha1\nkind: Configuration\n")
+    config = parse_flags([f"--config={path}", "--feature-gates=KubernetesWAS=true"])
+    assert config is not None and config.batch_scheduler == "kubernetes-was-v1alpha2"
+    path.write_text("enableBatchScheduler: true\n")
+    with pytest.raises(ConfigError, match="KubernetesWAS feature gate cannot be combined with --batch-scheduler"):
+        parse_flags([f"--config={path}", "--feature-gates=KubernetesWAS=true"])

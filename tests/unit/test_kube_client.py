@@ -267,3 +267,18 @@ def test_a_creates_head_is_its_type_and_metadata_without_managed_fields(meta: di
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {**meta, "managedFields": _MANAGED},
            "spec": {"containers": [{"name": "ray-head"}]}, "status": {"phase": "Pending"}}  # fmt: skip
     assert _decode_head_plain(json.dumps(pod).encode()) == {"apiVersion": "v1", "kind": "Pod", "metadata": meta}
+
+
+async def test_the_server_version_is_read_whatever_the_rbac_rules() -> None:
+    """``GET /version`` (OP-3 reads its gitVersion): every client may read it, so the client's rules do not gate it."""
+    seen: list[str] = []
+
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        seen.append(f"{request.method} {request.url.path}")
+        return httpx2.Response(200, json={"major": "1", "minor": "36", "gitVersion": "v1.36.3"})
+
+    http = httpx2.AsyncClient(transport=httpx2.MockTransport(answer), base_url="https://api")
+    kube = Kube(http, rules=())
+    assert (await kube.server_version())["gitVersion"] == "v1.36.3"
+    await kube.close()
+    assert seen == ["GET /version"]

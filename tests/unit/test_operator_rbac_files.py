@@ -46,6 +46,14 @@ def test_batch_scheduler_rules_come_only_with_their_scheduler() -> None:
         assert rbac.allows(volcano, verb, "scheduling.volcano.sh", "podgroups")
     assert not rbac.allows(volcano, "delete", "scheduling.volcano.sh", "podgroups")  # the GC deletes them
     assert (FILES / "batch-scheduler-volcano-rules.yaml").exists()
+    # KubernetesWAS (its gate chooses it): immutable objects, deleted and recreated; update drops a finalizer
+    was = rbac.operator_rules("kubernetes-was-v1alpha2")
+    for resource in ("workloads", "podgroups"):
+        assert not rbac.allows(rbac.OPERATOR_RULES, "create", "scheduling.k8s.io", resource)
+        for verb in ("create", "delete", "list", "update", "watch"):
+            assert rbac.allows(was, verb, "scheduling.k8s.io", resource)
+        assert not rbac.allows(was, "patch", "scheduling.k8s.io", resource)
+    assert (FILES / "batch-scheduler-kubernetes-was-v1alpha2-rules.yaml").exists()
 
 
 @pytest.mark.parametrize("triple", sorted(rbac_usage.granted()), ids=lambda t: " ".join(x or "core" for x in t))

@@ -128,7 +128,8 @@ singleNamespaceInstall, else empty (all namespaces). */}}
 
 {{/* The rules of a generated rules file (files/*.yaml, written by `raykube rbac generate`); fails when missing.
 With "batch" true, the chosen batch scheduler's rules (files/batch-scheduler-<name>-rules.yaml, when that scheduler
-needs any) follow, as KubeRay's chart adds the podgroups rule for batchScheduler.name=volcano. */}}
+needs any) follow, as KubeRay's chart adds the podgroups rule for batchScheduler.name=volcano; and with the
+KubernetesWAS feature gate enabled, its scheduling.k8s.io rule (KubeRay v1.7.0's kuberay.kubernetesWASEnabled). */}}
 {{- define "raykube-operator.rules" -}}
 {{- $text := .context.Files.Get .file -}}
 {{- $rules := fromYamlArray $text -}}
@@ -140,6 +141,11 @@ needs any) follow, as KubeRay's chart adds the podgroups rule for batchScheduler
 {{- $extra := $.context.Files.Get (printf "files/batch-scheduler-%s-rules.yaml" .) -}}
 {{- if $extra -}}
 {{- $rules = concat $rules (fromYamlArray $extra) -}}
+{{- end -}}
+{{- end -}}
+{{- range .context.Values.featureGates -}}
+{{- if and (eq .name "KubernetesWAS") .enabled -}}
+{{- $rules = concat $rules (fromYamlArray ($.context.Files.Get "files/batch-scheduler-kubernetes-was-v1alpha2-rules.yaml")) -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}

@@ -286,10 +286,17 @@ def load_config_file(path: Path) -> OperatorConfig:
     return _checked(config, source=f"--config {path}")
 
 
-def _batch_scheduler(name: str, *, enable: bool, source: str) -> str:
+def _batch_scheduler(name: str, *, enable: bool, source: str, kubernetes_was: bool = False) -> str:
     """The batch scheduler plugin to run, checked as KubeRay's ``ValidateBatchSchedulerConfig`` checks it (same
     messages), plus raykube's refusal of the KubeRay schedulers it does not implement yet: started anyway, the
-    operator would leave their Pods to the default scheduler and silently bypass the scheduler's queues and gangs."""
+    operator would leave their Pods to the default scheduler and silently bypass the scheduler's queues and gangs.
+
+    v1.7.0 (OP-2) reads the feature gates first: with ``KubernetesWAS`` on (``kubernetes_was``) the gate alone selects
+    ``kubernetes-was-v1alpha2``, and any ``--batch-scheduler`` or ``--enable-batch-scheduler`` is refused."""
+    if kubernetes_was:
+        if enable or name:
+            raise ConfigError(f"{source}: {_WAS_EXCLUSIVE}")
+        return c.BATCH_SCHEDULER_KUBERNETES_WAS
     if enable and name:
         raise ConfigError(
             f"{source}: both feature flags enable-batch-scheduler (deprecated) and batch-scheduler are set. "
@@ -306,6 +313,11 @@ def _batch_scheduler(name: str, *, enable: bool, source: str) -> str:
             f"(implemented: {implemented}); refusing to start rather than leave the Pods to the default scheduler"
         )
     raise ConfigError(f"{source}: scheduler is not supported, name={name} (implemented: {implemented})")
+
+
+_WAS_EXCLUSIVE = (
+    f"the {c.GATE_KUBERNETES_WAS} feature gate cannot be combined with --batch-scheduler or --enable-batch-scheduler"
+)
 
 
 def _checked(config: OperatorConfig, source: str, problems: list[str] | None = None) -> OperatorConfig:
@@ -383,6 +395,15 @@ def _from_flags(
     if ns.config:
         path = Path(ns.config)
         base = _settle(problems, lambda: load_file(path), OperatorConfig(config_file=path))
+        if gates.get(c.GATE_KUBERNETES_WAS):  # the file's scheduler, checked against the gate (OP-2)
+            batch = _settle(
+                problems,
+                lambda: _batch_scheduler(
+                    base.batch_scheduler, enable=False, source=f"--config {path}", kubernetes_was=True
+                ),
+                "",
+            )
+            base = replace(base, batch_scheduler=batch)
         return replace(base, feature_gates=gates, kubeconfig=kubeconfig)
 
     def number(value: str | None, option: str, kind: type[int] | type[float], default: Any) -> Any:
@@ -403,6 +424,7 @@ def _from_flags(
             ns.batch_scheduler or "",
             enable=flag(ns.enable_batch_scheduler, "--enable-batch-scheduler", default=False),
             source="flags",
+            kubernetes_was=gates.get(c.GATE_KUBERNETES_WAS, False),
         ),
         "",
     )

@@ -138,6 +138,54 @@ RAY_TLS_VOLUME_NAME: Final = "ray-tls"
 RAY_TLS_CERT_MOUNT_PATH: Final = "/etc/ray/tls"
 # KubeRay utils/constant.go CollectorContainerName: the history-server collector sidecar.
 COLLECTOR_CONTAINER_NAME: Final = "ray-history-collector"
+# KubeRay v1.7.0 common/pod.go BuildCollectorContainer: the collector's defaults (pull policy, resources) and the
+# port it takes Ray events on; head collectors reach the dashboard at RAY_DASHBOARD_ADDRESS unless the user sets it.
+COLLECTOR_DEFAULT_PULL_POLICY: Final = "IfNotPresent"
+COLLECTOR_DEFAULT_LIMITS: Final[Mapping[str, str]] = MappingProxyType({"cpu": "200m", "memory": "256Mi"})
+COLLECTOR_DEFAULT_REQUESTS: Final[Mapping[str, str]] = MappingProxyType({"cpu": "50m", "memory": "64Mi"})
+COLLECTOR_EVENTS_PORT: Final = "8084"
+COLLECTOR_HEAD_DASHBOARD_ADDRESS: Final = "http://localhost:8265"
+COLLECTOR_ROLE_HEAD: Final = "Head"
+COLLECTOR_ROLE_WORKER: Final = "Worker"
+# KubeRay v1.7.0 utils/constant.go: the collector's env names (the ones KubeRay manages, and the storage settings
+# validateCollectorOptions checks).
+POD_IP_ENV: Final = "POD_IP"
+RAY_ROLE_ENV: Final = "RAY_ROLE"
+OWNER_KIND_ENV: Final = "OWNER_KIND"
+OWNER_NAME_ENV: Final = "OWNER_NAME"
+EVENTS_PORT_ENV: Final = "EVENTS_PORT"
+STORAGE_BACKEND_ENV: Final = "STORAGE_BACKEND"
+GCS_BUCKET_ENV: Final = "GCS_BUCKET"
+S3_REGION_ENV: Final = "S3_REGION"
+AZURE_STORAGE_CONNECTION_STRING_ENV: Final = "AZURE_STORAGE_CONNECTION_STRING"
+AZURE_STORAGE_ACCOUNT_URL_ENV: Final = "AZURE_STORAGE_ACCOUNT_URL"
+AZURE_STORAGE_AUTH_MODE_ENV: Final = "AZURE_STORAGE_AUTH_MODE"
+ALIYUN_OSS_ENVS: Final = ("OSS_BUCKET", "OSS_ENDPOINT", "OSS_REGION")  # KubeRay ALIYUN_BUCKET/_ENDPOINT/_REGION
+# KubeRay v1.7.0 utils/validation.go validateCollectorOptions: the collector env a user may not set, in its order.
+COLLECTOR_MANAGED_ENVS: Final = (
+    POD_IP_ENV,
+    "FQ_RAY_IP",
+    "RAY_CLUSTER_NAME",
+    "RAY_CLUSTER_NAMESPACE",
+    RAY_ROLE_ENV,
+    OWNER_KIND_ENV,
+    OWNER_NAME_ENV,
+    EVENTS_PORT_ENV,
+)
+# KubeRay v1.7.0 common/pod.go setContainerEnvVars: what a Ray container with a collector beside it gets (each if
+# absent), so Ray exports its events to the collector.
+DEFAULT_RAY_EXPOSABLE_EVENT_TYPES: Final = (
+    "TASK_DEFINITION_EVENT,TASK_LIFECYCLE_EVENT,ACTOR_TASK_DEFINITION_EVENT,TASK_PROFILE_EVENT,"
+    "DRIVER_JOB_DEFINITION_EVENT,DRIVER_JOB_LIFECYCLE_EVENT,ACTOR_DEFINITION_EVENT,ACTOR_LIFECYCLE_EVENT,"
+    "NODE_DEFINITION_EVENT,NODE_LIFECYCLE_EVENT"
+)
+RAY_EVENT_ENVS: Final = (
+    ("RAY_enable_ray_event", "true"),
+    ("RAY_enable_core_worker_ray_event_to_aggregator", "true"),
+    ("RAY_DASHBOARD_AGGREGATOR_AGENT_EVENTS_EXPORT_ADDR", "http://localhost:8084/v1/events"),
+    ("RAY_DASHBOARD_AGGREGATOR_AGENT_EXPOSABLE_EVENT_TYPES", DEFAULT_RAY_EXPOSABLE_EVENT_TYPES),
+    ("RAY_DASHBOARD_AGGREGATOR_AGENT_PUBLISHER_HTTP_ENDPOINT_EXPOSABLE_EVENT_TYPES", DEFAULT_RAY_EXPOSABLE_EVENT_TYPES),
+)
 # Kubernetes core/v1 PodSpec.restartPolicy: the only value autoscaler v2 and SidecarMode allow besides unset.
 RESTART_POLICY_NEVER: Final = "Never"
 
@@ -305,13 +353,14 @@ GATE_RAYCLUSTER_MTLS: Final = "RayClusterMTLS"
 GATE_RAYCLUSTER_HISTORY_SERVER: Final = "RayClusterHistoryServer"
 GATE_KUBERNETES_WAS: Final = "KubernetesWAS"
 
+# KubeRay v1.7.0 main.go: with SidecarSubmitterRestart on, the API server must be at least this version (the
+# per-container restartPolicy the submitter gets is beta, on by default, from Kubernetes 1.35), else the operator exits.
+MIN_K8S_VERSION_SIDECAR_SUBMITTER_RESTART: Final = (1, 35, 0)
+
 # raykube's own list: the v1.7.0 gates whose features raykube does not build yet. Turning one on is refused at
 # start-up (raykube.api.config), as an unimplemented batch scheduler is, rather than accepting the fields and silently
-# making none of their objects (no certificates, no collector, ...).
-UNIMPLEMENTED_FEATURE_GATES: Final = (
-    GATE_RAYCLUSTER_HISTORY_SERVER,
-    GATE_KUBERNETES_WAS,
-)
+# making none of their objects. Empty since every v1.7.0 gate is built; kept for the next release's gates.
+UNIMPLEMENTED_FEATURE_GATES: Final[tuple[str, ...]] = ()
 
 # KubeRay v1.7.0 pkg/features/features.go defaultFeatureGates: its eleven gates and their defaults, in its order.
 FEATURE_GATE_DEFAULTS: Final[Mapping[str, bool]] = MappingProxyType(
@@ -838,10 +887,28 @@ KUBERAY_BATCH_SCHEDULERS: Final = (
     BATCH_SCHEDULER_KAI,
     BATCH_SCHEDULER_SCHEDULER_PLUGINS,
 )
-# The ones raykube implements: the names of raykube.builders.batch.PLUGINS (a unit test keeps the two equal), which
-# the operator's configuration (raykube.api.config) accepts without importing the builders. The other KubeRay names
-# are refused at start-up.
+# The ones raykube implements: the names of raykube.builders.batch.PLUGINS but kubernetes-was-v1alpha2, which its
+# gate chooses (a unit test keeps the two in step), which the operator's configuration (raykube.api.config) accepts
+# without importing the builders. The other KubeRay names are refused at start-up.
 RAYKUBE_BATCH_SCHEDULERS: Final = (BATCH_SCHEDULER_VOLCANO, BATCH_SCHEDULER_YUNIKORN)
+# KubeRay v1.7.0 batchscheduler/kubernetes-was (gate KubernetesWAS): Kubernetes' own workload-aware scheduling,
+# selected by the gate alone (never by --batch-scheduler, which it excludes). Its plugin name, and the
+# scheduling.k8s.io/v1alpha2 objects it keeps per gang-scheduled RayCluster (Kubernetes 1.36 k8s.io/api
+# scheduling/v1alpha2: Workload, PodGroup; served only with the GenericWorkload feature gate and that alpha API on).
+BATCH_SCHEDULER_KUBERNETES_WAS: Final = "kubernetes-was-v1alpha2"
+WAS_GROUP: Final = "scheduling.k8s.io"
+WAS_VERSION: Final = "v1alpha2"
+KIND_WAS_WORKLOAD: Final = "Workload"
+WAS_WORKLOADS_PLURAL: Final = "workloads"
+KIND_WAS_PODGROUP: Final = "PodGroup"
+WAS_PODGROUPS_PLURAL: Final = "podgroups"
+# The Workload's one PodGroupTemplate (the whole cluster, head and every worker, is one gang) and the PodGroup's
+# name suffix: <cluster>-cluster.
+WAS_POD_GROUP_TEMPLATE_NAME: Final = "cluster"
+# Kubernetes keeps a PodGroup while Pods reference it with this finalizer; KubeRay removes it before its own deletes.
+WAS_PODGROUP_PROTECTION_FINALIZER: Final = "scheduling.k8s.io/podgroup-protection"
+# k8s.io/api core/v1 DefaultSchedulerName: the schedulerName the WAS plugin puts on Pods.
+DEFAULT_SCHEDULER_NAME: Final = "default-scheduler"
 # KubeRay utils/constant.go RayPriorityClassName: RayCluster label → PodGroup priorityClassName, copied onto Pods.
 RAY_PRIORITY_CLASS_NAME_LABEL: Final = "ray.io/priority-class-name"
 # KubeRay utils/constant.go RayGangSchedulingEnabled: present (any value) turns on YuniKorn task groups.

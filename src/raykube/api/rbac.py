@@ -110,6 +110,15 @@ BATCH_SCHEDULER_RULES: Mapping[str, tuple[Rule, ...]] = {
     c.BATCH_SCHEDULER_VOLCANO: (
         Rule(c.VOLCANO_SCHEDULING_GROUP, (c.VOLCANO_PODGROUPS_PLURAL,), ("create", "list", "update", "watch")),
     ),
+    # KubernetesWAS (v1.7.0, chosen by its gate; KubeRay's chart adds the rule with that gate, HELM-6): immutable
+    # objects, so stale ones are deleted (UID precondition) and recreated; update only drops the PodGroup finalizer.
+    c.BATCH_SCHEDULER_KUBERNETES_WAS: (
+        Rule(
+            c.WAS_GROUP,
+            (c.WAS_PODGROUPS_PLURAL, c.WAS_WORKLOADS_PLURAL),
+            ("create", "delete", "list", "update", "watch"),
+        ),
+    ),
 }
 
 

@@ -1,4 +1,4 @@
-"""Batch schedulers: what KubeRay v1.6.1's ``--batch-scheduler`` plugins add to a RayCluster's Pods, and the extra
+"""Batch schedulers: what KubeRay v1.7.0's ``--batch-scheduler`` plugins add to a RayCluster's Pods, and the extra
 objects (Volcano's PodGroup) they create around it.
 
 A plugin is pure, like every builder here: a :class:`~raykube.api.resources.RayCluster` in, objects out.
@@ -44,6 +44,10 @@ RayJob puts it there), else a JSON list with ``headgroup`` (``minMember`` 1) and
 1, the submitter template's Pod), each with its Pod's ``minResource``, ``nodeSelector``, ``affinity`` and
 ``tolerations``, serialised as Go's ``encoding/json`` does (KubeRay's field order, no spaces, ``<>&`` escaped).
 
+**kubernetes-was-v1alpha2** (v1.7.0, gate ``KubernetesWAS``, which selects it and excludes ``--batch-scheduler``) —
+Kubernetes' own gang scheduling through ``scheduling.k8s.io/v1alpha2`` Workload and PodGroup objects:
+:mod:`raykube.builders.was`.
+
 KubeRay's ``kai-scheduler`` and ``scheduler-plugins`` are not implemented; the operator refuses to start with them
 (``raykube.api.config``) rather than let their Pods go to the default scheduler unnoticed.
 """
@@ -58,6 +62,7 @@ from raykube.api import constants as c
 from raykube.api.raycluster import RayClusterSpec
 from raykube.api.resources import RayCluster, RayJob
 from raykube.builders import groups, names, submitter
+from raykube.builders.was import KubernetesWAS
 from raykube.golang import gojson
 from raykube.golang.errors import GoError
 from raykube.golang.quantity import Quantity, QuantityError, format_quantity, parse_quantity
@@ -430,7 +435,8 @@ def _toleration(toleration: Mapping[str, Any]) -> dict[str, Any]:
 # Registry
 # --------------------------------------------------------------------------------------------------------------------
 
-PLUGINS: Mapping[str, BatchScheduler] = {plugin.name: plugin for plugin in (Volcano(), YuniKorn())}
+# KubernetesWAS is chosen by its feature gate, never by --batch-scheduler (raykube.api.config).
+PLUGINS: Mapping[str, BatchScheduler] = {plugin.name: plugin for plugin in (Volcano(), YuniKorn(), KubernetesWAS())}
 
 
 def get(name: str) -> BatchScheduler | None:

@@ -12,11 +12,11 @@ lives in :mod:`raykube.builders.command`, the probes in :mod:`raykube.builders.p
 
 Build order, head: template copy → name/namespace → group ``resources``/``labels`` into rayStartParams → labels →
 missing rayStartParams → annotations → autoscaler (``no-monitor``, service account, sidecar, v2 or v1 env and
-restartPolicy) → GCS fault tolerance → metrics port → token auth → mTLS → operator head sidecars → default Pod
-labels/annotations → ``BuildPod`` (``ray.io/serve``, ``/dev/shm``, ``/tmp/ray``, command and args, init-container env,
-Ray container env, probes) → the recreate hash and KubeRay version annotations → owner reference → batch-scheduler
-metadata. Workers: the same, with the ``wait-gcs-ready`` init container first and the multi-host labels after the
-labels.
+restartPolicy) → GCS fault tolerance → metrics port → token auth → mTLS → history collector → operator head sidecars →
+default Pod labels/annotations → ``BuildPod`` (``ray.io/serve``, ``/dev/shm``, ``/tmp/ray``, command and args,
+init-container env, Ray container env, probes) → the recreate hash and KubeRay version annotations → owner reference
+→ batch-scheduler metadata. Workers: the same, with the ``wait-gcs-ready`` init container first and the multi-host
+labels after the labels.
 
 What v1.7.0 changed from v1.6.1 on every cluster, and raykube follows:
 
@@ -37,9 +37,8 @@ GCS fault tolerance with the embedded ``rocksdb`` backend (gate ``GCSFaultTolera
 :mod:`raykube.builders.gcs_storage`'s env, mount and claim volume instead of the Redis settings.
 
 mTLS (``RayClusterMTLS``): :mod:`raykube.builders.tls`, after token auth (and on the autoscaler sidecar before the
-user's overrides). Not yet built here (behind a v1.7.0 feature gate that is off by default, and refused by validation
-while raykube lacks it): the
-history-server collector sidecar (``RayClusterHistoryServer``).
+user's overrides). The history-server collector sidecar (``RayClusterHistoryServer``): :mod:`raykube.builders.history`,
+after mTLS; ``BuildPod`` then shares ``/tmp/ray`` with it and gives the Ray container the event-export env.
 
 K8s token auth (``authOptions.enableK8sTokenAuth``): ``RAY_ENABLE_K8S_TOKEN_AUTH=true`` instead of ``RAY_AUTH_TOKEN``,
 and the projected ``ray-token`` volume mounted read-only at ``/var/run/secrets/ray.io/serviceaccount``.
@@ -62,7 +61,7 @@ from raykube.api.raycluster import (
     WorkerGroupSpec,
 )
 from raykube.api.resources import RayCluster
-from raykube.builders import batch, gcs_storage, names, tls
+from raykube.builders import batch, gcs_storage, history, names, tls
 from raykube.builders.command import (
     container_command,
     generate_ray_start_command,
@@ -178,6 +177,7 @@ def build_head_pod(cluster: RayCluster, options: BuildOptions) -> dict[str, Any]
         _add_token_auth(ctx, spec, ctx.auth)
     if tls.tls_enabled(ctx.spec, options):
         tls.configure_tls(spec, ctx.name, head=True)
+    _add_collector(ctx, spec, head=True)
     _append_copies(spec, options.head_sidecar_containers)
     return _build_pod(ctx, meta, annotations, spec, params, head=True, autoscaling=autoscaling)
 
@@ -222,6 +222,7 @@ def worker_pod(
         _add_token_auth(ctx, spec, ctx.auth)
     if tls.tls_enabled(ctx.spec, options):
         tls.configure_tls(spec, ctx.name, head=False)
+    _add_collector(ctx, spec, head=False)
     _append_copies(spec, options.worker_sidecar_containers)
     pod = _build_pod(ctx, meta, annotations, spec, params, head=False, autoscaling=is_autoscaling_enabled(ctx.spec))
     return batch.decorate_pod(options.batch_scheduler, cluster, group.group_name, pod)
@@ -598,6 +599,19 @@ def _add_token_auth(ctx: _Context, spec: dict[str, Any], auth: AuthOptions) -> N
             set_token_auth_env(ctx.name, init, auth)
 
 
+def _add_collector(ctx: _Context, spec: dict[str, Any], *, head: bool) -> None:
+    """The history-server collector sidecar (:mod:`raykube.builders.history`), with token auth's env and mount."""
+    options = history.collector_options(ctx.spec, gate=ctx.options.gate(c.GATE_RAYCLUSTER_HISTORY_SERVER))
+    if options is None:
+        return
+    sidecar = history.collector_container(
+        options, head=head, cluster=ctx.name, namespace=ctx.namespace, fqdn=ctx.fqdn, cluster_labels=ctx.labels
+    )
+    if ctx.auth is not None:
+        set_token_auth_env(ctx.name, sidecar, ctx.auth)
+    spec["containers"] = [*spec["containers"], sidecar]
+
+
 def _wait_gcs_ready(ctx: _Context, ray: Mapping[str, Any]) -> dict[str, Any]:
     """The ``wait-gcs-ready`` init container: the Ray container's image, pull policy, security context, user env and
     mounts; a loop on ``ray health-check`` against the head; 200m / 256Mi."""
@@ -718,6 +732,10 @@ def _build_pod(
         sidecar = next(x for x in spec["containers"] if x.get("name") == c.AUTOSCALER_CONTAINER_NAME)
         _add_empty_dir(ray, spec, c.RAY_LOG_VOLUME_NAME, c.RAY_LOG_MOUNT_PATH, memory=False)
         _add_empty_dir(sidecar, spec, c.RAY_LOG_VOLUME_NAME, c.RAY_LOG_MOUNT_PATH, memory=False)
+    collector = history.has_collector(spec, gate=ctx.options.gate(c.GATE_RAYCLUSTER_HISTORY_SERVER))
+    if collector is not None:  # the collector reads Ray's logs
+        _add_empty_dir(ray, spec, c.RAY_LOG_VOLUME_NAME, c.RAY_LOG_MOUNT_PATH, memory=False)
+        _add_empty_dir(collector, spec, c.RAY_LOG_VOLUME_NAME, c.RAY_LOG_MOUNT_PATH, memory=False)
 
     user_command = _user_command(ray)
     start_command = generate_ray_start_command(params, head=head, resources=ray.get("resources"))
@@ -730,6 +748,8 @@ def _build_pod(
     for init in spec.get("initContainers") or []:
         _append_env(init, _env_entry(c.FQ_RAY_IP_ENV, ctx.fqdn), _env_entry(c.RAY_IP_ENV, ctx.ray_ip))
     _ray_container_env(ctx, ray, head=head, start_command=start_command)
+    if collector is not None:
+        history.add_ray_event_env(ray)
     if ctx.options.probes_injection:
         inject_probes(
             ray,

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from raykube.api import constants as c
 from raykube.api.resources import RAYCLUSTERS
-from raykube.builders import children, gcs_storage, gowrites, pods
+from raykube.builders import children, gcs_storage, gowrites, pods, was
 from raykube.controllers.base import Deps, reported
 from raykube.golang.duration import duration_string
 from raykube.golang.errors import GoError
@@ -347,3 +347,26 @@ class Children:
     def _deletion_age(self, ctx: ClusterContext) -> timedelta | None:
         deleted = times.parse_time(objects.meta(ctx.obj).get("deletionTimestamp"))
         return None if deleted is None else self.clock() - deleted
+
+    async def was_objects(self, ctx: ClusterContext, plugin: was.KubernetesWAS) -> None:
+        """KubeRay v1.7.0 ``kubernetes-was-v1alpha2`` ``DoBatchSchedulingOnSubmission``: the plugin's plan over the
+        cached Workload and PodGroup (:meth:`raykube.builders.was.KubernetesWAS.plan`), its writes in order (NotFound
+        is fine; AlreadyExists on a create too: the cache has not seen it yet), then its error, which fails the pass
+        (retried with back-off, as KubeRay requeues on it). A failed write stops the pass with KubeRay's words."""
+        workload = self.cache.get(was.WORKLOADS, ctx.namespace, ctx.name)
+        podgroup = self.cache.get(was.PODGROUPS, ctx.namespace, plugin.podgroup_name(ctx.name))
+        plan = plugin.plan(ctx.cluster, workload, podgroup)
+        for step in plan.steps:
+            try:
+                if isinstance(step, was.Create):
+                    await self.api.create(step.res, step.body, ctx.namespace, whole=False)
+                elif isinstance(step, was.RemoveFinalizer):
+                    await self.api.replace(step.res, objects.name(step.body), step.body, ctx.namespace)
+                else:
+                    await self.api.delete(step.res, step.name, ctx.namespace, uid=step.uid, missing_ok=True)
+            except ApiError as exc:
+                if exc.not_found or (isinstance(step, was.Create) and exc.already_exists):
+                    continue
+                raise ChildError(f"{step.failure}: {exc}") from exc
+        if plan.error is not None:
+            raise ChildError(plan.error)

@@ -44,7 +44,7 @@ from raykube.api import constants as c
 from raykube.api.raycluster import RayClusterSpec, WorkerGroupSpec
 from raykube.api.resources import RAYCLUSTERS, RayCluster
 from raykube.api.validation import FieldError, validate_raycluster
-from raykube.builders import batch, certificates, groups, names, pods, services, spechash, status, tls
+from raykube.builders import batch, certificates, groups, names, pods, services, spechash, status, tls, was
 from raykube.builders.options import BuildOptions
 from raykube.builders.patch import merge_patch
 from raykube.controllers.base import (
@@ -122,13 +122,13 @@ def registration(options: BuildOptions) -> Registration:
     )
     plugin = batch.get(options.batch_scheduler)
     for res in plugin.kinds if plugin else ():
-        # The batch scheduler's objects (Volcano PodGroups): not labelled, so all of them, as KubeRay.
+        # The batch scheduler's objects (Volcano PodGroups, WAS Workloads and PodGroups): all of them, as KubeRay.
         hint = (
             f"--batch-scheduler={options.batch_scheduler} needs {res.kind} objects ({res.plural}.{res.group}/"
             f"{res.version}), which the API server does not serve: install {options.batch_scheduler} (its CRDs) "
             "first, or run without --batch-scheduler"
         )
-        reg = reg.owns(res, missing_hint=hint)
+        reg = reg.owns(res, missing_hint=plugin.missing_api if isinstance(plugin, was.KubernetesWAS) else hint)
     expectations = ScaleExpectations()  # one per controller: it outlives every pass
     own = OwnWrites()  # the same
     pacer = StatusPacer(STATUS_PACE, rate=STATUS_PROGRESS_RATE, max_interval=STATUS_PACE_MAX)
@@ -496,6 +496,9 @@ class RayClusterReconciler:
         any Pod is created. A failure fails the pass (no event, as in KubeRay); the retry comes with back-off."""
         plugin = batch.get(self.options.batch_scheduler)
         if plugin is None:
+            return
+        if isinstance(plugin, was.KubernetesWAS):  # immutable objects: replaced, never updated
+            await self.children.was_objects(ctx, plugin)
             return
         try:
             desired = plugin.objects(ctx.cluster)

@@ -40,6 +40,9 @@ from raykube.kube.rbac import Rule, allows
 from raykube.kube.resources import Resource
 from raykube.kube.transport import Direct, Reply
 
+# The API server's /version endpoint, as a "resource" for the rate limiter and the request metrics only.
+VERSION_ENDPOINT = Resource("", "", "Version", "version", namespaced=False)
+
 __all__ = [
     "EXEC_DRAIN_SECONDS",
     "EXEC_PROTOCOLS",
@@ -296,6 +299,25 @@ class Kube:
         if response.status_code >= 400:
             raise _error(response)
         return decode(response.content) if response.content else None
+
+    async def server_version(self) -> Any:
+        """``GET /version`` (client-go discovery ``ServerVersion``): ``gitVersion`` and the rest. Every client may read
+        it (the ``system:public-info-viewer`` ClusterRole), so the RBAC rules this client checks do not govern it."""
+        query, content, sent = _outgoing(None, None, "application/json")
+        direct = self.direct
+        if direct is None:
+            response: httpx2.Response | Reply = await self._retried(
+                "get", VERSION_ENDPOINT, lambda: self.http.request("GET", "/version", headers=sent or None)
+            )
+        else:
+            response = await self._retried(
+                "get",
+                VERSION_ENDPOINT,
+                lambda: direct.request("GET", "/version", params=query, content=content, headers=sent),
+            )
+        if response.status_code >= 400:
+            raise _error(response)
+        return _decode(response.content) if response.content else None
 
     async def get(
         self, res: Resource, name: str, namespace: str | None = None, *, subresource: str | None = None

@@ -21,16 +21,18 @@ import os
 import signal
 import socket
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 
 from raykube.api import constants as c
 from raykube.api.config import OperatorConfig, describe
+from raykube.api.validation.common import generic_version_at_least
 from raykube.builders.options import BuildOptions
 from raykube.kube.client import Kube
 from raykube.kube.resources import CERTIFICATES, GATEWAYS
 from raykube.runtime.http import HttpServer
 from raykube.runtime.leader import LeaderElector
-from raykube.runtime.manager import Manager, api_served
+from raykube.runtime.manager import Manager, StartupError, api_served
 from raykube.runtime.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -57,6 +59,35 @@ def build_options(config: OperatorConfig) -> BuildOptions:
         default_pod_annotations=config.default_pod_annotations,
         batch_scheduler=config.batch_scheduler,
     )
+
+
+def sidecar_submitter_restart_problem(git_version: str) -> str | None:
+    """Why the SidecarSubmitterRestart gate cannot run on an API server of ``git_version`` (KubeRay v1.7.0 main.go's
+    message, then its error, as its log line carries them), or None when the server is 1.35.0 or later."""
+    at_least, error = generic_version_at_least(git_version, c.MIN_K8S_VERSION_SIDECAR_SUBMITTER_RESTART)
+    if error:
+        return f"Failed to compare K8s version.: {error}"
+    if not at_least:
+        return f"SidecarSubmitterRestart feature gate requires K8s 1.35+: current version {git_version} is below 1.35"
+    return None
+
+
+async def check_sidecar_submitter_restart(kube: Kube) -> None:
+    """OP-3: with the SidecarSubmitterRestart gate on, refuse to start (:class:`StartupError`) unless the API server is
+    at least Kubernetes 1.35.0. The gate puts ``restartPolicy: OnFailure`` on the submitter container, a per-container
+    policy older servers do not honour (a failed submitter would then fail the RayJob)."""
+    try:
+        info = await kube.server_version()
+        git_version = str(info.get("gitVersion") or "") if isinstance(info, Mapping) else ""
+    except Exception as exc:  # client-go's discovery error, whatever it is: KubeRay exits on it
+        raise StartupError(
+            "SidecarSubmitterRestart feature gate enabled but unable to detect K8s version. Feature requires K8s "
+            f"1.35+.: {exc}"
+        ) from exc
+    problem = sidecar_submitter_restart_problem(git_version)
+    if problem is not None:
+        raise StartupError(problem)
+    log.info("SidecarSubmitterRestart feature gate: the API server is %s (1.35+ required)", git_version)
 
 
 class Operator:
@@ -93,9 +124,12 @@ class Operator:
         return self._manager
 
     async def _build_manager(self) -> Manager:
-        """The manager, with the controllers this API server allows: with the RayClusterMTLS gate on, cert-manager's
-        API is looked up once, as KubeRay v1.7.0's main.go does before it sets up its controllers."""
+        """The manager, with the controllers this API server allows: with the SidecarSubmitterRestart gate on, the
+        API server's version is checked (:func:`check_sidecar_submitter_restart`); with the RayClusterMTLS gate on,
+        cert-manager's API is looked up once, as KubeRay v1.7.0's main.go does before it sets up its controllers."""
         options = self.options
+        if options.gate(c.GATE_SIDECAR_SUBMITTER_RESTART):
+            await check_sidecar_submitter_restart(self.kube)
         if options.gate(c.GATE_RAYCLUSTER_MTLS):
             available = await api_served(self.kube, CERTIFICATES)
             options = dataclasses.replace(options, cert_manager_available=available)

@@ -25,7 +25,7 @@ from raykube.api import constants as c
 from raykube.golang.fmt import sprint_strings
 from raykube.golang.strconv import quote
 
-__all__ = ["FieldError", "parse_ray_version", "ray_version_at_least"]
+__all__ = ["FieldError", "generic_version_at_least", "parse_ray_version", "ray_version_at_least"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -427,6 +427,15 @@ def ray_version_at_least(version: object, minimum: str) -> bool:
     parsed = parse_ray_version(version)
     wanted = parse_ray_version(minimum)
     return parsed is not None and wanted is not None and not _version_less(parsed, wanted)
+
+
+def generic_version_at_least(version: str, minimum: tuple[int, ...]) -> tuple[bool, str]:
+    """apimachinery ``ParseGeneric(version).AtLeast(minimum)``: whether ``version`` ("v1.36.3") is ``minimum`` or later,
+    and ``""``; or False and ParseGeneric's error text when ``version`` cannot be read."""
+    parsed, error = _parse_generic_version(version)
+    if parsed is None:
+        return False, error
+    return not _version_less(parsed, minimum), ""
 
 
 # --------------------------------------------------------------------------------------------------------------------

@@ -38,8 +38,10 @@ Spec (``ValidateRayClusterSpec`` unless noted):
   ``autoscalerOptions.version``; autoscaler v2 needs ``restartPolicy`` Never or unset on the head and every worker.
 * ``autoscalerOptions.idleTimeoutSeconds`` ≥ 0; ``autoscalerOptions.env`` must not set
   ``KUBERAY_GEN_AUTOSCALER_START_CMD`` (v1.7.0).
-* ``historyServerOptions`` needs the RayClusterHistoryServer gate, ``collectorOptions`` and its ``image``, and no
-  container named ``ray-history-collector`` in any template (v1.7.0, with ``validateCollectorOptions``).
+* ``historyServerOptions`` needs the RayClusterHistoryServer gate, ``collectorOptions`` and its ``image``; its env
+  may not set what KubeRay injects (``POD_IP``, ``FQ_RAY_IP``, ``RAY_CLUSTER_NAME``, ...), must set
+  ``STORAGE_BACKEND`` literally and the settings that backend needs (GCS, S3, AZUREBLOB by auth mode, ALIYUNOSS);
+  no container named ``ray-history-collector`` in any template (v1.7.0, ``validateCollectorOptions``).
 * ``authOptions.mode: token`` needs rayVersion ≥ 2.52.0 (unset and unparsable versions are errors);
   ``enableK8sTokenAuth`` needs mode token, rayVersion ≥ 2.55.0 and no ``secretName``; K8s token auth is not
   supported for RayJob or RayService (``ValidateRayJobSpec``, ``ValidateRayServiceSpec``).
@@ -62,8 +64,7 @@ Ray versions compare like apimachinery's ``version.ParseGeneric``: at least two 
 numbers ignored ("2.52", "2.52.0rc1" = 2.52.0); unset or unparsable versions fail the auth and priority checks with
 KubeRay's "was not specified" / "format is invalid" messages.
 
-Not implemented: the history-server collector's storage-backend env checks (the env names were not confirmed), and
-rules KubeRay enforces only at reconcile time.
+Not implemented: rules KubeRay enforces only at reconcile time.
 
 Layout. This module holds the public validators and :func:`_check_cluster_spec`, which runs every spec check in the
 order of ``ValidateRayClusterSpec`` (the order of the messages follows it, and is compared with KubeRay's); the checks

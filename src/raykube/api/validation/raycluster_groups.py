@@ -40,6 +40,7 @@ class _EnvVar:
     path: str
     name: str
     value: str
+    value_from: bool = False  # valueFrom is set
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,8 +85,8 @@ class _Template:
 def _read_env(view: _View, key: str) -> tuple[_EnvVar, ...]:
     out = []
     for item in view.objects(key):
-        item.obj("valueFrom")
-        out.append(_EnvVar(item.path, item.text("name"), item.text("value")))
+        value_from = item.obj("valueFrom").present
+        out.append(_EnvVar(item.path, item.text("name"), item.text("value"), value_from))
     return tuple(out)
 
 

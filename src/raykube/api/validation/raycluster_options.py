@@ -23,6 +23,7 @@ from raykube.api.validation.common import (
 from raykube.api.validation.raycluster_groups import (
     _check_version_gate,
     _Container,
+    _EnvVar,
     _Group,
     _Mount,
     _read_env,
@@ -85,16 +86,18 @@ def _check_history_server(
     image = collector.opt_text("image")
     collector.opt_text("imagePullPolicy")
     collector.obj("resources")
-    _read_env(collector, "env")
+    env = _read_env(collector, "env")
     if not options.present:
         return
     if not gates.get(c.GATE_RAYCLUSTER_HISTORY_SERVER, False):
         errs.kuberay(options.path, f"{c.GATE_RAYCLUSTER_HISTORY_SERVER} feature gate is not enabled")
+        return  # v1.7.0 checks nothing more without the gate
     if not collector.present:
         errs.kuberay(collector.path, "historyServerOptions.collectorOptions must be set")
         return
     if not image:
         errs.kuberay(collector.at("image"), "historyServerOptions.collectorOptions.image must be set")
+    _check_collector_env(errs, collector.at("env"), {entry.name: entry for entry in env})
     for container in head.template.containers:
         if container.name == c.COLLECTOR_CONTAINER_NAME:
             errs.kuberay(
@@ -110,6 +113,62 @@ def _check_history_server(
                     f"worker group {worker.label} pod template must not define a container with name "
                     f"'{c.COLLECTOR_CONTAINER_NAME}' when history server collector options are enabled",
                 )
+
+
+def _check_collector_env(errs: _Errors, env_path: str, env: Mapping[str, _EnvVar]) -> None:
+    """``validateCollectorOptions`` on ``collectorOptions.env`` (by name, the last entry of a name winning): no env
+    KubeRay manages, a literal ``STORAGE_BACKEND``, and the settings its backend needs (set: a value or valueFrom)."""
+    for name in c.COLLECTOR_MANAGED_ENVS:
+        if name in env:
+            errs.kuberay(
+                env[name].path,
+                f"historyServerOptions.collectorOptions.env must not contain {name}: it is managed by KubeRay and "
+                "injected automatically into the collector container",
+            )
+    backend_env = env.get(c.STORAGE_BACKEND_ENV)
+    if backend_env is None or not backend_env.value:
+        errs.kuberay(
+            backend_env.path if backend_env is not None else env_path,
+            f"{c.STORAGE_BACKEND_ENV} environment variable must be set with a literal string value in "
+            "historyServerOptions.collectorOptions.env",
+        )
+        return
+
+    def missing(name: str) -> bool:
+        entry = env.get(name)
+        return entry is None or not (entry.value or entry.value_from)
+
+    backend = backend_env.value.upper()  # Go strings.ToUpper: ASCII letters are what matter here
+    where = f"when {c.STORAGE_BACKEND_ENV} is {backend}"
+    required: tuple[str, ...] = ()
+    if backend == "GCS":
+        required = (c.GCS_BUCKET_ENV,)
+    elif backend == "S3":
+        required = (c.S3_REGION_ENV,)
+    elif backend == "ALIYUNOSS":
+        required = c.ALIYUN_OSS_ENVS
+    elif backend == "AZUREBLOB":
+        connection, account, mode_env = (
+            c.AZURE_STORAGE_CONNECTION_STRING_ENV,
+            c.AZURE_STORAGE_ACCOUNT_URL_ENV,
+            c.AZURE_STORAGE_AUTH_MODE_ENV,
+        )
+        mode_entry = env.get(mode_env)
+        mode = mode_entry.value.strip().lower() if mode_entry is not None else ""
+        if mode == "connection_string" and missing(connection):
+            message = f"{connection} environment variable must be set {where} and {mode_env} is connection_string"
+            errs.kuberay(env_path, message)
+        elif mode in ("workload_identity", "default") and missing(account):
+            errs.kuberay(env_path, f"{account} environment variable must be set {where} and {mode_env} is {mode}")
+        elif (
+            mode not in ("connection_string", "workload_identity", "default")
+            and missing(connection)
+            and missing(account)
+        ):
+            errs.kuberay(env_path, f"either {connection} or {account} environment variable must be set {where}")
+    for name in required:
+        if missing(name):
+            errs.kuberay(env_path, f"{name} environment variable must be set {where}")
 
 
 def _check_auth(errs: _Errors, spec: _View, ray_version: str) -> tuple[bool, str]:
