@@ -49,8 +49,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         for directory, marker in _MARKERS.items():
             if directory in parts:
                 item.add_marker(getattr(pytest.mark, marker))
-        # `make test` runs two pytest-xdist workers (--dist loadgroup): the tests on process nodes on one, all the
-        # others on the other, so each worker brings up one sandbox and the two halves take about as long.
+        # `make test` runs two pytest-xdist workers (--dist loadgroup): the tests on process nodes on one, the other
+        # sandbox tests on the other, so each worker brings up one sandbox. The unit tests, collected last, are in no
+        # group: each is a unit of work of its own, taken by whichever worker runs out of its group's tests first.
+        if "unit" in parts:
+            continue
         group = "process-nodes" if "proc" in getattr(item, "fixturenames", ()) else "kwok"
         item.add_marker(pytest.mark.xdist_group(group))
 

@@ -361,6 +361,8 @@ def _reading(world: World, bucket: str) -> World:
         ({"resolve": {"error": "[Errno -2] Name or service not known"}, "host": "mino.nowhere.svc"}, "R10",
          ["does not resolve", "mino.nowhere.svc", "wrong endpoint"]),
         ({"connect": "timed out after 2s"}, "R10", ["blocked"]),
+        ({"connect": "[Errno 13] Permission denied"}, "R10", ["blocked"]),  # a rule that rejects (ip rule prohibit)
+        ({"connect": "[Errno 113] No route to host"}, "R10", ["blocked"]),
         ({"connect": "ECONNREFUSED: Connection refused"}, "R10", ["nothing accepts"]),
         ({"list": {"status": 403, "code": "SignatureDoesNotMatch", "message": "The request signature ..."}}, "R11",
          ["SignatureDoesNotMatch", "wrong secret access key"]),

@@ -625,7 +625,9 @@ def _store_path(store: _Store) -> list[Finding]:
         ]
     if found.get("connect"):
         error = str(found["connect"])
-        blocked = "timed out" in error
+        # Refused: nothing listens there. Anything else (a timeout from a NetworkPolicy or firewall that drops, "no
+        # route to host" or "permission denied" from one that rejects) is a block on the way.
+        blocked = "refused" not in error.lower()
         return [
             store.finding(
                 OBJECT_STORE_UNREACHABLE,
@@ -637,7 +639,8 @@ def _store_path(store: _Store) -> list[Finding]:
                 ],
                 "The name resolves, but a TCP connection to the port fails from the worker: "
                 + (
-                    "it times out, so something drops it (a NetworkPolicy on the store or the Ray Pods, a firewall)."
+                    "it times out or is rejected on the way, so something blocks it (a NetworkPolicy on the store or "
+                    "the Ray Pods, a firewall)."
                     if blocked
                     else "it is refused, so the port is wrong or the store's Pods are not Ready behind it."
                 ),
