@@ -466,3 +466,65 @@ def test_readme_counts_the_catalogue() -> None:
     """README's rule count is the catalogue's, not a number typed once."""
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     assert f"with {len(CATALOGUE)} rules" in readme, f"README.md should say 'with {len(CATALOGUE)} rules'"
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# docs/doctor.md lists the failures users reported in Ray's and KubeRay's trackers that a sandbox test plants
+# --------------------------------------------------------------------------------------------------------------------
+
+REPORTED = "## Failures users reported"
+TRACKER = re.compile(r"^ray-project/(?P<repo>ray|kuberay|kuberay-helm)(?P<pr> PR)?#(?P<number>\d+)$")
+
+
+def _link(ref: str) -> str:
+    found = TRACKER.match(ref)
+    assert found, ref
+    kind = "pull" if found["pr"] else "issues"
+    return f"[{ref}](https://github.com/ray-project/{found['repo']}/{kind}/{found['number']})"
+
+
+def reported_failures() -> list[tuple[str, list[str], list[str]]]:
+    """(rule, its tracker references, the integration tests that plant it) for every rule citing an issue or pull
+    request of Ray's projects and fired by a test on the sandbox."""
+    out = []
+    for rule, tests in sorted(rule_tests().items()):
+        refs = [r for r in CATALOGUE[rule].refs if TRACKER.match(r)]
+        planted = sorted(t for t in tests if t.startswith("tests/integration"))
+        if refs and planted:
+            out.append((rule, refs, planted))
+    return out
+
+
+def reported_table() -> str:
+    lines = [REPORTED, "",
+             "The failures people reported in Ray's and KubeRay's trackers that a test plants on the sandbox (process",
+             "nodes with real Ray, or kwok where the failure is Kubernetes-only) and that the doctor names as the root",
+             "cause, with what it saw. Generated from the rules' references and the tests that fire them:",
+             "`UPDATE_GOLDEN=1 pytest tests/unit/test_doctor_rule_coverage.py` rewrites it.", "",
+             "| Rule | Failure | Reported in | Planted in |", "|---|---|---|---|"]  # fmt: skip
+    for rule, refs, planted in reported_failures():
+        spec = CATALOGUE[rule]
+        tests = "<br>".join(f"`{path}`" for path in dict.fromkeys(t.split("::")[0] for t in planted))
+        lines.append(f"| {rule} | `{spec.code}`: {spec.summary} | {', '.join(map(_link, refs))} | {tests} |")
+    return "\n".join(lines) + "\n"
+
+
+def test_the_docs_list_the_reported_failures_the_sandbox_plants() -> None:
+    text = DOCS.read_text()
+    table = reported_table()
+    if REPORTED not in text or os.environ.get("UPDATE_GOLDEN"):
+        start = text.find(REPORTED)
+        if start < 0:
+            anchor = text.index(SECTION)
+            text = text[:anchor] + table + "\n" + text[anchor:]
+        else:
+            end = text.find("\n## ", start + 1)
+            text = text[:start] + table + (text[end:] if end >= 0 else "")
+        if os.environ.get("UPDATE_GOLDEN"):
+            DOCS.write_text(text)
+    start = text.index(REPORTED)
+    end = text.find("\n## ", start + 1)
+    assert text[start : end + 1].strip() == table.strip(), (
+        "docs/doctor.md's reported failures are stale: UPDATE_GOLDEN=1"
+    )
+    assert len(reported_failures()) >= 15, reported_failures()
