@@ -16,6 +16,7 @@ module             links
 ``workloads``      RayJobs and RayServices: validation, waiting for their cluster, the submitter, failures, Serve
 ``inside``         what the in-Pod checks (``--exec``) saw inside Ray: DNS and ports from workers, logs, ray status
 ``objectstore``    the object store a worker's environment names, probed from that worker (``--exec``)
+``upgrades``       a RayService's incremental upgrade (Gateway API) and spec.suspend
 =================  ===================================================================================================
 """
 
@@ -33,6 +34,7 @@ from raykube.doctor.rules import (
     security,
     state,
     storage,
+    upgrades,
     workers,
     workloads,
 )
@@ -54,6 +56,7 @@ __all__ = [
     "security",
     "state",
     "storage",
+    "upgrades",
     "workers",
     "workloads",
 ]
