@@ -443,21 +443,30 @@ def docs_table() -> str:
     return "\n".join(lines) + "\n"
 
 
-def test_the_docs_name_the_tests_that_fire_each_rule() -> None:
+def generated_section(heading: str, table: str, before: str | None = None) -> str:
+    """docs/doctor.md's section under ``heading`` as it stands (rewritten to ``table`` first with UPDATE_GOLDEN=1; a
+    missing section is added at the end, or before the section ``before``)."""
     text = DOCS.read_text()
-    table = docs_table()
-    if SECTION not in text or os.environ.get("UPDATE_GOLDEN"):
-        start = text.find(SECTION)
-        if start < 0:
-            text = text.rstrip("\n") + "\n\n" + table
-        else:
+    if heading not in text or os.environ.get("UPDATE_GOLDEN"):
+        start = text.find(heading)
+        if start >= 0:
             end = text.find("\n## ", start + 1)
             text = text[:start] + table + (text[end:] if end >= 0 else "")
+        elif before is not None:
+            anchor = text.index(before)
+            text = text[:anchor] + table + "\n" + text[anchor:]
+        else:
+            text = text.rstrip("\n") + "\n\n" + table
         if os.environ.get("UPDATE_GOLDEN"):
             DOCS.write_text(text)
-    start = text.index(SECTION)
+    start = text.index(heading)
     end = text.find("\n## ", start + 1)
-    documented = text[start : end + 1 if end >= 0 else len(text)]
+    return text[start : end + 1 if end >= 0 else len(text)]
+
+
+def test_the_docs_name_the_tests_that_fire_each_rule() -> None:
+    table = docs_table()
+    documented = generated_section(SECTION, table)
     assert documented.strip() == table.strip(), "docs/doctor.md's test table is stale: run with UPDATE_GOLDEN=1"
     assert all(rule_tests().values()), [r for r, t in rule_tests().items() if not t]
 
@@ -510,21 +519,7 @@ def reported_table() -> str:
 
 
 def test_the_docs_list_the_reported_failures_the_sandbox_plants() -> None:
-    text = DOCS.read_text()
     table = reported_table()
-    if REPORTED not in text or os.environ.get("UPDATE_GOLDEN"):
-        start = text.find(REPORTED)
-        if start < 0:
-            anchor = text.index(SECTION)
-            text = text[:anchor] + table + "\n" + text[anchor:]
-        else:
-            end = text.find("\n## ", start + 1)
-            text = text[:start] + table + (text[end:] if end >= 0 else "")
-        if os.environ.get("UPDATE_GOLDEN"):
-            DOCS.write_text(text)
-    start = text.index(REPORTED)
-    end = text.find("\n## ", start + 1)
-    assert text[start : end + 1].strip() == table.strip(), (
-        "docs/doctor.md's reported failures are stale: UPDATE_GOLDEN=1"
-    )
+    documented = generated_section(REPORTED, table, before=SECTION)
+    assert documented.strip() == table.strip(), "docs/doctor.md's reported failures are stale: run with UPDATE_GOLDEN=1"
     assert len(reported_failures()) >= 15, reported_failures()
