@@ -51,8 +51,9 @@ def roots(report: dict[str, Any]) -> list[dict[str, Any]]:
 
 def small_cluster(name: str, *, head: Callable[[dict[str, Any]], None] | None = None,
                   worker: Callable[[dict[str, Any]], None] | None = None,
-                  head_params: dict[str, str] | None = None) -> dict[str, Any]:  # fmt: skip
-    """1 head + 1 worker of 250m/256Mi (process nodes do not enforce memory; the scheduler counts the requests)."""
+                  head_params: dict[str, str] | None = None, workers: int = 1) -> dict[str, Any]:  # fmt: skip
+    """1 head + ``workers`` workers of 250m/256Mi (process nodes do not enforce memory; the scheduler counts the
+    requests)."""
     resources = {"limits": {"cpu": "250m", "memory": "256Mi"}, "requests": {"cpu": "250m", "memory": "256Mi"}}
     head_spec: dict[str, Any] = {"containers": [{"name": "ray-head", "image": IMAGE, "resources": resources}]}
     worker_spec: dict[str, Any] = {"containers": [{"name": "ray-worker", "image": IMAGE, "resources": resources}]}
@@ -65,7 +66,7 @@ def small_cluster(name: str, *, head: Callable[[dict[str, Any]], None] | None = 
         "spec": {
             "rayVersion": "2.52.0",
             "headGroupSpec": {"rayStartParams": head_params or {}, "template": {"spec": head_spec}},
-            "workerGroupSpecs": [{"groupName": "w", "replicas": 1, "minReplicas": 0, "maxReplicas": 2,
+            "workerGroupSpecs": [{"groupName": "w", "replicas": workers, "minReplicas": 0, "maxReplicas": 2,
                                   "rayStartParams": {}, "template": {"spec": copy.deepcopy(worker_spec)}}],
         },
     }  # fmt: skip
@@ -198,14 +199,14 @@ async def test_failures_inside_ray_are_named_with_what_was_seen_there(
         spec["initContainers"] = [{"name": "netpol", "image": IMAGE, "command": block}]
 
     clusters = {
-        "hung": small_cluster("hung"),
+        "hung": small_cluster("hung", workers=0),  # the head's own failures need no worker: one Ray start fewer
         "raylet": small_cluster(
             "raylet", worker=block_raylet, head_params={"node-manager-port": "6380", "object-manager-port": "6381"}
         ),
         "nodns": small_cluster("nodns", worker=no_dns),
         "blocked": small_cluster("blocked", worker=block_gcs),
         "localdash": small_cluster("localdash", head_params={"dashboard-host": "127.0.0.1"}),
-        "portclash": small_cluster("portclash", head=sidecar_on_6379),
+        "portclash": small_cluster("portclash", head=sidecar_on_6379, workers=0),
     }
     for body in clusters.values():
         await pkube.create(RAYCLUSTER.from_dict(body), namespace=ns)
