@@ -13,6 +13,7 @@ import copy
 import json
 import subprocess
 import sys
+import time
 from typing import Any
 
 import pytest
@@ -22,11 +23,12 @@ from lightkube.generic_resource import create_namespaced_resource
 from lightkube.types import PatchType
 
 from raykube.api.resources import RAYSERVICES
+from raykube.cli.serveclient import CLIENT_POD, Answer, parse_log, window
 from raykube.runtime.manager import Manager
 from raykube.waiting import NotYet, wait_for
 from tests.integration.process import ProcessSandbox
 from tests.integration.test_process_runtime import create, port_forward
-from tests.integration.test_serve import SERVE_READY, greet, serve_app, serve_cluster, serve_config
+from tests.integration.test_serve import EXAMPLES, SERVE_READY, greet, serve_app, serve_cluster, serve_config
 
 RayServiceRes = create_namespaced_resource("ray.io", "v1", "RayService", "rayservices")
 
@@ -60,17 +62,6 @@ async def wait_ready(kube: AsyncClient, ns: str, name: str, greeting_check: str 
 
     found: dict[str, Any] = await wait_for(ready, SERVE_READY + 120, what=f"RayService {ns}/{name} to be Ready")
     return found
-
-
-# A client in the cluster: a request to the serve Service's ClusterIP every 0.1 s, one line per answer (its HTTP code;
-# 000 when none came). Reading its log afterwards counts what a user would have seen during the upgrade.
-CLIENT = """
-while true; do
-  printf '%s %s\\n' "$(date +%s.%N)" \
-    "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 http://greeter-serve-svc:8000/?name=client)"
-  sleep 0.1
-done
-"""
 
 
 async def test_a_rayservice_serves_changes_in_place_upgrades_without_dropping_requests_and_a_broken_app_is_named(
@@ -138,20 +129,20 @@ async def serve_config_change_in_place(proc: ProcessSandbox, pkube: AsyncClient,
 
 async def cluster_config_change_upgrades(proc: ProcessSandbox, pkube: AsyncClient, ns: str, body: Any) -> str:
     first = (await service_status(pkube, ns, "greeter"))["activeServiceStatus"]["rayClusterName"]
-    client = {"name": "client", "image": "rayproject/ray:2.52.0", "command": ["bash", "-c", CLIENT]}
-    await create(pkube, ns, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "client"},
-                             "spec": {"containers": [client]}})  # fmt: skip
+    client = yaml.safe_load((EXAMPLES / "serve" / "client.yaml").read_text())  # the demo's client, one per request
+    client["metadata"]["namespace"] = ns
+    client["spec"]["containers"][0]["env"][0]["value"] = "http://greeter-serve-svc:8000/?name=client"
+    await create(pkube, ns, client)
 
-    async def answers() -> list[str]:
-        run = proc.kubectl("logs", "-n", ns, "client")
-        return [line.split()[1] for line in run.stdout.splitlines() if len(line.split()) == 2]
+    def answers() -> list[Answer]:
+        return parse_log(proc.kubectl("logs", "-n", ns, CLIENT_POD).stdout)
 
     async def client_served() -> bool | NotYet:
-        codes = await answers()
-        return True if codes.count("200") >= 5 else NotYet(f"client saw {codes[-5:]}")
+        good = [a for a in answers() if a.ok]
+        return True if len(good) >= 5 else NotYet(f"client saw {answers()[-5:]}")
 
     await wait_for(client_served, 120, what="the client to be answered")
-    before = len(await answers())
+    started = time.time()
 
     head_env = {"name": "UPGRADE_MARK", "value": "2"}  # any change of the cluster's spec: a new cluster
     patch = {"spec": {"rayClusterConfig": copy.deepcopy(body["spec"]["rayClusterConfig"])}}
@@ -167,11 +158,15 @@ async def cluster_config_change_upgrades(proc: ProcessSandbox, pkube: AsyncClien
         return NotYet(f"active {active}, clusters {left}")
 
     second: str = await wait_for(upgraded, SERVE_READY + 180, what="the switch-over and the old cluster's deletion")
-    await wait_for(client_served, 30, what="the client after the upgrade")
-    codes = (await answers())[before:]
-    failed = [code for code in codes if code != "200"]
-    print(f"upgrade {first} -> {second}: {len(codes)} requests, {len(failed)} failed")  # noqa: T201 - the report
-    assert len(codes) > 50 and failed == [], (len(codes), failed[:20])
+    switched = time.time()
+
+    async def answered_since() -> float | NotYet:
+        good = [a for a in answers() if a.ok and a.sent >= switched]
+        return good[9].done if len(good) >= 10 else NotYet(f"{len(good)} answers since the switch-over")
+
+    seen = window(answers(), started, await wait_for(answered_since, 60, what="the client after the upgrade"))
+    print(f"upgrade {first} -> {second}: {seen}")  # noqa: T201 - the report
+    assert seen["requests"] > 50 and seen["failed"] == 0, seen
     return second
 
 
