@@ -25,9 +25,9 @@ UVRUN := $(UV) run --no-sync
 # median per contender).
 BENCH_CLUSTERS ?= 1000
 BENCH_ROUNDS ?= 3
-# make test: pytest-xdist workers. 2 (default): the process-node tests on one worker, the rest on the other
-# (tests/conftest.py); a clean-clone .ci/run took 15 min this way and 19 in one process (TEST_WORKERS=1) on 2 cores.
-TEST_WORKERS ?= 2
+# make test: pytest-xdist workers. 3 (default): the kwok tests on one, the process-node tests in two halves on the
+# others, the unit tests on whichever runs dry first (tests/conftest.py); TEST_WORKERS=1 runs them in one process.
+TEST_WORKERS ?= 3
 # make conformance: which suites (comma-separated, `raykube conformance --list`) and an optional -test.run regex.
 SUITE ?= raycluster
 RUN ?=

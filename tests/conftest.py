@@ -41,6 +41,10 @@ pytest_plugins = [
 
 _MARKERS = {"unit": "unit", "integration": "integration", "e2e": "e2e"}
 TEST_SANDBOX_NAME = "pytest"
+# The process-node test modules of the second half (about as long as the rest, in .reports/junit.xml's times).
+PROCESS_B = frozenset(
+    {"test_chapter_workloads", "test_rayjob", "test_rayjob_samples", "test_secrets_never_leak", "test_process_runtime"}
+)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -49,9 +53,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         for directory, marker in _MARKERS.items():
             if directory in parts:
                 item.add_marker(getattr(pytest.mark, marker))
-        # `make test` runs two pytest-xdist workers (--dist loadgroup): the tests on process nodes on one, all the
-        # others on the other, so each worker brings up one sandbox and the two halves take about as long.
-        group = "process-nodes" if "proc" in getattr(item, "fixturenames", ()) else "kwok"
+        # `make test` runs three pytest-xdist workers (--dist loadgroup): the kwok tests on one, the tests on process
+        # nodes in two halves on the others, so each worker brings up one sandbox (the real Ray chains mostly wait:
+        # two of them at once fill the two cores better than one). The unit tests, collected last, are in no group:
+        # each is a unit of work of its own, taken by whichever worker runs out of its group's tests first.
+        if "unit" in parts:
+            continue
+        if "proc" in getattr(item, "fixturenames", ()):
+            group = "process-nodes-b" if Path(str(item.path)).stem in PROCESS_B else "process-nodes-a"
+        else:
+            group = "kwok"
         item.add_marker(pytest.mark.xdist_group(group))
 
 

@@ -36,10 +36,6 @@ GRANTED_WITHOUT_A_CALL: Mapping[Triple, str] = {
     ("get", "ray.io", "rayclusters"): _ESCALATION,
     ("delete", "ray.io", "rayjobs"): "a RayJob deleting itself (deletion rule DeleteSelf, "
     f"DELETE_RAYJOB_CR_AFTER_JOB_FINISHES); {_CONFORMANCE} (TestDeletionStrategy)",
-    ("update", "ray.io", "rayclusters"): "a RayJob's DeleteWorkers rule suspends every worker group of its cluster; "
-    f"{_CONFORMANCE} (TestDeletionStrategy)",
-    ("get", "", "secrets"): "the Ray dashboard client reads the auth token Secret of a cluster with authOptions mode "
-    "token (raykube.runtime.dashboard); no test of this run submits to such a cluster",
     **{
         (verb, "", "events"): "the leader-election Role keeps core events, as KubeRay v1.7.0's does (its controllers "
         "write events.k8s.io/v1 Events); raykube's leader election records no Event"
@@ -51,6 +47,15 @@ GRANTED_WITHOUT_A_CALL: Mapping[Triple, str] = {
         for verb in ("create", "delete", "get", "list", "update", "watch")
         for plural in ("gateways", "httproutes")
     },
+    ("delete", "", "secrets"): "KubeRay v1.7.0's role.yaml grants it (RayClusterMTLS); raykube's mTLS controller "
+    "deletes no Secret: cert-manager writes them and the garbage collector removes them with their Certificate",
+    ("get", "", "persistentvolumeclaims"): "the embedded GCS store's claim is read only when its create answers "
+    "AlreadyExists before the cache holds it (a restart mid-create); tests/unit/test_controllers_raycluster_gcs_"
+    "storage.py covers it",
+    ("get", "cert-manager.io", "certificates/status"): "KubeRay v1.7.0's role.yaml grants it (RayClusterMTLS); "
+    "raykube reads a Certificate's status from its informer",
+    ("get", "cert-manager.io", "issuers"): "KubeRay v1.7.0's role.yaml grants it (RayClusterMTLS); raykube reads "
+    "Issuers from its informer",
     ("delete", "", "services"): "a suspended RayService's head and serve Services (spec.suspend, KubeRay v1.7.0); "
     "unit tests over FakeKube cover it",
     **{

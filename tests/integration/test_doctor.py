@@ -37,7 +37,7 @@ from lightkube.types import PatchType
 from raykube.api import constants as c
 from raykube.api import rbac
 from raykube.api.config import OperatorConfig
-from raykube.api.resources import RAYCLUSTERS, RAYJOBS
+from raykube.api.resources import RAYCLUSTERS, RAYJOBS, RAYSERVICES
 from raykube.doctor import dump as dumps
 from raykube.doctor.gather import Scope
 from raykube.doctor.model import Evidence, Finding, Report, at_least
@@ -926,6 +926,34 @@ async def test_a_rayjob_whose_workers_can_never_fit_names_its_clusters_root_caus
     by_id = {f["id"]: f for f in as_json["findings"]}
     assert [by_id[i]["rule"] for i in job_target["rootCauses"]] == ["B02"]
     assert_fires(as_json, "B02")
+
+
+async def test_an_incremental_upgrade_without_the_gateway_api_is_named_before_anything_is_made(
+    kube: AsyncClient, runtime_kube: Kube, kubeconfig: Path, namespace: str, operator: Manager
+) -> None:
+    """A RayService with KubeRay v1.7.0's default-on ``NewClusterWithIncrementalUpgrade`` on an API server that serves
+    no Gateway API (this sandbox's kwok nodes): the operator's pass fails before any cluster, as v1.7.0's does, and
+    ``raykube doctor rayservice/NAME`` names that (U01) while the RayService shows nothing."""
+    await create_seed_dependencies(kube, namespace)
+    options = {"gatewayClassName": "istio", "stepSizePercent": 20, "intervalSeconds": 10, "maxSurgePercent": 40}
+    service = {"apiVersion": "ray.io/v1", "kind": "RayService", "metadata": {"name": "serve"},
+               "spec": {"serveConfigV2": "applications: []", "rayClusterConfig": seed_cluster()["spec"],
+                        "upgradeStrategy": {"type": c.RAYSERVICE_UPGRADE_INCREMENTAL,
+                                            "clusterUpgradeOptions": options}}}  # fmt: skip
+    await runtime_kube.create(RAYSERVICES, service, namespace)
+
+    async def diagnosed() -> dict[str, Any] | NotYet:
+        run = cli("doctor", "rayservice/serve", "-n", namespace, "-o", "json", kubeconfig=kubeconfig)
+        report = json.loads(run.stdout) if run.stdout.startswith("{") else {}
+        rules = [f["rule"] for f in report.get("findings") or []]
+        return report if run.returncode == 1 and "U01" in rules else NotYet(f"exit {run.returncode}: {rules}")
+
+    report = await wait_for(diagnosed, DOCTOR_WAIT, what="U01 for the RayService", max_interval=2.0)
+    [target] = [t for t in report["targets"] if t["kind"] == "RayService"]
+    by_id = {f["id"]: f for f in report["findings"]}
+    assert [by_id[i]["rule"] for i in target["rootCauses"]] == ["U01"], target
+    assert_fires(report, "U01")
+    assert (await runtime_kube.list(RAYCLUSTERS, namespace)).items == []  # the pass failed before any cluster
 
 
 async def test_a_cluster_that_is_starting_is_progress_not_a_problem(

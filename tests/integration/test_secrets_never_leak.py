@@ -135,22 +135,24 @@ async def test_planted_secrets_appear_in_no_log_event_metric_or_doctor_output(
     )
 
 
-def _store_group(name: str, env: list[dict[str, str]]) -> dict[str, Any]:
-    """A worker group of 250m/256Mi with the Secret in envFrom and ``env`` over it (env wins over envFrom)."""
+def _store_group(name: str, env: list[dict[str, str]], **spec: Any) -> dict[str, Any]:
+    """A worker group of 250m/256Mi with the Secret in envFrom and ``env`` over it (env wins over envFrom), and
+    ``spec`` in its Pod spec."""
     container = {"name": "ray-worker", "image": "rayproject/ray:2.52.0", "env": env,
                  "envFrom": [{"secretRef": {"name": "minio-credentials"}}],
                  "resources": {"limits": {"cpu": "250m", "memory": "256Mi"},
                                "requests": {"cpu": "250m", "memory": "256Mi"}}}  # fmt: skip
     return {"groupName": name, "replicas": 1, "minReplicas": 0, "maxReplicas": 1, "rayStartParams": {},
-            "template": {"spec": {"containers": [container]}}}  # fmt: skip
+            "template": {"spec": {"containers": [container], **spec}}}  # fmt: skip
 
 
 async def test_the_object_store_probe_names_each_planted_fault_and_returns_no_planted_key(
     proc: Any, pkube: Any, ns: str, proc_operator: Any, tmp_path: Path
 ) -> None:
     """Process nodes: the demo's object store holding planted keys (its root credentials are the Secret's), and a
-    RayCluster whose worker groups see it through envFrom with one fault each: a wrong endpoint (R10), a wrong secret
-    key (R11), and a RayJob on the cluster reading a bucket that does not exist (R12). The doctor probes each group
+    RayCluster whose worker groups see it through envFrom with one fault each: a wrong endpoint (R10), the store's port
+    blocked in the worker's network namespace (R10), a wrong secret key (R11), and a RayJob on the cluster reading a
+    bucket that does not exist (R12). The doctor probes each group
     with the Pod's own environment; no planted key appears in its text, JSON or dump."""
     from lightkube.codecs import from_dict  # noqa: PLC0415
 
@@ -176,7 +178,10 @@ async def test_the_object_store_probe_names_each_planted_fault_and_returns_no_pl
                      _store_group("endpoint", [{"name": "AWS_ENDPOINT_URL",
                                                 "value": "http://minio.no-such-namespace.svc.cluster.local:9000"}]),
                      _store_group("key", [{"name": "AWS_SECRET_ACCESS_KEY", "value": values["wrong secret key"]}]),
-                     _store_group("bucket", [])]},
+                     _store_group("bucket", []),
+                     # what a NetworkPolicy that rejects the store's port does, in this worker's network namespace
+                     _store_group("port", [], initContainers=[{"name": "netpol", "image": "rayproject/ray:2.52.0",
+                         "command": ["ip", "rule", "add", "ipproto", "tcp", "dport", "9000", "prohibit"]}])]},
     }  # fmt: skip
     job = {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "reads"},
            "spec": {"clusterSelector": {"ray.io/cluster": "stores"},
@@ -197,9 +202,12 @@ async def test_the_object_store_probe_names_each_planted_fault_and_returns_no_pl
     _, text = run("-v")
     _, as_json = run("-o", "json", "--dump", str(tmp_path / "dump"))
     report = json.loads(as_json[: as_json.rindex("}") + 1])
-    by_rule = {f["rule"]: f for f in report["findings"] if f["rule"] in ("R10", "R11", "R12")}
+    by_rule = {f["rule"]: f for f in report["findings"] if f["rule"] in ("R11", "R12")}
     assert_fires(report, "R10", "R11", "R12")
-    assert "-endpoint-" in by_rule["R10"]["object"]["name"] and "does not resolve" in by_rule["R10"]["title"]
+    [endpoint] = [f for f in report["findings"] if f["rule"] == "R10" and "-endpoint-" in f["object"]["name"]]
+    assert "does not resolve" in endpoint["title"], endpoint
+    [port] = [f for f in report["findings"] if f["rule"] == "R10" and "-port-" in f["object"]["name"]]
+    assert "the port is blocked on the way" in port["title"], port
     assert "-key-" in by_rule["R11"]["object"]["name"] and "SignatureDoesNotMatch" in by_rule["R11"]["title"]
     assert "-bucket-" in by_rule["R12"]["object"]["name"] and "missing-bucket" in by_rule["R12"]["title"]
     dumped = "\n".join(p.read_text() for p in sorted((tmp_path / "dump").glob("*")) if p.is_file())

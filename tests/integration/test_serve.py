@@ -6,6 +6,9 @@ PUT as JSON to the dashboard's ``/api/serve/applications/`` through the API serv
 with ``--use-kubernetes-proxy``; once the dashboard reports the application RUNNING, Serve's proxy on port 8000
 answers through a ClusterIP Service (from inside another Pod; the process runtime proxies ClusterIPs) and through
 ``kubectl port-forward svc/...`` on 127.0.0.1.
+
+Marked long (``make conformance`` runs it): ``test_rayservice.py`` checks all of this through the RayService controller
+on every ``make test``; this test is where to look first when that one fails on Serve rather than on the operator.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+import pytest
 import yaml
 from lightkube import AsyncClient
 
@@ -138,6 +142,7 @@ async def wait_app(proc: ProcessSandbox, namespace: str, cluster: str, app: str,
     return found
 
 
+@pytest.mark.long
 async def test_a_local_serve_app_answers_through_a_cluster_ip_and_a_port_forward(
     proc: ProcessSandbox, pkube: AsyncClient, ns: str, proc_operator: Manager
 ) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import socket
 import subprocess
 import sys
 import threading
@@ -19,6 +20,7 @@ import pytest
 
 from raykube.doctor import dump as dumps
 from raykube.doctor import s3sign
+from raykube.doctor import snapshot as s
 from raykube.doctor.facts import inside as fi
 from raykube.doctor.model import Report
 from raykube.doctor.probe_script import SCRIPT
@@ -109,7 +111,9 @@ def _diagnose(world: World, inside: dict[str, Any]) -> Report:
     snap = world.snapshot()
     snap.inside = inside
     snap.inside_note = "ran in 2 Pods (pods/exec allowed)"
-    return diagnose(snap, Options(starting_grace=0))
+    report = diagnose(snap, Options(starting_grace=0))
+    assert report.rule_failures == [], report.rule_failures  # a rule that raises would look quiet
+    return report
 
 
 def _log(inside: dict[str, Any], pod: str, source: str, line: str) -> dict[str, Any]:
@@ -248,6 +252,104 @@ def test_r03_a_blocked_gcs_port_with_the_head_listening_is_the_root_cause() -> N
     assert_quiet(_diagnose(World(), _inside(head=head, worker=_worker_probe(connect=blocked))), "R03")
 
 
+def _head_ip(world: World) -> str:
+    snap = world.snapshot()
+    return str(next(p for p in snap.in_namespace(s.PODS, NS) if p["metadata"]["name"] == HEAD)["status"]["podIP"])
+
+
+def test_r13_the_heads_other_ray_ports_blocked_from_a_worker_are_named_and_a_refused_one_is_not() -> None:
+    """ray-project/ray#32215: a policy lets the workers reach the head's three Service ports only; the cluster starts
+    and looks healthy, and tasks across nodes hang."""
+    world = World()
+    ip, host = _head_ip(world), f"seed-head-svc.{NS}.svc.cluster.local"
+    service = [[host, 6379, None], [host, 8265, None], [host, 10001, None]]
+    node = [[ip, 6380, "EACCES: Permission denied"], [ip, 41235, "timed out after 2s"], [ip, 52365, None]]
+    report = _diagnose(world, _inside(worker=_worker_probe(connect=service + node)))
+    found = one_finding(report, "R13")
+    assert found.severity == "error" and found in roots(report), [(f.id, f.title) for f in roots(report)]
+    assert "6380, 41235" in found.title and "52365" not in found.title, found.title
+    assert {e.path for e in found.evidence} >= {f"connect {ip}:6380", f"connect {ip}:41235"}
+    assert any("ray.io/cluster=seed" in r for r in found.remediation), found.remediation
+    # Named when rayStartParams pins it.
+    pinned = World()
+    pinned.objects["rayclusters"][0]["spec"]["headGroupSpec"]["rayStartParams"]["node-manager-port"] = "6380"
+    found = one_finding(_diagnose(pinned, _inside(worker=_worker_probe(connect=service + node))), "R13")
+    assert "6380 (node manager)" in found.title, found.title
+    # Near misses: refused (nothing listens there any more); every port reached; the GCS itself blocked (R03's).
+    refused = [[ip, 41235, "ECONNREFUSED: Connection refused"]]
+    assert_quiet(_diagnose(World(), _inside(worker=_worker_probe(connect=service + refused))), "R13")
+    assert_quiet(_diagnose(World(), _inside(worker=_worker_probe(connect=[*service, [ip, 41235, None]]))), "R13")
+    gcs = [[host, 6379, "timed out after 2s"], [host, 8265, None], [host, 10001, None]]
+    report = _diagnose(World(), _inside(worker=_worker_probe(connect=gcs + node)))
+    assert_fires(report, "R03")
+    assert_quiet(report, "R13")
+
+
+def test_the_heads_node_ports_skip_loopback_and_its_service_ports() -> None:
+    listening = [["0.0.0.0", 6379], ["10.1.0.5", 41235], ["127.0.0.1", 40000], ["::", 52365], ["0.0.0.0", 8265]]
+    assert fi.node_ports({"listening": listening}, [6379, 8265, 10001]) == [41235, 52365]
+    many = [["0.0.0.0", port] for port in range(20000, 20100)]
+    assert len(fi.node_ports({"listening": many}, [])) == fi.MAX_NODE_PORTS
+
+
+AGENT = "http://127.0.0.1:52365/api/local_raylet_healthz"
+GCS_HEALTH = "http://127.0.0.1:8265/api/gcs_healthz"
+
+
+def test_r14_a_stuck_dashboard_agent_is_why_the_head_probes_fail() -> None:
+    """ray-project/ray#63574: the agent stops answering, its port still open; the probes fail and the liveness probe
+    restarts a head whose GCS is fine."""
+    listening = [["::", 6379], ["0.0.0.0", 8265], ["0.0.0.0", 52365], ["10.244.0.11", 10001]]
+    stuck = {AGENT: {"error": "timed out after 2s"}, GCS_HEALTH: {"status": 200, "body": "success"}}
+    world = World()
+    head = world.pods("head")[0]
+    head["status"]["conditions"][2].update(status="False", reason="ContainersNotReady")
+    head["status"]["containerStatuses"][0]["ready"] = False
+    world.event(head, "Unhealthy", "Readiness probe failed: ", count=30)
+    report = _diagnose(world, _inside(head=_head_probe(listening=listening, http=stuck)))
+    found = one_finding(report, "R14")
+    assert found in roots(report) and "dashboard agent" in found.title and "52365" in found.title, found.title
+    assert [f.rule for f in roots(report) if f.rule == "D02"] == []  # the failing probe hangs under it
+    assert {e.path for e in found.evidence} >= {f"GET {AGENT}", "listening on port 52365", f"GET {GCS_HEALTH}"}
+    # Near misses: both answer; the agent's port refused (nothing listens: another rule's case, not a hang).
+    fine = {AGENT: {"status": 200, "body": "success"}, GCS_HEALTH: {"status": 200, "body": "success"}}
+    assert_quiet(_diagnose(World(), _inside(head=_head_probe(listening=listening, http=fine))), "R14")
+    gone = {AGENT: {"error": "ECONNREFUSED: Connection refused"}, GCS_HEALTH: {"status": 200}}
+    assert_quiet(_diagnose(World(), _inside(head=_head_probe(listening=listening[:2], http=gone))), "R14")
+
+
+def test_the_probe_asks_the_health_endpoints_and_tells_a_hung_one_from_a_closed_one() -> None:
+    """The probe script against two local sockets: one that accepts and never answers, one that answers."""
+    hung = socket.socket()
+    hung.bind(("127.0.0.1", 0))
+    hung.listen(1)  # accepted by the kernel, never read
+    server = http.server.HTTPServer(("127.0.0.1", 0), _Ok)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        urls = [f"http://127.0.0.1:{hung.getsockname()[1]}/api/local_raylet_healthz",
+                f"http://127.0.0.1:{server.server_address[1]}/api/gcs_healthz"]  # fmt: skip
+        done = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps({"http": urls, "timeout": 0.5})],
+                              capture_output=True, text=True, check=True, timeout=30)  # fmt: skip
+        result = json.loads(done.stdout)
+    finally:
+        server.shutdown()
+        server.server_close()
+        hung.close()
+    assert result["http"][urls[0]] == {"error": "timed out after 0.5s"}, result["http"]
+    assert result["http"][urls[1]]["status"] == 200
+    assert [url for url, _, _ in fi.hung_endpoints(result)] == [urls[0]]
+
+
+class _Ok(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(b"success")
+
+    def log_message(self, *_: Any) -> None:
+        pass
+
+
 def test_r04_a_ray_port_on_localhost_only() -> None:
     head = _head_probe(listening=[["127.0.0.1", 6379], ["0.0.0.0", 8265], ["10.244.0.11", 10001]])
     found = one_finding(_diagnose(World(), _inside(head=head)), "R04")
@@ -361,6 +463,8 @@ def _reading(world: World, bucket: str) -> World:
         ({"resolve": {"error": "[Errno -2] Name or service not known"}, "host": "mino.nowhere.svc"}, "R10",
          ["does not resolve", "mino.nowhere.svc", "wrong endpoint"]),
         ({"connect": "timed out after 2s"}, "R10", ["blocked"]),
+        ({"connect": "[Errno 13] Permission denied"}, "R10", ["blocked"]),  # a rule that rejects (ip rule prohibit)
+        ({"connect": "[Errno 113] No route to host"}, "R10", ["blocked"]),
         ({"connect": "ECONNREFUSED: Connection refused"}, "R10", ["nothing accepts"]),
         ({"list": {"status": 403, "code": "SignatureDoesNotMatch", "message": "The request signature ..."}}, "R11",
          ["SignatureDoesNotMatch", "wrong secret access key"]),

@@ -443,21 +443,30 @@ def docs_table() -> str:
     return "\n".join(lines) + "\n"
 
 
-def test_the_docs_name_the_tests_that_fire_each_rule() -> None:
+def generated_section(heading: str, table: str, before: str | None = None) -> str:
+    """docs/doctor.md's section under ``heading`` as it stands (rewritten to ``table`` first with UPDATE_GOLDEN=1; a
+    missing section is added at the end, or before the section ``before``)."""
     text = DOCS.read_text()
-    table = docs_table()
-    if SECTION not in text or os.environ.get("UPDATE_GOLDEN"):
-        start = text.find(SECTION)
-        if start < 0:
-            text = text.rstrip("\n") + "\n\n" + table
-        else:
+    if heading not in text or os.environ.get("UPDATE_GOLDEN"):
+        start = text.find(heading)
+        if start >= 0:
             end = text.find("\n## ", start + 1)
             text = text[:start] + table + (text[end:] if end >= 0 else "")
+        elif before is not None:
+            anchor = text.index(before)
+            text = text[:anchor] + table + "\n" + text[anchor:]
+        else:
+            text = text.rstrip("\n") + "\n\n" + table
         if os.environ.get("UPDATE_GOLDEN"):
             DOCS.write_text(text)
-    start = text.index(SECTION)
+    start = text.index(heading)
     end = text.find("\n## ", start + 1)
-    documented = text[start : end + 1 if end >= 0 else len(text)]
+    return text[start : end + 1 if end >= 0 else len(text)]
+
+
+def test_the_docs_name_the_tests_that_fire_each_rule() -> None:
+    table = docs_table()
+    documented = generated_section(SECTION, table)
     assert documented.strip() == table.strip(), "docs/doctor.md's test table is stale: run with UPDATE_GOLDEN=1"
     assert all(rule_tests().values()), [r for r, t in rule_tests().items() if not t]
 
@@ -466,3 +475,51 @@ def test_readme_counts_the_catalogue() -> None:
     """README's rule count is the catalogue's, not a number typed once."""
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     assert f"with {len(CATALOGUE)} rules" in readme, f"README.md should say 'with {len(CATALOGUE)} rules'"
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# docs/doctor.md lists the failures users reported in Ray's and KubeRay's trackers that a sandbox test plants
+# --------------------------------------------------------------------------------------------------------------------
+
+REPORTED = "## Failures users reported"
+TRACKER = re.compile(r"^ray-project/(?P<repo>ray|kuberay|kuberay-helm)(?P<pr> PR)?#(?P<number>\d+)$")
+
+
+def _link(ref: str) -> str:
+    found = TRACKER.match(ref)
+    assert found, ref
+    kind = "pull" if found["pr"] else "issues"
+    return f"[{ref}](https://github.com/ray-project/{found['repo']}/{kind}/{found['number']})"
+
+
+def reported_failures() -> list[tuple[str, list[str], list[str]]]:
+    """(rule, its tracker references, the integration tests that plant it) for every rule citing an issue or pull
+    request of Ray's projects and fired by a test on the sandbox."""
+    out = []
+    for rule, tests in sorted(rule_tests().items()):
+        refs = [r for r in CATALOGUE[rule].refs if TRACKER.match(r)]
+        planted = sorted(t for t in tests if t.startswith("tests/integration"))
+        if refs and planted:
+            out.append((rule, refs, planted))
+    return out
+
+
+def reported_table() -> str:
+    lines = [REPORTED, "",
+             "The failures people reported in Ray's and KubeRay's trackers that a test plants on the sandbox (process",
+             "nodes with real Ray, or kwok where the failure is Kubernetes-only) and that the doctor names as the root",
+             "cause, with what it saw. Generated from the rules' references and the tests that fire them:",
+             "`UPDATE_GOLDEN=1 pytest tests/unit/test_doctor_rule_coverage.py` rewrites it.", "",
+             "| Rule | Failure | Reported in | Planted in |", "|---|---|---|---|"]  # fmt: skip
+    for rule, refs, planted in reported_failures():
+        spec = CATALOGUE[rule]
+        tests = "<br>".join(f"`{path}`" for path in dict.fromkeys(t.split("::")[0] for t in planted))
+        lines.append(f"| {rule} | `{spec.code}`: {spec.summary} | {', '.join(map(_link, refs))} | {tests} |")
+    return "\n".join(lines) + "\n"
+
+
+def test_the_docs_list_the_reported_failures_the_sandbox_plants() -> None:
+    table = reported_table()
+    documented = generated_section(REPORTED, table, before=SECTION)
+    assert documented.strip() == table.strip(), "docs/doctor.md's reported failures are stale: run with UPDATE_GOLDEN=1"
+    assert len(reported_failures()) >= 15, reported_failures()

@@ -5,6 +5,7 @@ the log download that must not write outside its directory. The commands themsel
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import io
 import tarfile
@@ -388,3 +389,33 @@ def test_completion_offers_commands_flags_and_fixed_values_without_a_cluster(mon
     assert complete(["create", "cluster", "c", "--worker-m"]) == (["--worker-memory"], 4)
     assert complete(["session", "rayj"]) == (["rayjob/"], 6)  # no cluster: no names, and no space after the type
     assert complete(["job", "submit", "-f", ""]) == ([], 0)  # a file name: the shell completes it
+
+
+async def test_job_submit_waits_for_a_cluster_the_rayjob_names_before_the_operator_creates_it() -> None:
+    """The operator writes ``status.rayClusterName`` first and creates the cluster in its next pass: a read in
+    between answers 404, which is waiting, not an error (CI met it on a busy machine)."""
+    from raykube.api.resources import RAYCLUSTERS, RAYJOBS  # noqa: PLC0415
+    from raykube.cli.kubectl_ray.flows import _wait_cluster  # noqa: PLC0415
+    from raykube.kube.errors import ApiError  # noqa: PLC0415
+    from raykube.kube.fake import FakeKube  # noqa: PLC0415
+    from raykube.waiting import NotYet, wait_for  # noqa: PLC0415
+
+    job = {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "demo", "namespace": "ns"},
+           "status": {"rayClusterName": "demo-abcde"}}  # fmt: skip
+    fake = FakeKube([job], resources=(RAYJOBS, RAYCLUSTERS))
+    missing: list[str] = []
+
+    class Reads:
+        async def get(self, res: Any, name: str, namespace: str) -> dict[str, Any]:
+            try:
+                return await fake.api.get(res, name, namespace)
+            except ApiError as exc:
+                missing.append(f"{exc.code} {name}")
+                raise
+
+    waiting = asyncio.create_task(_wait_cluster(Reads(), "ns", "demo", 30))  # type: ignore[arg-type]
+    await wait_for(lambda: bool(missing) or NotYet("no read of the cluster yet"), 10, what="a read answered 404")
+    assert not waiting.done() and missing[0] == "404 demo-abcde", missing
+    fake.add({"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "demo-abcde", "namespace": "ns"},
+              "status": {"state": "ready"}})  # fmt: skip
+    assert await asyncio.wait_for(waiting, 10) == "demo-abcde"

@@ -198,7 +198,7 @@ def read(  # noqa: PLR0912 - each document shape of a kubectl dump is one branch
         for resource in s.ALL_TYPES:
             # RayJobs, RayServices and their Jobs matter only to a RayJob/RayService target, which is reported
             # missing by name if the dump lacks it.
-            quiet = resource in (s.ACCESS_REVIEWS, *s.WORKLOAD_TYPES, s.JOBS)
+            quiet = resource in (s.ACCESS_REVIEWS, *s.WORKLOAD_TYPES, s.JOBS) or resource.plural in s.OPTIONAL_API_TYPES
             if resource.plural not in gathered and not quiet:
                 core = resource.plural in s.CORE_TYPES
                 not_checked.append(NotChecked(str(resource), "not in the dump", core=core))

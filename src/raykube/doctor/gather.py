@@ -70,6 +70,7 @@ class _Gatherer:
         self.objects: dict[str, list[Obj]] = {}
         self.gathered: set[str] = set()
         self.not_checked: list[NotChecked] = []
+        self.optional_forbidden: dict[str, str] = {}  # Gateway API types the caller may not list: why
 
     def _add(self, resource: Resource, items: list[Obj]) -> None:
         self.objects.setdefault(resource.plural, []).extend(items)
@@ -96,6 +97,10 @@ class _Gatherer:
         try:
             items = await self._list(resource, namespace)
         except ApiError as exc:
+            if exc.forbidden and resource.plural in s.OPTIONAL_API_TYPES:
+                # Said only where a RayService needs them (see gather): most clusters do not use the Gateway API.
+                self.optional_forbidden[str(resource)] = f"forbidden: cannot list {resource.plural} {_where(namespace)}"
+                return
             if exc.forbidden:
                 core = resource.plural in s.CORE_TYPES
                 self.not_checked.append(
@@ -107,6 +112,8 @@ class _Gatherer:
             if exc.not_found and resource.plural in s.OPTIONAL_CRD_TYPES:
                 self._add(resource, [])  # no CRD: the CRD rule says so (RayJob, RayService: none to diagnose)
                 return
+            if exc.not_found and resource.plural in s.OPTIONAL_API_TYPES:
+                return  # not served: left unread (rules/upgrades.py tells a RayService that needs it)
             raise
         self._add(resource, items)
 
@@ -252,6 +259,8 @@ async def gather(client: Kube, scope: Scope, *, now: datetime | None = None) -> 
         if type(exc).__module__.startswith(("httpx", "httpcore", "ssl")):
             raise GatherError(f"cannot reach the API server: {exc}") from exc
         raise
+    if g.optional_forbidden and any(facts.incremental_upgrade(o) for o in g.objects.get(s.RAYSERVICES.plural, [])):
+        g.not_checked += [NotChecked(what, why) for what, why in g.optional_forbidden.items()]
     if not facts.operators(first) and s.DEPLOYMENTS.plural in g.gathered:
         g.not_checked.append(
             NotChecked("operator RBAC", "no operator Deployment found, so its ServiceAccount is unknown")

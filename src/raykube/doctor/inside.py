@@ -4,12 +4,14 @@ are not well are read, cheapest first.
 Per RayCluster diagnosed, concurrently and within a time budget:
 
 * the head (its Ray container running): ``ray status -v``, the sockets that listen (6379/8265/10001 on which
-  address), the matching lines of ``/tmp/ray/session_latest/logs/{gcs_server,raylet,dashboard,monitor}*``;
+  address), the health endpoints its probes call (the dashboard agent's and the dashboard's, on 127.0.0.1), the
+  matching lines of ``/tmp/ray/session_latest/logs/{gcs_server,raylet,dashboard,monitor}*``;
 * one Pod per worker group (one still waiting in ``wait-gcs-ready`` first, then one not Ready, then any): resolve the
   head Service with the cluster's DNS domain as the Pod sees it, and TCP connect to the GCS, dashboard and client
-  ports; from the init container when that is where the Pod waits; and when the Pod's environment names an object
-  store (``AWS_ENDPOINT_URL``, as envFrom gives it from the chapter's Secret), that store as the Pod sees it: the
-  name, the port, a signed ListBuckets with the Pod's keys, and the buckets its RayJobs name in ``s3://`` URLs;
+  ports, and (once its Ray runs) to the head Pod's other listening ports, read from the head first; from the init
+  container when that is where the Pod waits; and when the Pod's environment names an object store
+  (``AWS_ENDPOINT_URL``, as envFrom gives it from the chapter's Secret), that store as the Pod sees it: the name, the
+  port, a signed ListBuckets with the Pod's keys, and the buckets its RayJobs name in ``s3://`` URLs;
 * ``kubectl logs`` of every Ray Pod that is not Ready or has restarted (``--previous`` after a restart, and
   ``wait-gcs-ready``): only lines that match :data:`raykube.doctor.facts.inside.LOG_PATTERN` are kept.
 
@@ -227,20 +229,34 @@ class _Inside:
             {"source": source, "line": fi.mask(fi.excerpt(line, 0))} for line in refused + lines[-SUBMITTER_LINES:]
         ]
 
-    def cluster_jobs(self, view: ClusterView, buckets: Sequence[str] = ()) -> list[Any]:
-        jobs: list[Any] = []
-        head = view.head
-        base = {"pattern": fi.LOG_PATTERN, "logs": list(LOG_GLOBS), "timeout": self.budget.connect_timeout}
-        if head is not None and _running(head, _ray_container_name(head)):
-            args = {
-                **base,
-                "redact": _redact(head),
-                "status": list(RAY_STATUS),
-                "status_timeout": self.budget.status_timeout,
-            }
-            jobs.append(self.probe(head, _ray_container_name(head), "head", args))
+    async def head_listening(self, head: Obj | None) -> list[Any]:
+        """The sockets the head listens on, from a probe that does nothing else (it answers at once; the head's
+        own probe waits for ``ray status``)."""
+        if head is None or not _running(head, _ray_container_name(head)) or not facts.is_ready(head):
+            return []
+        async with self.gate:
+            try:
+                run = await self.client.exec(
+                    PODS,
+                    objects.name(head),
+                    objects.namespace(head),
+                    ["python3", "-c", SCRIPT, json.dumps({"timeout": self.budget.connect_timeout})],
+                    container=_ray_container_name(head),
+                    timeout=self.budget.exec_timeout,
+                )
+                return list(json.loads(run.stdout).get("listening") or [])
+            except (ApiError, TimeoutError, ValueError, AttributeError):
+                return []  # the head's own probe says what went wrong
+
+    async def workers(self, view: ClusterView, base: Mapping[str, Any], buckets: Sequence[str]) -> None:
+        """One probe per worker group: the head Service's name and ports, the object store, and the head Pod's
+        other Ray ports (read from the head first)."""
         service = f"{view.head_service_name}.{view.namespace}.svc"
         ports = [view.gcs_port, view.dashboard_port, view.client_port]
+        head_ip = str(((view.head or {}).get("status") or {}).get("podIP") or "")
+        listening = await self.head_listening(view.head) if head_ip else []
+        node_ports = fi.node_ports({"listening": listening}, ports)
+        probes = []
         for group in view.groups:
             target = _probe_target(group.pods)
             if target is None:
@@ -256,7 +272,25 @@ class _Inside:
             }
             if container == c.WAIT_GCS_READY_INIT_CONTAINER:
                 args["logs"] = []  # Ray has not started in this Pod yet
-            jobs.append(self.probe(pod, container, "worker", args))
+            else:
+                args["connect"] += [[head_ip, port] for port in node_ports]
+            probes.append(self.probe(pod, container, "worker", args))
+        await asyncio.gather(*probes)
+
+    def cluster_jobs(self, view: ClusterView, buckets: Sequence[str] = ()) -> list[Any]:
+        jobs: list[Any] = []
+        head = view.head
+        base = {"pattern": fi.LOG_PATTERN, "logs": list(LOG_GLOBS), "timeout": self.budget.connect_timeout}
+        if head is not None and _running(head, _ray_container_name(head)):
+            args = {
+                **base,
+                "redact": _redact(head),
+                "status": list(RAY_STATUS),
+                "status_timeout": self.budget.status_timeout,
+                "http": fi.health_urls(view.head_spec.get("rayStartParams") or {}, view.dashboard_port),
+            }
+            jobs.append(self.probe(head, _ray_container_name(head), "head", args))
+        jobs.append(self.workers(view, base, buckets))
         sick = [p for p in view.pods if not facts.terminating(p) and _sick(p)]
         sick.sort(key=lambda p: (facts.node_type(p) != c.NODE_TYPE_HEAD, objects.name(p)))
         for pod in sick[:MAX_LOG_PODS]:

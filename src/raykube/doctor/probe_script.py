@@ -2,16 +2,17 @@
 
 It is plain standard-library Python (every Ray image has Python) and reads only: ``/proc/net/tcp{,6}`` for the
 sockets that listen (addresses and ports, no process names), ``/etc/resolv.conf``, name resolution and TCP connects
-to the addresses it is given, the lines of Ray's session logs that match the pattern it is given, and, when asked,
-``ray status -v``. It writes one JSON object on stdout. It never prints an environment value: every value of an
-environment variable named like a credential (or listed in ``redact``) is masked in the log lines it returns.
+to the addresses it is given (all at once), the lines of Ray's session logs that match the pattern it is given,
+and, when asked, ``ray status -v``. It writes one JSON object on stdout. It never prints an environment value: every
+value of an environment variable named like a credential (or listed in ``redact``) is masked in the log lines it
+returns.
 
 ``service`` is resolved with the cluster's DNS domain as the Pod's ``resolv.conf`` gives it (the search entry
 ``<namespace>.svc.<domain>``), not a hard-coded ``cluster.local``; a ``connect`` host ``{service}`` stands for that
 name. Input, as JSON in ``argv[1]``::
 
     {"resolve": [host...], "connect": [[host, port]...], "timeout": 2.0,
-     "service": "<svc>.<namespace>.svc", "namespace": namespace,
+     "service": "<svc>.<namespace>.svc", "namespace": namespace, "http": [url...],
      "logs": [glob...], "pattern": regex, "per_file": 20, "redact": [name...],
      "status": ["ray", "status", "-v"] | null, "status_timeout": 8.0,
      "s3": {"buckets": [bucket...]} | null}
@@ -21,6 +22,7 @@ Output::
     {"listening": [[address, port]...], "search": [domain...], "nameservers": [address...], "domain": text,
      "resolve": {host: {"addresses": [...]} | {"error": text}},
      "connect": [[host, port, null | error]...],
+     "http": {url: {"status": code, "body": text} | {"error": text}},
      "logs": [[file, line]...],
      "status": {"exit": code, "stdout": text, "stderr": text} | {"error": text},
      "s3": {"endpoint_variable": name, "scheme": s, "host": h, "port": p, "keys": [access set, secret set],
@@ -91,14 +93,31 @@ def why(exc):
         return "timed out after %gs" % timeout
     name = errno.errorcode.get(getattr(exc, "errno", None) or 0)
     return (name + ": " if name else "") + (getattr(exc, "strerror", None) or str(exc))
-connects = []
-for host, port in connect:
+def attempt(pair):
+    host, port = pair
     try:
         socket.create_connection((host, int(port)), timeout=timeout).close()
-        connects.append([host, port, None])
+        return [host, port, None]
     except OSError as exc:
-        connects.append([host, port, why(exc)])
-out["connect"] = connects
+        return [host, port, why(exc)]
+# At once, not one after the other: a port that a policy drops costs the timeout, and a head has many ports.
+import concurrent.futures
+with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(16, len(connect)))) as pool:
+    out["connect"] = list(pool.map(attempt, connect))
+def answer(url):
+    # An HTTP GET the way the Pod's probes make it (wget -T 2): the status, or what stopped it. A socket that accepts
+    # but never answers (a process stopped or stuck) times out here though its connect succeeds.
+    import urllib.error, urllib.request
+    direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # as wget in the Pod: no proxy for localhost
+    try:
+        with direct.open(url, timeout=timeout) as reply:
+            return {"status": reply.status, "body": reply.read(80).decode("utf-8", "replace")}
+    except urllib.error.HTTPError as exc:
+        return {"status": exc.code}
+    except Exception as exc:
+        reason = getattr(exc, "reason", exc)
+        return {"error": why(reason) if isinstance(reason, OSError) else str(reason)[:200]}
+out["http"] = {url: answer(url) for url in args.get("http", [])}
 secret = re.compile(r"(?i)secret|token|passw|credential|api_?key|access_?key|private")
 masks = sorted(
     {v for k, v in os.environ.items() if (k in args.get("redact", []) or secret.search(k)) and len(v) >= 4},

@@ -59,6 +59,12 @@ NODES: Final = r.NODES
 STORAGECLASSES: Final = r.STORAGE_CLASSES
 CRDS: Final = r.CRDS
 ACCESS_REVIEWS: Final = r.SUBJECT_ACCESS_REVIEWS
+GATEWAYS: Final = r.GATEWAYS
+HTTPROUTES: Final = r.HTTPROUTES
+# The operator never reads GatewayClasses (its Gateway only names one): the doctor's own type.
+GATEWAYCLASSES: Final = Resource(
+    c.GATEWAY_API_GROUP, "v1", "GatewayClass", "gatewayclasses", namespaced=False, spec_status=True
+)
 
 # Namespaced types listed once per namespace in scope (the operator's Deployments are looked up separately).
 NAMESPACED_TYPES: Final = (
@@ -79,8 +85,10 @@ NAMESPACED_TYPES: Final = (
     LIMITRANGES,
     INGRESSES,
     NETWORKPOLICIES,
+    GATEWAYS,
+    HTTPROUTES,
 )
-CLUSTER_TYPES: Final = (NODES, STORAGECLASSES)
+CLUSTER_TYPES: Final = (NODES, STORAGECLASSES, GATEWAYCLASSES)
 ALL_TYPES: Final = (*NAMESPACED_TYPES, DEPLOYMENTS, *CLUSTER_TYPES, CRDS, ACCESS_REVIEWS)
 BY_KEY: Final[Mapping[str, Resource]] = {t.plural: t for t in ALL_TYPES}
 # The custom resources that make RayClusters, each a possible target (``rayjob/NAME``, ``rayservice/NAME``,
@@ -90,6 +98,9 @@ WORKLOAD_TYPES: Final = (RAYJOBS, RAYSERVICES, RAYCRONJOBS)
 OPTIONAL_CRD_TYPES: Final = frozenset({RAYCLUSTERS.plural, RAYJOBS.plural, RAYSERVICES.plural, RAYCRONJOBS.plural})
 # How many of a RayCronJob's RayJobs (the newest) a ``raycronjob/NAME`` run diagnoses.
 CRON_RAYJOBS: Final = 3
+# Types of an API the API server may not serve at all (the Gateway API's): a 404 leaves them unread, quietly (the rules
+# that need them say so), and a dump without them is not incomplete.
+OPTIONAL_API_TYPES: Final = frozenset({GATEWAYS.plural, HTTPROUTES.plural, GATEWAYCLASSES.plural})
 # Types whose absence stops the core rules (exit code 3).
 CORE_TYPES: Final = frozenset({RAYCLUSTERS.plural, PODS.plural})
 

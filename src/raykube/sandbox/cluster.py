@@ -593,7 +593,7 @@ class Sandbox:
         shutil.rmtree(self.layout.kubelet, ignore_errors=True)
         self.layout.kubelet.mkdir(parents=True)
         self.layout.exec_bin.mkdir()
-        subnet = network.choose_subnet(network.host_routes())
+        subnet = network.reserve_subnet()
         runtime = RuntimeConfig(
             kubeconfig=self.layout.component_kubeconfig(PROCESS_RUNTIME),
             state_dir=self.layout.kubelet,

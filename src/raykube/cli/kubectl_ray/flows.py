@@ -55,6 +55,7 @@ from raykube.cli.kubectl_ray.generate import (
 from raykube.cli.kubectl_ray.generate import submission_id as new_submission_id
 from raykube.cli.kubectl_ray.usage import JOB_SUBMIT_USAGE
 from raykube.kube.client import Kube
+from raykube.kube.errors import ApiError
 from raykube.waiting import NotYet, WaitTimeout, wait_for
 
 SETTINGS = {"help_option_names": ["-h", "--help"]}
@@ -594,7 +595,15 @@ async def _wait_cluster(kube: Kube, ns: str, job_name: str, seconds: float) -> s
 
     async def ready() -> bool | NotYet:
         nonlocal last_report
-        obj = await kube.get(RAYCLUSTERS, cluster, ns)
+        try:
+            obj = await kube.get(RAYCLUSTERS, cluster, ns)
+        except ApiError as exc:
+            # The operator writes the name into the RayJob's status, then creates the cluster in its next pass (as
+            # KubeRay's does): not there yet is waiting, not an error. (KubeRay's plugin sleeps 2 s before its first
+            # read and fails when the cluster is still missing then.)
+            if exc.not_found:
+                return NotYet(f"RayCluster {cluster} not created yet")
+            raise
         if cluster_is_ready(obj):
             return True
         status = obj.get("status") or {}

@@ -22,7 +22,7 @@ from __future__ import annotations
 from raykube.doctor.facts.cluster import ClusterView, GroupView, cluster_view, cluster_views
 from raykube.doctor.facts.events import event_count, event_evidence, event_message, event_time, latest_events
 from raykube.doctor.facts.images import REDACTED, SENSITIVE_ENV, image_ray_version
-from raykube.doctor.facts.objects import condition_true, conditions, ref, terminating
+from raykube.doctor.facts.objects import condition_true, conditions, incremental_upgrade, ref, terminating
 from raykube.doctor.facts.operators import (
     COMPONENT_LABEL,
     is_operator_deployment,
@@ -86,6 +86,7 @@ __all__ = [
     "group_of",
     "human_age",
     "image_ray_version",
+    "incremental_upgrade",
     "is_operator_deployment",
     "is_ready",
     "latest_events",

@@ -12,12 +12,14 @@ that match :data:`LOG_PATTERN`, so neither the snapshot nor a dump holds a whole
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from raykube.api import constants as c
 from raykube.api.constants import RAY_CLUSTER_LABEL
 from raykube.doctor.snapshot import RAYJOBS, Obj, Snapshot, key_of
 
@@ -153,6 +155,82 @@ def listeners(result: Mapping[str, Any], port: int) -> list[str]:
 
 def loopback_only(addresses: Sequence[str]) -> bool:
     return bool(addresses) and all(_loopback(a) for a in addresses)
+
+
+# How many of the head's other listening ports a worker tries (the lowest first): the raylet's, the agents', and a few
+# workers' are enough to see a policy that lets only the head Service's ports through.
+MAX_NODE_PORTS: Final = 24
+# Ray's start flags that fix a node port, and what the port is (they are random otherwise).
+NODE_PORT_PARAMS: Final = {
+    "node-manager-port": "node manager",
+    "object-manager-port": "object manager",
+    "metrics-export-port": "metrics",
+    "dashboard-agent-listen-port": "dashboard agent",
+    "dashboard-agent-grpc-port": "dashboard agent gRPC",
+    "runtime-env-agent-port": "runtime env agent",
+}
+
+
+def node_ports(result: Mapping[str, Any], skip: Iterable[int]) -> list[int]:
+    """The ports the head listens on beyond its Service's (``skip``), on any address but loopback."""
+    ports = {int(p) for a, p in result.get("listening") or [] if not _loopback(str(a))} - set(skip)
+    return sorted(ports)[:MAX_NODE_PORTS]
+
+
+def node_port_names(params: Mapping[str, Any]) -> dict[int, str]:
+    """What a head port is, from ``rayStartParams`` and KubeRay's defaults (metrics 8080, dashboard agent 52365)."""
+    names = {c.DEFAULT_METRICS_PORT: "metrics", c.DEFAULT_DASHBOARD_AGENT_LISTEN_PORT: "dashboard agent"}
+    for param, what in NODE_PORT_PARAMS.items():
+        with contextlib.suppress(KeyError, TypeError, ValueError):
+            names[int(params[param])] = what
+    return names
+
+
+# What KubeRay's head probes ask (``wget -T 2 -q -O- http://localhost:<port><path>``): the raylet's health through the
+# dashboard agent, and the GCS's through the dashboard (Ray's endpoints; KubeRay v1.7.0 builders/probes).
+RAYLET_HEALTH_PATH: Final = "/api/local_raylet_healthz"
+GCS_HEALTH_PATH: Final = "/api/gcs_healthz"
+
+
+def health_urls(params: Mapping[str, Any], dashboard_port: int) -> list[str]:
+    agent = c.DEFAULT_DASHBOARD_AGENT_LISTEN_PORT
+    with contextlib.suppress(KeyError, TypeError, ValueError):
+        agent = int(params["dashboard-agent-listen-port"])
+    return [f"http://127.0.0.1:{agent}{RAYLET_HEALTH_PATH}", f"http://127.0.0.1:{dashboard_port}{GCS_HEALTH_PATH}"]
+
+
+def hung_endpoints(result: Mapping[str, Any]) -> list[tuple[str, int, str]]:
+    """(url, port, what was seen) for each health endpoint whose port listens but that gave no answer in time: the
+    process behind it is stopped or stuck (a port nobody listens on is refused, and says something else)."""
+    out = []
+    for url, seen in (result.get("http") or {}).items():
+        error = str((seen or {}).get("error") or "")
+        port = int(str(url).split(":")[2].split("/")[0])
+        if "timed out" in error and listeners(result, port):
+            out.append((str(url), port, error))
+    return out
+
+
+def _head_ip(head: Obj | None) -> str:
+    return str(((head or {}).get("status") or {}).get("podIP") or "")
+
+
+def service_connects(result: Mapping[str, Any], head: Obj | None) -> list[tuple[str, int, str | None]]:
+    """A worker's connects to the head through its Service's name (the GCS, dashboard and client ports)."""
+    ip = _head_ip(head)
+    return [(str(h), int(p), e) for h, p, e in result.get("connect") or [] if not ip or h != ip]
+
+
+def node_connects(result: Mapping[str, Any], head: Obj | None) -> list[tuple[str, int, str | None]]:
+    """A worker's connects to the head Pod's own address (its other Ray ports)."""
+    ip = _head_ip(head)
+    return [(str(h), int(p), e) for h, p, e in result.get("connect") or [] if ip and h == ip]
+
+
+def blocked_on_the_way(error: str) -> bool:
+    """A connection dropped (timed out) or rejected (no route, not permitted) on the way; refused means nothing
+    listens there (any more)."""
+    return "refused" not in error.lower()
 
 
 def cluster_domain(result: Mapping[str, Any], namespace: str) -> str | None:

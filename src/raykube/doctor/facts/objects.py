@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from raykube.api import constants as c
 from raykube.doctor.model import ObjectRef
 from raykube.kube import objects
 
@@ -28,3 +29,9 @@ def condition_true(obj: Mapping[str, Any], type_: str) -> bool | None:
 
 # Whether an object is being deleted: the kube layer's own helper, under the facts' vocabulary.
 terminating = objects.terminating
+
+
+def incremental_upgrade(service: Mapping[str, Any]) -> bool:
+    """A RayService that upgrades through the Gateway API (KubeRay v1.7.0's ``NewClusterWithIncrementalUpgrade``)."""
+    strategy = (service.get("spec") or {}).get("upgradeStrategy") or {}
+    return strategy.get("type") == c.RAYSERVICE_UPGRADE_INCREMENTAL

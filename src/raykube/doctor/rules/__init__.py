@@ -14,6 +14,9 @@ module             links
 ``workers``        why fewer workers are wanted: HPA, clamping, workersToDelete, edited replicas
 ``security``       exposure without auth, Ray ports, credentials in the spec, privileged Pods, TLS, isolation
 ``workloads``      RayJobs and RayServices: validation, waiting for their cluster, the submitter, failures, Serve
+``inside``         what the in-Pod checks (``--exec``) saw inside Ray: DNS and ports from workers, logs, ray status
+``objectstore``    the object store a worker's environment names, probed from that worker (``--exec``)
+``upgrades``       a RayService's incremental upgrade (Gateway API) and spec.suspend
 =================  ===================================================================================================
 """
 
@@ -24,12 +27,14 @@ from raykube.doctor.rules import (
     control,
     inside,
     network,
+    objectstore,
     pods,
     policies,
     runtime,
     security,
     state,
     storage,
+    upgrades,
     workers,
     workloads,
 )
@@ -44,12 +49,14 @@ __all__ = [
     "control",
     "inside",
     "network",
+    "objectstore",
     "pods",
     "policies",
     "runtime",
     "security",
     "state",
     "storage",
+    "upgrades",
     "workers",
     "workloads",
 ]

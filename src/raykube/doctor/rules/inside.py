@@ -4,15 +4,13 @@ They read :attr:`~raykube.doctor.snapshot.Snapshot.inside` (see :mod:`raykube.do
 on what was observed there: a name that does not resolve from a worker, a port a worker cannot connect to, a Ray
 port that listens on localhost only, ``ray start`` failing on a port already taken, log lines that say the versions
 differ or authentication failed or the memory monitor killed work, Ready Pods whose raylet is not in ``ray
-status``, and an object store the workers' own environment (``AWS_ENDPOINT_URL`` and the keys, from envFrom) names but
-cannot use: the name, the port, the keys, a bucket a RayJob on the cluster reads. Without ``--exec`` they say
-nothing.
+status``. The object store the workers' environment names is :mod:`raykube.doctor.rules.objectstore`'s. Without
+``--exec`` they say nothing.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from raykube.api import constants as c
@@ -29,7 +27,6 @@ from raykube.doctor.rules.base import (
     STAGE_START,
     STAGE_WORKERS,
     STAGE_WORKLOAD,
-    RuleSpec,
     checker,
     field_evidence,
     finding,
@@ -60,6 +57,20 @@ PORT_UNREACHABLE = rule(
     STAGE_GCS,
     "A worker cannot connect to the GCS, dashboard or client port of the head (blocked on the way)",
     ["ray-project/kuberay#1578"],
+)
+NODE_PORTS_BLOCKED = rule(
+    "R13",
+    "RAY_NODE_PORTS_BLOCKED",
+    STAGE_DOWNSTREAM,
+    "A worker reaches the head's GCS but not its other Ray ports (node manager, object manager, agents, workers)",
+    ["ray-project/ray#32215", "ray-project/ray PR#32831"],
+)
+HEALTH_HUNG = rule(
+    "R14",
+    "RAY_HEALTH_ENDPOINT_HUNG",
+    STAGE_START,
+    "A health endpoint the head's probes call accepts connections but does not answer (the dashboard agent stuck)",
+    ["ray-project/ray#63574", "ray-project/ray#47637"],
 )
 LOOPBACK = rule(
     "R04",
@@ -111,27 +122,7 @@ RESOURCES = rule(
 )
 
 
-OBJECT_STORE_UNREACHABLE = rule(
-    "R10",
-    "OBJECT_STORE_UNREACHABLE",
-    STAGE_WORKLOAD,
-    "A worker cannot reach the object store its AWS_ENDPOINT_URL names (name, port; in-Pod)",
-)
-OBJECT_STORE_KEYS_REFUSED = rule(
-    "R11",
-    "OBJECT_STORE_KEYS_REFUSED",
-    STAGE_WORKLOAD,
-    "The object store refuses a worker's AWS keys (SignatureDoesNotMatch, an unknown key id; in-Pod)",
-)
-OBJECT_STORE_BUCKET_MISSING = rule(
-    "R12",
-    "OBJECT_STORE_BUCKET_MISSING",
-    STAGE_WORKLOAD,
-    "A bucket a RayJob on the cluster reads (s3://...) does not exist in the workers' object store (in-Pod)",
-)
-
-
-def _pod_ref(pod: Obj) -> ObjectRef:
+def pod_ref(pod: Obj) -> ObjectRef:
     return facts.ref(pod, "Pod")
 
 
@@ -142,7 +133,7 @@ def _log_evidence(snap: Snapshot, pod: Obj, key: str, limit: int = 2) -> list[Ev
     for hit in reversed(hits):
         seen.setdefault(_shape(hit.line), hit)
     return [
-        Evidence(source="log", object=_pod_ref(pod), path=h.source, value=h.line) for h in list(seen.values())[:limit]
+        Evidence(source="log", object=pod_ref(pod), path=h.source, value=h.line) for h in list(seen.values())[:limit]
     ]
 
 
@@ -155,13 +146,13 @@ def _ports(view: ClusterView) -> dict[int, str]:
     return {view.gcs_port: "GCS", view.dashboard_port: "dashboard", view.client_port: "Ray client"}
 
 
-def _workers_of(view: ClusterView, pod: Obj) -> tuple[str, list[Obj]]:
+def workers_of(view: ClusterView, pod: Obj) -> tuple[str, list[Obj]]:
     group = facts.group_of(pod)
     pods = next((g.live_pods for g in view.groups if g.name == group), [pod])
     return group, pods
 
 
-def _probed_workers(view: ClusterView) -> Iterator[tuple[Obj, Mapping[str, Any], str]]:
+def probed_workers(view: ClusterView) -> Iterator[tuple[Obj, Mapping[str, Any], str]]:
     for pod in view.pods:
         entry = view.snap.inside.get(s.key_of(pod)) or {}
         result = entry.get("probe")
@@ -174,8 +165,8 @@ def check_worker_paths(snap: Snapshot) -> Iterator[Finding]:
     for view in facts.cluster_views(snap):
         head = view.head
         head_result = fi.probe(snap, head) if head is not None else None
-        for pod, result, container in _probed_workers(view):
-            group, group_pods = _workers_of(view, pod)
+        for pod, result, container in probed_workers(view):
+            group, group_pods = workers_of(view, pod)
             ray_nodes = {t.ray_node(s.key_of(p)) for p in group_pods}
             where = f"from {objects.name(pod)} (container {container})"
             resolved: Mapping[str, Any] = result.get("resolve") or {}
@@ -184,10 +175,10 @@ def check_worker_paths(snap: Snapshot) -> Iterator[Finding]:
             if failed:
                 host, error = next(iter(failed.items()))
                 evidence = [
-                    field_evidence(_pod_ref(pod), f"getaddrinfo({host})", error, "ray"),
-                    field_evidence(_pod_ref(pod), "/etc/resolv.conf nameservers", result.get("nameservers"), "ray"),
+                    field_evidence(pod_ref(pod), f"getaddrinfo({host})", error, "ray"),
+                    field_evidence(pod_ref(pod), "/etc/resolv.conf nameservers", result.get("nameservers"), "ray"),
                     field_evidence(
-                        _pod_ref(pod), "spec.dnsPolicy", (pod.get("spec") or {}).get("dnsPolicy"), "pod.spec"
+                        pod_ref(pod), "spec.dnsPolicy", (pod.get("spec") or {}).get("dnsPolicy"), "pod.spec"
                     ),
                     *_gcs_log_lines(snap, pod),
                 ]
@@ -210,7 +201,7 @@ def check_worker_paths(snap: Snapshot) -> Iterator[Finding]:
                 yield finding(
                     NAME_UNRESOLVED,
                     cluster=view.ref,
-                    obj=_pod_ref(pod),
+                    obj=pod_ref(pod),
                     severity="error",
                     title=f"Worker group {group} cannot resolve the head Service's name: {why}",
                     evidence=evidence,
@@ -222,13 +213,13 @@ def check_worker_paths(snap: Snapshot) -> Iterator[Finding]:
                     effects={t.gcs(view.key), t.workers(view.key, group), *ray_nodes},
                 )
                 continue
-            blocked = [(h, p, e) for h, p, e in result.get("connect") or [] if e]
+            blocked = [(h, p, e) for h, p, e in fi.service_connects(result, head) if e]
             if not blocked or head is None or not facts.is_ready(head):
                 continue  # a head that is not Ready explains a refused port: the object rules say why
             names = _ports(view)
             gcs_blocked = any(p == view.gcs_port for _, p, _ in blocked)
             heard = {p: fi.listeners(head_result, p) for _, p, _ in blocked} if head_result else {}
-            evidence = [field_evidence(_pod_ref(pod), f"connect {h}:{p}", e, "ray") for h, p, e in blocked]
+            evidence = [field_evidence(pod_ref(pod), f"connect {h}:{p}", e, "ray") for h, p, e in blocked]
             if heard:
                 evidence += [
                     field_evidence(facts.ref(head, "Pod"), f"listening on port {p}", addrs or "nothing", "ray")
@@ -245,7 +236,7 @@ def check_worker_paths(snap: Snapshot) -> Iterator[Finding]:
             yield finding(
                 PORT_UNREACHABLE,
                 cluster=view.ref,
-                obj=_pod_ref(pod),
+                obj=pod_ref(pod),
                 severity="error" if gcs_blocked else "warning",
                 title=f"Worker group {group} cannot connect to the head on {ports} although the head listens "
                 "there: something between the Pods drops or rejects it",
@@ -273,6 +264,103 @@ def check_worker_paths(snap: Snapshot) -> Iterator[Finding]:
             )
 
 
+@checker(NODE_PORTS_BLOCKED)
+def check_node_ports(snap: Snapshot) -> Iterator[Finding]:
+    """The head's other listening ports, tried from each probed worker (the probe is given them once the head's
+    sockets are read): only a connection dropped or rejected on the way counts; a refused one (nothing listens any
+    more: a worker process that ended) does not."""
+    for view in facts.cluster_views(snap):
+        head = view.head
+        if head is None or not facts.is_ready(head):
+            continue
+        for pod, result, container in probed_workers(view):
+            service = fi.service_connects(result, head)
+            if any(e for _, _, e in service):
+                continue  # the head's own ports are blocked already: R03 says so
+            blocked = [(h, p, e) for h, p, e in fi.node_connects(result, head) if e and fi.blocked_on_the_way(e)]
+            if not blocked:
+                continue
+            group, _ = workers_of(view, pod)
+            names = fi.node_port_names(view.head_spec.get("rayStartParams") or {})
+            ports = ", ".join(f"{p}" + (f" ({names[p]})" if p in names else "") for _, p, _ in blocked[:8])
+            more = f" and {len(blocked) - 8} more" if len(blocked) > 8 else ""
+            yield finding(
+                NODE_PORTS_BLOCKED,
+                cluster=view.ref,
+                obj=pod_ref(pod),
+                severity="error",
+                title=f"Worker group {group} reaches the head's GCS but not its Ray ports {ports}{more}: tasks "
+                "that move objects or run across nodes hang",
+                evidence=[
+                    *(field_evidence(pod_ref(pod), f"connect {h}:{p}", e, "ray") for h, p, e in blocked[:8]),
+                    field_evidence(
+                        pod_ref(head), "listening (not localhost)", sorted({p for _, p, _ in blocked}), "ray"
+                    ),
+                ],
+                explanation="Ray's nodes talk to each other on many more ports than the head Service's three: "
+                "each raylet's node manager and object manager, the agents, and one port per worker process, most "
+                "of them chosen at random. A policy that lets the workers reach only the GCS, dashboard and client "
+                "ports (or a firewall between nodes) lets the cluster start and look healthy; then a task whose "
+                "arguments or results live on another node, or that is leased a worker there, waits forever.",
+                remediation=[
+                    f"Allow all TCP between the Ray Pods of {view.ref.name}: a NetworkPolicy rule (ingress and egress) "
+                    f"whose peer is podSelector ray.io/cluster={view.ref.name} and that names no ports, as KubeRay's "
+                    "networkPolicy DenyAll mode writes it; or pin the ports (rayStartParams node-manager-port, "
+                    "object-manager-port, min-worker-port/max-worker-port) and allow those.",
+                    f"kubectl exec {objects.name(pod)} -n {view.namespace} -c {container} -- python3 -c "
+                    f"\"import socket; socket.create_connection(('{blocked[0][0]}', {blocked[0][1]}), 3)\"",
+                ],
+                symptoms={t.ray_network(view.key)},
+                effects={t.runs_on(view.key)},
+            )
+
+
+@checker(HEALTH_HUNG)
+def check_health_endpoints(snap: Snapshot) -> Iterator[Finding]:
+    """What the head's probes ask, asked from inside the head: an endpoint whose port listens but whose GET times out
+    is a process that is stopped or stuck, and the reason the probes fail (D02 hangs under it)."""
+    for view in facts.cluster_views(snap):
+        head = view.head
+        result = fi.probe(snap, head) if head is not None else None
+        if head is None or result is None:
+            continue
+        hung = fi.hung_endpoints(result)
+        if not hung:
+            continue
+        agent = any(fi.RAYLET_HEALTH_PATH in url for url, _, _ in hung)
+        what = "dashboard agent" if agent else "dashboard"
+        ref = pod_ref(head)
+        evidence = [field_evidence(ref, f"GET {url}", error, "ray") for url, _, error in hung]
+        evidence += [field_evidence(ref, f"listening on port {p}", fi.listeners(result, p), "ray") for _, p, _ in hung]
+        answered = [
+            field_evidence(ref, f"GET {url}", seen.get("status"), "ray")
+            for url, seen in (result.get("http") or {}).items()
+            if isinstance(seen, Mapping) and seen.get("status")
+        ]
+        yield finding(
+            HEALTH_HUNG,
+            cluster=view.ref,
+            obj=ref,
+            severity="error",
+            title=f"The head's {what} accepts connections on {', '.join(str(p) for _, p, _ in hung)} but does not "
+            "answer its health check: it is stuck, so the head's probes fail",
+            evidence=[*evidence, *answered],
+            explanation="KubeRay's readiness and liveness probes ask the dashboard agent (the raylet's health) and "
+            "the dashboard (the GCS's). The port is open, so the process is there, yet no answer comes: it is "
+            "stopped, deadlocked or starved. The GCS and the raylet may be fine; the head goes not Ready (Services "
+            "drop it, RayJobs wait) and the liveness probe restarts it after failureThreshold x period, taking the "
+            "whole Ray cluster down with it.",
+            remediation=[
+                f"kubectl exec {objects.name(head)} -n {view.namespace} -- "
+                "tail -n 50 /tmp/ray/session_latest/logs/dashboard_agent.log",
+                f"kubectl exec {objects.name(head)} -n {view.namespace} -- ps -eo pid,stat,etime,args "
+                "(a T state is a stopped process, D one stuck on I/O)",
+                "Ray 2.11 to 2.37 has an agent that hangs once a job is created (ray-project/ray#47637): upgrade.",
+            ],
+            effects={t.pod_ready(s.key_of(head)), t.head(view.key)},
+        )
+
+
 def _gcs_log_lines(snap: Snapshot, pod: Obj) -> list[Evidence]:
     return _log_evidence(snap, pod, "gcs-unreachable", limit=1)
 
@@ -296,7 +384,7 @@ def check_head_ports(snap: Snapshot) -> Iterator[Finding]:
             holders = (
                 [
                     field_evidence(
-                        _pod_ref(head), f"listening on port {view.gcs_port}", fi.listeners(result, view.gcs_port), "ray"
+                        pod_ref(head), f"listening on port {view.gcs_port}", fi.listeners(result, view.gcs_port), "ray"
                     )
                 ]
                 if result and fi.listeners(result, view.gcs_port)
@@ -305,7 +393,7 @@ def check_head_ports(snap: Snapshot) -> Iterator[Finding]:
             yield finding(
                 PORT_IN_USE,
                 cluster=view.ref,
-                obj=_pod_ref(head),
+                obj=pod_ref(head),
                 severity="critical",
                 title="The head's ray start fails: a port Ray needs is already in use in the Pod"
                 + (f" (other containers in the Pod: {listing(others)})" if others else ""),
@@ -339,10 +427,10 @@ def check_head_ports(snap: Snapshot) -> Iterator[Finding]:
             yield finding(
                 LOOPBACK,
                 cluster=view.ref,
-                obj=_pod_ref(head),
+                obj=pod_ref(head),
                 severity="error" if what == "GCS" else "warning",
                 title=f"The head's {what} port {port} listens on {listing(addrs)} only: other Pods cannot reach it",
-                evidence=[field_evidence(_pod_ref(head), f"listening on port {port}", addrs, "ray")],
+                evidence=[field_evidence(pod_ref(head), f"listening on port {port}", addrs, "ray")],
                 explanation="A socket bound to the loopback address answers only inside the Pod; the head Service "
                 "and the workers connect to the Pod's address. Something in the container's command or environment "
                 "binds Ray to localhost (--node-ip-address, --dashboard-host, a RAY_* variable).",
@@ -364,7 +452,7 @@ def check_gcs_failed(snap: Snapshot) -> Iterator[Finding]:
         yield finding(
             GCS_FAILED,
             cluster=view.ref,
-            obj=_pod_ref(head),
+            obj=pod_ref(head),
             severity="critical",
             title="The GCS on the head failed: raylets lose it and the cluster cannot schedule anything",
             evidence=crashed,
@@ -394,7 +482,7 @@ def check_log_signs(snap: Snapshot) -> Iterator[Finding]:
             yield finding(
                 spec,
                 cluster=view.ref,
-                obj=_pod_ref(pods[0]),
+                obj=pod_ref(pods[0]),
                 severity=severity,  # type: ignore[arg-type]
                 title=(
                     f"Ray's logs in {plural(len(pods), 'Pod')} say the versions differ"
@@ -424,7 +512,7 @@ def check_log_signs(snap: Snapshot) -> Iterator[Finding]:
             yield finding(
                 MEMORY_MONITOR,
                 cluster=view.ref,
-                obj=_pod_ref(pods[0]),
+                obj=pod_ref(pods[0]),
                 severity="warning",
                 title=f"Ray's memory monitor killed tasks or actors in {plural(len(pods), 'Pod')}",
                 evidence=[e for p in pods[:2] for e in _log_evidence(snap, p, "oom", 1)],
@@ -455,7 +543,7 @@ def check_ray_status(snap: Snapshot) -> Iterator[Finding]:
             missing = [p for p in ready if objects.name(p) not in status.nodes]
         else:  # a Ray that does not name its nodes: compare the counts
             missing = ready[status.live :] if status.live < len(ready) else []
-        head_ref = _pod_ref(head)
+        head_ref = pod_ref(head)
         summary = field_evidence(
             head_ref,
             "ray status -v",
@@ -468,14 +556,14 @@ def check_ray_status(snap: Snapshot) -> Iterator[Finding]:
             "ray",
         )
         if missing:
-            evidence = [summary, *[field_evidence(_pod_ref(p), "status", "Ready", "pod.status") for p in missing[:3]]]
+            evidence = [summary, *[field_evidence(pod_ref(p), "status", "Ready", "pod.status") for p in missing[:3]]]
             evidence += [field_evidence(head_ref, "ray status: recent failure", f, "ray") for f in status.failures[:2]]
             for pod in missing[:2]:
                 evidence += _gcs_log_lines(snap, pod)
             yield finding(
                 NODE_MISSING,
                 cluster=view.ref,
-                obj=_pod_ref(missing[0]),
+                obj=pod_ref(missing[0]),
                 severity="error",
                 title=f"{plural(len(missing), 'Ready Pod')} ({listing(objects.name(p) for p in missing)}) "
                 f"{'is' if len(missing) == 1 else 'are'} not in the Ray cluster: ray status shows "
@@ -529,237 +617,3 @@ def _short_resources(view: ClusterView, status: fi.RayStatus) -> list[str]:
         if total[1] < float(desired.value) * 0.99:
             out.append(f"{label} {total[2].split()[0].split('/')[1]} of the {view.status.get(field_name)} desired")
     return out
-
-
-def _answer_text(answer: Mapping[str, Any]) -> str:
-    if answer.get("error"):
-        return str(answer["error"])
-    parts = [f"HTTP {answer.get('status')}", str(answer.get("code") or ""), str(answer.get("message") or "")]
-    return " ".join(p for p in parts if p)
-
-
-@dataclass(frozen=True)
-class _Store:
-    """One worker group's view of its object store, as the probe saw it from ``pod``."""
-
-    view: ClusterView
-    pod: Obj
-    container: str
-    group: str
-    found: Mapping[str, Any]
-
-    @property
-    def ref(self) -> ObjectRef:
-        return _pod_ref(self.pod)
-
-    @property
-    def variable(self) -> str:
-        return str(self.found.get("endpoint_variable") or "AWS_ENDPOINT_URL")
-
-    @property
-    def host(self) -> str:
-        return str(self.found.get("host") or "")
-
-    @property
-    def where(self) -> str:
-        port = self.found.get("port")
-        return f"{self.host}:{port}" if port else self.host
-
-    def source(self, variable: str) -> str:
-        return _env_source(self.pod, self.container, variable)
-
-    def named(self) -> Evidence:
-        return field_evidence(self.ref, f"env {self.variable} (host:port)", self.where or "(not a URL)", "pod.spec")
-
-    def finding(
-        self, spec: RuleSpec, title: str, evidence: list[Evidence], explanation: str, fixes: list[str]
-    ) -> Finding:
-        return finding(
-            spec,
-            cluster=self.view.ref,
-            obj=self.ref,
-            severity="error",
-            title=f"Worker group {self.group}: {title}",
-            evidence=[self.named(), *evidence],
-            explanation=explanation,
-            remediation=fixes,
-            effects={t.runs_on(self.view.key)},
-        )
-
-
-@checker(OBJECT_STORE_UNREACHABLE, OBJECT_STORE_KEYS_REFUSED, OBJECT_STORE_BUCKET_MISSING)
-def check_object_store(snap: Snapshot) -> Iterator[Finding]:
-    """One finding per cause and worker group: what the probe saw from the group's Pod, with its own environment;
-    the first broken link only (a store that cannot be reached cannot refuse keys)."""
-    for view in facts.cluster_views(snap):
-        for pod, _, container in _probed_workers(view):
-            found = fi.object_store(snap, pod)
-            if found is not None:
-                store = _Store(view, pod, container, _workers_of(view, pod)[0], found)
-                yield from _store_path(store) or _store_keys(store) or _store_buckets(snap, store)
-
-
-def _store_path(store: _Store) -> list[Finding]:
-    found, ref = store.found, store.ref
-    resolved = found.get("resolve") or {}
-    error = found.get("error") or (resolved.get("error") if isinstance(resolved, Mapping) else None)
-    if error:
-        return [
-            store.finding(
-                OBJECT_STORE_UNREACHABLE,
-                f"the object store's name in {store.variable} does not resolve ({store.host or 'no host'}): a "
-                "wrong endpoint",
-                [field_evidence(ref, f"getaddrinfo({store.host})", error, "ray")],
-                "ray.data, pyarrow and boto3 reach the store at the endpoint the Pod's environment names "
-                f"({store.variable}, {store.source(store.variable)}); a name that does not resolve from the Pod is a "
-                "wrong endpoint (a typo, another namespace, a Service that does not exist): every read and write "
-                "fails.",
-                [
-                    f"Fix {store.variable} in {store.source(store.variable)} (a Service is "
-                    "<name>.<namespace>.svc.cluster.local), then restart the Ray Pods: env from envFrom is read when "
-                    "a container starts.",
-                    f"kubectl exec {objects.name(store.pod)} -n {store.view.namespace} -c {store.container} -- "
-                    f"getent hosts {store.host}",
-                ],
-            )
-        ]
-    if found.get("connect"):
-        error = str(found["connect"])
-        blocked = "timed out" in error
-        return [
-            store.finding(
-                OBJECT_STORE_UNREACHABLE,
-                f"cannot connect to the object store at {store.where}: "
-                + ("the port is blocked on the way" if blocked else "nothing accepts on that port"),
-                [
-                    field_evidence(ref, f"getaddrinfo({store.host})", resolved.get("addresses"), "ray"),
-                    field_evidence(ref, f"connect({store.where})", error, "ray"),
-                ],
-                "The name resolves, but a TCP connection to the port fails from the worker: "
-                + (
-                    "it times out, so something drops it (a NetworkPolicy on the store or the Ray Pods, a firewall)."
-                    if blocked
-                    else "it is refused, so the port is wrong or the store's Pods are not Ready behind it."
-                ),
-                [
-                    f"Compare the port in {store.variable} with the store's Service (kubectl get svc,endpointslices "
-                    "in its namespace) and look for NetworkPolicies that select the store's or the Ray Pods.",
-                ],
-            )
-        ]
-    listed = found.get("list") or {}
-    status = int(listed.get("status") or 0) if isinstance(listed, Mapping) else 0
-    if isinstance(listed, Mapping) and (listed.get("error") or status >= 500):
-        return [
-            store.finding(
-                OBJECT_STORE_UNREACHABLE,
-                f"{store.where} does not answer as an S3 store: {_answer_text(listed)}",
-                [field_evidence(ref, "GET / (ListBuckets, signed)", _answer_text(listed), "ray")],
-                "A connection is made but a signed ListBuckets gets no S3 answer: the endpoint names another "
-                "server (a dashboard, a proxy) or the store is failing.",
-                [f"Point {store.variable} at the S3 API port of the store; read the store's logs."],
-            )
-        ]
-    return []
-
-
-def _store_keys(store: _Store) -> list[Finding]:
-    listed = store.found.get("list") or {}
-    if not isinstance(listed, Mapping) or not _refused(listed):
-        return []
-    keys = [*(store.found.get("keys") or [True, True]), True, True]
-    missing = [n for n, ok in zip(("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"), keys, strict=False) if not ok]
-    code = str(listed.get("code") or f"HTTP {listed.get('status')}")
-    if missing:
-        which = f"{' and '.join(missing)} not set"
-    elif code == "SignatureDoesNotMatch":
-        which = "a wrong secret access key"
-    elif code in ("InvalidAccessKeyId", "InvalidClientTokenId", "XAdminUserNotFound"):
-        which = "an access key id the store does not know"
-    else:
-        which = "keys without permission to list buckets"
-    set_text = ", ".join(f"{n} {'set' if ok else 'missing'}" for n, ok in zip(("AWS_ACCESS_KEY_ID",
-                         "AWS_SECRET_ACCESS_KEY"), keys, strict=False))  # fmt: skip
-    return [
-        store.finding(
-            OBJECT_STORE_KEYS_REFUSED,
-            f"the object store at {store.where} refuses the Pod's keys ({code}): {which}",
-            [
-                field_evidence(
-                    store.ref, "GET / (ListBuckets, signed with the Pod's keys)", _answer_text(listed), "ray"
-                ),
-                field_evidence(store.ref, "keys (values not shown)", set_text, "pod.spec"),
-            ],
-            "The store answered a request signed (SigV4) with the AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY of the "
-            f"worker's own environment ({store.source('AWS_ACCESS_KEY_ID')}) and refused it: every ray.data read "
-            "and boto3 call from these Pods fails the same way.",
-            [
-                f"Put the store's keys in {store.source('AWS_ACCESS_KEY_ID')} (compare them with the store's "
-                "credentials without printing either), then restart the Ray Pods: env is read when a container "
-                "starts.",
-            ],
-        )
-    ]
-
-
-def _store_buckets(snap: Snapshot, store: _Store) -> list[Finding]:
-    out = []
-    for bucket, answer in sorted((store.found.get("buckets") or {}).items()):
-        if not isinstance(answer, Mapping) or answer.get("code") != "NoSuchBucket":
-            continue
-        readers = _jobs_reading(snap, store.view, bucket)
-        jobs = [
-            field_evidence(ObjectRef(c.KIND_RAYJOB, r, store.view.namespace), "spec.entrypoint", f"s3://{bucket}/...",
-                           "cr.spec")
-            for r in readers[:2]
-        ]  # fmt: skip
-        out.append(
-            store.finding(
-                OBJECT_STORE_BUCKET_MISSING,
-                f"bucket {bucket} does not exist in the object store at {store.where}"
-                + (f" (RayJob {listing(readers)} reads it)" if readers else ""),
-                [
-                    field_evidence(store.ref, f"GET /{bucket}?list-type=2&max-keys=0", _answer_text(answer), "ray"),
-                    *jobs,
-                ],
-                "The store takes the Pod's keys, but the bucket the job reads is not there: another store, a typo in "
-                "the s3:// URL, or a bucket never created (S3 does not create one on write).",
-                [
-                    f"Create it (boto3: s3.create_bucket(Bucket='{bucket}'); aws s3 mb s3://{bucket}), or fix the "
-                    "s3:// URL in the job.",
-                ],
-            )
-        )
-    return out
-
-
-def _refused(answer: Mapping[str, Any]) -> bool:
-    return str(answer.get("code") or "") in fi.S3_KEY_CODES or int(answer.get("status") or 0) in (401, 403)
-
-
-def _env_source(pod: Obj, container: str, variable: str) -> str:
-    """Where the container's ``variable`` comes from: an env entry, or the envFrom sources (names only)."""
-    spec = pod.get("spec") or {}
-    for ctr in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]:
-        if ctr.get("name") != container:
-            continue
-        for env in ctr.get("env") or []:
-            if env.get("name") == variable:
-                ref = (env.get("valueFrom") or {}).get("secretKeyRef") or {}
-                return f"Secret {ref.get('name')} key {ref.get('key')}" if ref else "the container's env"
-        sources = [
-            f"{'Secret' if 'secretRef' in item else 'ConfigMap'} "
-            f"{(item.get('secretRef') or item.get('configMapRef') or {}).get('name')}"
-            for item in ctr.get("envFrom") or []
-        ]
-        if sources:
-            return "envFrom: " + ", ".join(sources)
-    return "the container's environment"
-
-
-def _jobs_reading(snap: Snapshot, view: ClusterView, bucket: str) -> list[str]:
-    return [
-        objects.name(job)
-        for job in fi.rayjobs_on(snap, view.namespace, view.ref.name)
-        if bucket in fi.buckets_named(fi.job_texts(job))
-    ]

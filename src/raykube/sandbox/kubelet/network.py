@@ -18,11 +18,14 @@ bridge, which ``raykube sandbox down`` does even when the runtime died.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import hashlib
 import ipaddress
+import json
 import os
 import shutil
 import subprocess
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -114,6 +117,41 @@ def choose_subnet(taken: Iterable[ipaddress.IPv4Network], candidates: Iterable[s
         "no free Pod network for process nodes: every candidate "
         f"({', '.join(candidates)}) overlaps a route of this machine"
     )
+
+
+# Where sandboxes starting at the same time reserve the Pod network each chose, until its bridge's route shows it.
+RESERVATIONS = Path("/run/raykube/pod-networks")
+RESERVATION_SECONDS = 600.0  # a sandbox's bridge exists long before this; then host_routes() shows the network
+
+
+def _reserved(directory: Path, now: float) -> list[ipaddress.IPv4Network]:
+    out = []
+    for entry in directory.glob("*.json"):
+        try:
+            held = json.loads(entry.read_text())
+            os.kill(int(held["pid"]), 0)  # the process that reserved it is still there
+        except (OSError, ValueError, KeyError, TypeError):
+            entry.unlink(missing_ok=True)
+            continue
+        if now - float(held.get("at") or 0) > RESERVATION_SECONDS:
+            entry.unlink(missing_ok=True)
+            continue
+        out.append(ipaddress.IPv4Network(str(held["network"])))
+    return out
+
+
+def reserve_subnet(directory: Path = RESERVATIONS) -> str:
+    """:func:`choose_subnet` among the host's routes and the networks other sandboxes reserved a moment ago (two
+    process sandboxes started together, as `make test`'s workers do, would otherwise see the same network free);
+    the choice is reserved in turn, under a host-wide lock."""
+    directory.mkdir(parents=True, exist_ok=True)
+    with (directory / ".lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        now = time.time()
+        chosen = choose_subnet([*host_routes(), *_reserved(directory, now)])
+        record = {"network": chosen, "pid": os.getpid(), "at": now}
+        (directory / f"{chosen.replace('/', '_')}.json").write_text(json.dumps(record))
+        return chosen
 
 
 def preflight() -> list[str]:
