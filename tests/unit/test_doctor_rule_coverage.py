@@ -159,6 +159,37 @@ def store_within_memory(world: World) -> None:
     _ray_container(_group(world))["resources"] = {"limits": {"cpu": "1", "memory": "2Gi"}}
 
 
+def own_shm(world: World, size: str, store: str | None = None) -> None:
+    """The worker group mounts its own memory emptyDir at /dev/shm (KubeRay then adds no shared-mem volume)."""
+    spec = _group(world)["template"]["spec"]
+    spec["volumes"] = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": size}}]
+    container = _ray_container(_group(world))
+    container["volumeMounts"] = [{"name": "dshm", "mountPath": "/dev/shm"}]
+    container["resources"] = {"limits": {"cpu": "1", "memory": "2Gi"}}
+    if store is not None:
+        _group(world)["rayStartParams"]["object-store-memory"] = store
+
+
+def test_h01_a_dev_shm_of_its_own_smaller_than_the_object_store_keeps_it_in_tmp() -> None:
+    """ray-project/ray#14616: a 64Mi /dev/shm (Docker's and containerd's default, here mounted by the user) under
+    Ray's default object store (30% of the 2Gi limit): the store goes to /tmp."""
+    world = World()
+    own_shm(world, "64Mi")
+    found = one_finding(world.diagnose(), "H01")
+    assert "mounts its own /dev/shm (dshm, 64Mi), smaller than Ray's default object store (about 614Mi" in found.title
+    assert {e.path for e in found.evidence} >= {
+        "spec.workerGroupSpecs[0].template.spec.volumes[dshm].emptyDir.sizeLimit"
+    }
+    world = World()
+    own_shm(world, "1Gi", store="2000000000")  # an explicit store above it
+    assert "smaller than object-store-memory 2000000000" in one_finding(world.diagnose(), "H01").title
+    # Near misses: a /dev/shm that holds the default store; one that holds the explicit store.
+    for size, store in (("1Gi", None), ("1Gi", "500000000")):
+        world = World()
+        own_shm(world, size, store)
+        assert_quiet(world.diagnose(), "H01")
+
+
 def versions_differ(world: World) -> None:  # C04
     _ray_container(_group(world))["image"] = "rayproject/ray:2.51.0"
 
