@@ -190,6 +190,32 @@ def test_h01_a_dev_shm_of_its_own_smaller_than_the_object_store_keeps_it_in_tmp(
         assert_quiet(world.diagnose(), "H01")
 
 
+def head_restarted(world: World) -> None:  # D09: ray start ended (a Ray process died), the kubelet started it again
+    world.pods("head")[0]["status"]["containerStatuses"][0].update(
+        restartCount=1, lastState={"terminated": {"reason": "Error", "exitCode": 1}}
+    )
+
+
+def head_oom_killed(world: World) -> None:  # not D09: D01 names it, with the memory limit
+    world.pods("head")[0]["status"]["containerStatuses"][0].update(
+        restartCount=1, lastState={"terminated": {"reason": "OOMKilled", "exitCode": 137}}
+    )
+
+
+def test_d09_a_restarted_head_says_what_was_lost_and_less_with_gcs_fault_tolerance() -> None:
+    world = World()
+    head_restarted(world)
+    found = one_finding(world.diagnose(), "D09")
+    assert found.severity == "warning" and found.title == (
+        "The head's Ray container restarted 1 time (last exit 1 Error): its jobs, actors and placement groups were lost"
+    )
+    world = World()
+    head_restarted(world)
+    world.pods("head")[0]["metadata"].setdefault("annotations", {})[c.RAY_FT_ENABLED_ANNOTATION] = "true"
+    found = one_finding(world.diagnose(), "D09")
+    assert found.severity == "info" and found.title.endswith("GCS fault tolerance kept its state")
+
+
 def versions_differ(world: World) -> None:  # C04
     _ray_container(_group(world))["image"] = "rayproject/ray:2.51.0"
 
@@ -246,6 +272,7 @@ CASES: dict[str, tuple[Mutation, Mutation]] = {
     "A07": (spec_image_changed, spec_and_pods_changed),
     "D06": (port_clash, port_distinct),
     "D08": (worker_not_ready, worker_not_ready_nor_head),
+    "D09": (head_restarted, head_oom_killed),
     "F08": (service_without_dashboard, service_with_renamed_metrics),
     "F10": (dashboard_disabled, dashboard_enabled),
     "N01": (node_not_ready, node_pressure_only),
@@ -414,9 +441,12 @@ SECTION = "## The tests of each rule"
 
 
 def _test_files() -> list[Path]:
+    """The doctor's tests, and any other test that asserts rules with tests/doctor_support.py."""
     tests = Path(__file__).resolve().parents[1]
-    return sorted([*tests.glob("unit/test_doctor*.py"), *tests.glob("integration/test_doctor*.py"),
-                   tests / "integration" / "test_rayservice.py"])  # fmt: skip
+    named = {*tests.glob("unit/test_doctor*.py"), *tests.glob("integration/test_doctor*.py"),
+             tests / "integration" / "test_rayservice.py"}  # fmt: skip
+    helpers = {p for p in tests.glob("integration/test_*.py") if "from tests.doctor_support import" in p.read_text()}
+    return sorted(named | helpers)
 
 
 def _ids_in(node: ast.AST) -> set[str]:
