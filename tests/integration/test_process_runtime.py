@@ -1053,8 +1053,8 @@ async def test_a_killed_raylet_ends_ray_start_and_the_head_restarts(
     _, report = proc.doctor(ns, "raycluster/liveness", "--starting-grace", "0")
     assert_fires(report, "D09")
     [restarted] = [f for f in report["findings"] if f["rule"] == "D09"]
-    # 1 restart, or 2 when the liveness probe also ended a run that was still starting (a loaded CI run met that)
-    assert re.match(r"The head's Ray container restarted [12] times? \(last exit ", restarted["title"]), restarted
+    # 1 restart, or more when the liveness probe also ended runs that were still starting (loaded CI runs met 2 and 3)
+    assert re.match(r"The head's Ray container restarted \d+ times? \(last exit ", restarted["title"]), restarted
     assert restarted["title"].endswith("its jobs, actors and placement groups were lost"), restarted["title"]
     ledger.record(
         "Process nodes: the head's raylet is killed (SIGKILL)",
