@@ -117,18 +117,17 @@ async def raylet_ports_named(proc: ProcessSandbox, pkube: AsyncClient, ns: str) 
         assert any(path.endswith(f":{port}") and "EACCES" in value for path, value in seen.items()), seen
 
 
-def ray_process_of(pod_ip: str, program: bytes) -> int:
-    """The PID of the Ray process of the Pod at ``pod_ip`` (started with ``--node-ip-address``) whose command line has
-    an argument ending in ``program`` (``dashboard/agent.py``, ``gcs_server``)."""
+def agent_of(pod_ip: str) -> int:
+    """The PID of the dashboard agent that serves ``pod_ip`` (started with ``--node-ip-address``)."""
     found = []
     for entry in Path("/proc").iterdir():
         try:
             argv = (entry / "cmdline").read_bytes().split(b"\0") if entry.name.isdigit() else []
         except OSError:
             continue
-        if any(a.endswith(program) for a in argv) and f"--node-ip-address={pod_ip}".encode() in argv:
+        if any(a.endswith(b"dashboard/agent.py") for a in argv) and f"--node-ip-address={pod_ip}".encode() in argv:
             found.append(int(entry.name))
-    assert len(found) == 1, f"{program.decode()} of {pod_ip}: {found}"
+    assert len(found) == 1, f"dashboard agents of {pod_ip}: {found}"
     return found[0]
 
 
@@ -137,7 +136,7 @@ async def stop_the_dashboard_agent(pkube: AsyncClient, ns: str, cluster: str) ->
     in ray-project/ray#63574."""
     await wait_cluster(pkube, ns, cluster, lambda s: s.get("state") == "ready", "ready")
     head = await head_of(pkube, ns, cluster)
-    agent = ray_process_of(str(head.status.podIP), b"dashboard/agent.py")  # type: ignore[union-attr]
+    agent = agent_of(str(head.status.podIP))  # type: ignore[union-attr]
     os.kill(agent, signal.SIGSTOP)
     return agent
 

@@ -182,22 +182,17 @@ async def a_broken_app_is_named(proc: ProcessSandbox, pkube: AsyncClient, ns: st
         return status if app.get("status") == "DEPLOY_FAILED" else NotYet(json.dumps(status)[:400])
 
     await wait_for(failed, SERVE_READY, what="the application DEPLOY_FAILED")
-    report = doctor_json(proc, ns, "rayservice/greeter")
+    run = subprocess.run(
+        [sys.executable, "-m", "raykube.cli.main", "doctor", "rayservice/greeter", "-n", ns, "-o", "json",
+         "--kubeconfig", str(proc.kubeconfig)], capture_output=True, text=True, check=False, timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 1, run.stdout + run.stderr
+    report = json.loads(run.stdout)
     [serve] = [f for f in report["findings"] if f["rule"] == "S03"]
     assert serve["title"].startswith(f"Serve application hello is DEPLOY_FAILED on RayCluster {cluster}"), serve
     assert any("no_such_module" in str(e.get("value")) for e in serve["evidence"]), serve["evidence"]
     [target] = [t for t in report["targets"] if t["kind"] == "RayService"]
     assert serve["id"] in target["rootCauses"]
-
-
-def doctor_json(proc: ProcessSandbox, ns: str, target: str) -> dict[str, Any]:
-    run = subprocess.run(
-        [sys.executable, "-m", "raykube.cli.main", "doctor", target, "-n", ns, "-o", "json",
-         "--kubeconfig", str(proc.kubeconfig)], capture_output=True, text=True, check=False, timeout=120,
-    )  # fmt: skip
-    assert run.returncode == 1, run.stdout + run.stderr
-    report: dict[str, Any] = json.loads(run.stdout)
-    return report
 
 
 async def test_a_head_image_that_does_not_exist_ends_in_the_terminal_initializing_timeout(

@@ -30,7 +30,9 @@ def application_runtime_env(service: Mapping[str, Any], app_name: str) -> Mappin
         config = yaml.safe_load(text) if isinstance(text, str) else None
     except yaml.YAMLError:
         return None
-    for app in (config or {}).get("applications") or [] if isinstance(config, Mapping) else []:
+    if not isinstance(config, Mapping):
+        return None
+    for app in config.get("applications") or []:
         if isinstance(app, Mapping) and str(app.get("name")) == app_name:
             env = app.get("runtime_env")
             return env if isinstance(env, Mapping) and env else None

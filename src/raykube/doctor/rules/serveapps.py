@@ -10,7 +10,7 @@ from typing import Any, Final
 from raykube.api import constants as c
 from raykube.doctor import facts
 from raykube.doctor.facts import serve
-from raykube.doctor.model import Evidence, Finding, ObjectRef
+from raykube.doctor.model import Finding
 from raykube.doctor.rules.base import STAGE_WORKLOAD, checker, field_evidence, finding, rule
 from raykube.doctor.snapshot import Snapshot
 from raykube.kube import objects
@@ -58,45 +58,43 @@ def check_serve_applications(snap: Snapshot) -> Iterator[Finding]:
                             field_evidence(ref, f"...serveDeploymentStatuses[{deployment}]", text, "cr.status")
                         )
                 env = serve.application_runtime_env(service, app_name)
-                if env is not None and serve.runtime_env_failed(str((app or {}).get("message") or "")):
-                    evidence.append(field_evidence(ref, f"spec.serveConfigV2 {app_name}.runtime_env", dict(env),
+                installing = env is not None and serve.runtime_env_failed(str((app or {}).get("message") or ""))
+                if installing:
+                    evidence.append(field_evidence(ref, f"spec.serveConfigV2 {app_name}.runtime_env", dict(env or {}),
                                                    "cr.spec"))  # fmt: skip
-                    yield _runtime_env_failed(ref, app_name, state, cluster, evidence)
-                    continue
+                title = f"Serve application {app_name} is {state} on RayCluster {cluster}"
                 yield finding(
                     SERVE_APP_FAILED,
                     cluster=ref,
                     obj=ref,
                     severity="error",
-                    title=f"Serve application {app_name} is {state} on RayCluster {cluster}",
+                    title=title + (": its runtime_env could not be installed" if installing else ""),
                     evidence=evidence,
-                    explanation="Ray Serve could not deploy the application or its replicas fail their health "
-                    "checks: the import path, the code (a runtime_env working_dir or pip install that needs the "
-                    "internet), or a replica that crashes or asks for resources no node has.",
+                    explanation=_RUNTIME_ENV_WHY if installing else _DEPLOY_WHY,
                     remediation=[
-                        f"`kubectl -n {objects.namespace(service)} exec <head of {cluster}> -- serve status`, and "
-                        "the Serve logs in the head at /tmp/ray/session_latest/logs/serve/.",
+                        _RUNTIME_ENV_FIX
+                        if installing
+                        else f"`kubectl -n {objects.namespace(service)} exec <head of {cluster}> -- serve status`, "
+                        "and the Serve logs in the head at /tmp/ray/session_latest/logs/serve/."
                     ],
                 )
 
 
-def _runtime_env_failed(ref: ObjectRef, app: str, state: str, cluster: str, evidence: list[Evidence]) -> Finding:
-    return finding(
-        SERVE_APP_FAILED,
-        cluster=ref,
-        obj=ref,
-        severity="error",
-        title=f"Serve application {app} is {state} on RayCluster {cluster}: its runtime_env could not be installed",
-        evidence=evidence,
-        explanation="Ray sets up an application's runtime_env (downloads working_dir and py_modules, installs pip "
-        "or uv packages) on each node before its replicas start; when that fails nothing of the application runs. "
-        "The URL or index must be reachable from every Ray Pod, not only from where the config was written.",
-        remediation=[
-            "Put the code in the image or in a store the Pods reach (an object store in the cluster), or fix the "
-            "URL or package name; the runtime env agent's log in the head (/tmp/ray/session_latest/logs/"
-            "runtime_env_setup-*.log) says what failed.",
-        ],
-    )
+_DEPLOY_WHY: Final = (
+    "Ray Serve could not deploy the application or its replicas fail their health checks: the import path, the code "
+    "(a runtime_env working_dir or pip install that needs the internet), or a replica that crashes or asks for "
+    "resources no node has."
+)
+_RUNTIME_ENV_WHY: Final = (
+    "Ray sets up an application's runtime_env (downloads working_dir and py_modules, installs pip or uv packages) on "
+    "each node before its replicas start; when that fails nothing of the application runs. The URL or index must be "
+    "reachable from every Ray Pod, not only from where the config was written."
+)
+_RUNTIME_ENV_FIX: Final = (
+    "Put the code in the image or in a store the Pods reach (an object store in the cluster), or fix the URL or "
+    "package name; the runtime env agent's log in the head (/tmp/ray/session_latest/logs/runtime_env_setup-*.log) "
+    "says what failed."
+)
 
 
 def _clip(text: str, limit: int = 300) -> str:
