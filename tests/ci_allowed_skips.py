@@ -30,6 +30,9 @@ TAG = "[allowed in CI: "
 
 
 def allowed_reason(nodeid: str, allowed: Mapping[str, str] = ALLOWED) -> str | None:
+    """The reason ``nodeid`` may skip (``--dist loadgroup`` reports it with its ``@<xdist group>``, dropped here)."""
+    if nodeid.rfind("@") > nodeid.rfind("]"):
+        nodeid = nodeid[: nodeid.rfind("@")]
     return next((why for pattern, why in allowed.items() if fnmatch.fnmatchcase(nodeid, pattern)), None)
 
 

@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 from lightkube import ApiError, AsyncClient, KubeConfig
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace, ServiceAccount
@@ -39,6 +40,11 @@ pytest_plugins = [
     "pytester",  # tests/unit/test_ledger.py runs small suites through the ledger and the CI skip policy
 ]
 
+# No per-example deadline: hypothesis's default (200 ms) is a timing check, and on a loaded 2-core CI machine a
+# correct example took 264 ms (speed goals live in benchmarks, never in tests).
+settings.register_profile("raykube", deadline=None)
+settings.load_profile("raykube")
+
 _MARKERS = {"unit": "unit", "integration": "integration", "e2e": "e2e"}
 TEST_SANDBOX_NAME = "pytest"
 # The process-node test modules of the second half (about as long as the rest, in .reports/junit.xml's times).
@@ -47,6 +53,10 @@ PROCESS_B = frozenset(
 )
 
 
+# tryfirst: pytest-xdist's worker reads the xdist_group markers in its own collection hook (suffixing each nodeid with
+# "@group"), registered after this conftest and so called before it; without tryfirst no test had a group and every
+# worker brought up both sandboxes.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         parts = Path(str(item.path)).parts
@@ -55,9 +65,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 item.add_marker(getattr(pytest.mark, marker))
         # `make test` runs three pytest-xdist workers (--dist loadgroup): the kwok tests on one, the tests on process
         # nodes in two halves on the others, so each worker brings up one sandbox (the real Ray chains mostly wait:
-        # two of them at once fill the two cores better than one). The unit tests, collected last, are in no group:
-        # each is a unit of work of its own, taken by whichever worker runs out of its group's tests first.
-        if "unit" in parts:
+        # two of them at once fill the two cores better than one). The e2e demo and the unit tests, collected last,
+        # are in no group: each a unit of work of its own, for whichever worker runs out of its group's tests first.
+        if "unit" in parts or "e2e" in parts:  # the e2e demo brings up a sandbox of its own
             continue
         if "proc" in getattr(item, "fixturenames", ()):
             group = "process-nodes-b" if Path(str(item.path)).stem in PROCESS_B else "process-nodes-a"

@@ -475,6 +475,41 @@ async def test_a_missing_configmap_key_in_env_is_found_from_the_objects_before_a
     assert report.exit_code() == 1
 
 
+async def test_a_dev_shm_of_its_own_smaller_than_the_object_store_is_named_from_the_stored_cluster(
+    kube: AsyncClient, runtime_kube: Kube, kubeconfig: Path, namespace: str, operator: Manager
+) -> None:
+    """ray-project/ray#14616, ray-project/kuberay#201: the workers mount their own 64Mi memory emptyDir at /dev/shm
+    (Docker's default size), so KubeRay adds no ``shared-mem`` volume and Ray keeps its object store (about 30% of the
+    1Gi limit) in /tmp. Planted from the spec, on kwok: on process nodes Ray does not see the memory limit and keeps
+    every store in /tmp (docs/sandbox.md), so what Ray did there tells nothing. Near miss: the same with 512Mi."""
+    await create_seed_dependencies(kube, namespace)
+
+    def with_own_shm(name: str, size: str) -> dict[str, Any]:
+        body = seed_cluster(name, workers=1)
+        spec = body["spec"]["workerGroupSpecs"][0]["template"]["spec"]
+        spec["volumes"].append({"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": size}})
+        ray_container(body, "workers")["volumeMounts"].append({"name": "dshm", "mountPath": "/dev/shm"})
+        return body
+
+    await runtime_kube.create(RAYCLUSTERS, with_own_shm("smallshm", "64Mi"), namespace)
+    await runtime_kube.create(RAYCLUSTERS, with_own_shm("bigshm", "512Mi"), namespace)
+
+    async def worker_volumes() -> list[str] | NotYet:
+        pods = [p async for p in kube.list(Pod, namespace=namespace, labels={"ray.io/cluster": "smallshm"})]
+        workers = [p for p in pods if (p.metadata.labels or {}).get("ray.io/node-type") == "worker"]  # type: ignore[union-attr]
+        return [v.name for v in workers[0].spec.volumes or []] if workers else NotYet("no worker Pod yet")  # type: ignore[union-attr]
+
+    volumes = await wait_for(worker_volumes, 60, what="smallshm's worker Pod")
+    assert "dshm" in volumes and c.SHARED_MEMORY_VOLUME_NAME not in volumes, volumes  # KubeRay's rule, kept
+
+    report = await run_doctor(kubeconfig, namespace, "smallshm")
+    found = findings_by_rule(report, "H01")["H01"]
+    assert "mounts its own /dev/shm (dshm, 64Mi), smaller than Ray's default object store (about 307Mi" in found.title
+    sizes = {e.path: e.value for e in found.evidence}
+    assert sizes["spec.workerGroupSpecs[0].template.spec.volumes[dshm].emptyDir.sizeLimit"] == "64Mi", sizes
+    assert_quiet(await run_doctor(kubeconfig, namespace, "bigshm"), "H01")
+
+
 async def test_an_image_pull_failure_on_the_head_keeps_workers_waiting_for_the_gcs(
     kube: AsyncClient, runtime_kube: Kube, kubeconfig: Path, namespace: str, kubelet_node: str, operator: Manager
 ) -> None:

@@ -122,9 +122,12 @@ async def test_the_claim_is_made_mounted_and_goes_with_the_cluster(
     live = await kube.get(RAYCLUSTERS, NAME, namespace)
     assert c.GCS_FT_REDIS_CLEANUP_FINALIZER not in objects.finalizers(live)
 
-    events = (await kube.list(EVENTS, namespace)).items
-    created = [e for e in events if e.get("reason") == c.EVENT_CREATED_PVC]
-    assert [(e["type"], e["action"], e["note"]) for e in created] == [
+    async def created() -> list[tuple[str, str, str]] | NotYet:  # written after the objects (a CI run met it)
+        events = (await kube.list(EVENTS, namespace)).items
+        found = [(e["type"], e["action"], e["note"]) for e in events if e.get("reason") == c.EVENT_CREATED_PVC]
+        return found or NotYet("no CreatedPVC event yet")
+
+    assert await wait_for(created, 30, what="the CreatedPVC event") == [
         ("Normal", "Create", f"Created GCS storage PVC {namespace}/{PVC}")
     ]
 

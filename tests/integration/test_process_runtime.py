@@ -34,6 +34,7 @@ from raykube.builders.probes import inject_probes
 from raykube.runtime.manager import Manager
 from raykube.sandbox import Binaries
 from raykube.waiting import NotYet, wait_for
+from tests.doctor_support import assert_fires
 from tests.integration.process import ProcessSandbox
 from tests.ledger import Ledger
 
@@ -1048,6 +1049,13 @@ async def test_a_killed_raylet_ends_ray_start_and_the_head_restarts(
     assert "Local node IP" in proc.kubectl("logs", "-n", ns, head, "--previous").stdout
     cluster = await wait_cluster(pkube, ns, "liveness", lambda s: s.get("state") == "ready", "ready again")
     assert {c["type"]: c["status"] for c in cluster["conditions"]}["HeadPodReady"] == "True"
+    # Ready again, and yet a new Ray cluster: the doctor says the head restarted and what went with it (D09).
+    _, report = proc.doctor(ns, "raycluster/liveness", "--starting-grace", "0")
+    assert_fires(report, "D09")
+    [restarted] = [f for f in report["findings"] if f["rule"] == "D09"]
+    # 1 restart, or more when the liveness probe also ended runs that were still starting (loaded CI runs met 2 and 3)
+    assert re.match(r"The head's Ray container restarted \d+ times? \(last exit ", restarted["title"]), restarted
+    assert restarted["title"].endswith("its jobs, actors and placement groups were lost"), restarted["title"]
     ledger.record(
         "Process nodes: the head's raylet is killed (SIGKILL)",
         "SIGKILL to the raylet of a real Ray head",

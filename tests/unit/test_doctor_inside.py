@@ -148,6 +148,8 @@ def test_ray_status_is_read_by_node_name_with_totals() -> None:
         ("Failed to get cluster ID from GCS server: TimedOut", "gcs-unreachable"),
         ("[2026-12-04 03:15:50,654 C 5 5] (gcs_server) grpc_server.cc:133: An unexpected system state", "gcs-crash"),
         ("Failed to connect to GCS within 60 seconds. GCS may have been killed.", "gcs-crash"),
+        ("  gcs_server [exit code=-9]", "gcs-crash"),  # ray start --block's container log
+        ("  gcs_server [exit code=-9 (signal 9)]", "gcs-crash"),  # its line in ray_process_exit.log
         ("38 seconds elapsed: Waiting for GCS to be ready.", "gcs-unreachable"),
         ("grpc status UNAUTHENTICATED: invalid authentication token", "auth"),
     ],
@@ -156,6 +158,17 @@ def test_log_lines_are_classified(line: str, key: str) -> None:
     sign = fi.sign_of(line)
     assert sign is not None and sign.key == key
     assert fi.matching_lines(line) == [line]
+
+
+def test_ray_cli_colours_are_dropped_before_matching() -> None:
+    """As `ray start --block` wrote it to a file when its GCS was killed (Ray 2.52, no terminal)."""
+    line = (
+        "2026-12-07 02:24:45,399\tERR scripts.py:1186 -- \x1b[31m\x1b[1mgcs_server\x1b[22m\x1b[26m\x1b[39m"
+        "\x1b[0m\x1b[2m [exit code=-9]\x1b[22m\x1b[0m"
+    )
+    (kept,) = fi.matching_lines(line)
+    assert kept == "2026-12-07 02:24:45,399\tERR scripts.py:1186 -- gcs_server [exit code=-9]"
+    assert fi.sign_of(kept) is not None and fi.sign_of(kept).key == "gcs-crash"  # type: ignore[union-attr]
 
 
 def test_a_long_line_keeps_the_part_that_matched_and_credentials_are_masked() -> None:
@@ -389,6 +402,15 @@ def test_d03_a_gcs_that_crashed_is_named_from_its_own_line() -> None:
     inside = _log(_inside(), HEAD, "/tmp/ray/session_latest/logs/gcs_server.err", line)
     found = one_finding(_diagnose(World(), inside), "D03")
     assert found.severity == "critical" and any(e.value == line for e in found.evidence)
+    assert "failed" in found.title and "SIGKILL" not in found.title
+    # Killed (the OOM killer's signal): `ray start --block` names the GCS and its exit code in the container's log.
+    killed = _log(_inside(), HEAD, "kubectl logs -c ray-head --previous", "  gcs_server [exit code=-9]")
+    found = one_finding(_diagnose(World(), killed), "D03")
+    assert "killed (SIGKILL" in found.title and found.evidence[0].value == "  gcs_server [exit code=-9]"
+    # Near miss: another Ray process dying (the dashboard) is not the GCS.
+    assert_quiet(
+        _diagnose(World(), _log(_inside(), HEAD, "kubectl logs -c ray-head", "  dashboard [exit code=1]")), "D03"
+    )
     # Near miss: the same crash because the port was taken is R05's, not D03's.
     taken = "(gcs_server) grpc_server.cc:133: Check failed: server_ Failed to start the grpc server. port is 6379."
     report = _diagnose(World(), _log(_inside(), HEAD, "kubectl logs -c ray-head", taken))

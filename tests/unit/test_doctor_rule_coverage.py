@@ -159,6 +159,63 @@ def store_within_memory(world: World) -> None:
     _ray_container(_group(world))["resources"] = {"limits": {"cpu": "1", "memory": "2Gi"}}
 
 
+def own_shm(world: World, size: str, store: str | None = None) -> None:
+    """The worker group mounts its own memory emptyDir at /dev/shm (KubeRay then adds no shared-mem volume)."""
+    spec = _group(world)["template"]["spec"]
+    spec["volumes"] = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": size}}]
+    container = _ray_container(_group(world))
+    container["volumeMounts"] = [{"name": "dshm", "mountPath": "/dev/shm"}]
+    container["resources"] = {"limits": {"cpu": "1", "memory": "2Gi"}}
+    if store is not None:
+        _group(world)["rayStartParams"]["object-store-memory"] = store
+
+
+def test_h01_a_dev_shm_of_its_own_smaller_than_the_object_store_keeps_it_in_tmp() -> None:
+    """ray-project/ray#14616: a 64Mi /dev/shm (Docker's and containerd's default, here mounted by the user) under
+    Ray's default object store (30% of the 2Gi limit): the store goes to /tmp."""
+    world = World()
+    own_shm(world, "64Mi")
+    found = one_finding(world.diagnose(), "H01")
+    assert "mounts its own /dev/shm (dshm, 64Mi), smaller than Ray's default object store (about 614Mi" in found.title
+    assert {e.path for e in found.evidence} >= {
+        "spec.workerGroupSpecs[0].template.spec.volumes[dshm].emptyDir.sizeLimit"
+    }
+    world = World()
+    own_shm(world, "1Gi", store="2000000000")  # an explicit store above it
+    assert "smaller than object-store-memory 2000000000" in one_finding(world.diagnose(), "H01").title
+    # Near misses: a /dev/shm that holds the default store; one that holds the explicit store.
+    for size, store in (("1Gi", None), ("1Gi", "500000000")):
+        world = World()
+        own_shm(world, size, store)
+        assert_quiet(world.diagnose(), "H01")
+
+
+def head_restarted(world: World) -> None:  # D09: ray start ended (a Ray process died), the kubelet started it again
+    world.pods("head")[0]["status"]["containerStatuses"][0].update(
+        restartCount=1, lastState={"terminated": {"reason": "Error", "exitCode": 1}}
+    )
+
+
+def head_oom_killed(world: World) -> None:  # not D09: D01 names it, with the memory limit
+    world.pods("head")[0]["status"]["containerStatuses"][0].update(
+        restartCount=1, lastState={"terminated": {"reason": "OOMKilled", "exitCode": 137}}
+    )
+
+
+def test_d09_a_restarted_head_says_what_was_lost_and_less_with_gcs_fault_tolerance() -> None:
+    world = World()
+    head_restarted(world)
+    found = one_finding(world.diagnose(), "D09")
+    assert found.severity == "warning" and found.title == (
+        "The head's Ray container restarted 1 time (last exit 1 Error): its jobs, actors and placement groups were lost"
+    )
+    world = World()
+    head_restarted(world)
+    world.pods("head")[0]["metadata"].setdefault("annotations", {})[c.RAY_FT_ENABLED_ANNOTATION] = "true"
+    found = one_finding(world.diagnose(), "D09")
+    assert found.severity == "info" and found.title.endswith("GCS fault tolerance kept its state")
+
+
 def versions_differ(world: World) -> None:  # C04
     _ray_container(_group(world))["image"] = "rayproject/ray:2.51.0"
 
@@ -215,6 +272,7 @@ CASES: dict[str, tuple[Mutation, Mutation]] = {
     "A07": (spec_image_changed, spec_and_pods_changed),
     "D06": (port_clash, port_distinct),
     "D08": (worker_not_ready, worker_not_ready_nor_head),
+    "D09": (head_restarted, head_oom_killed),
     "F08": (service_without_dashboard, service_with_renamed_metrics),
     "F10": (dashboard_disabled, dashboard_enabled),
     "N01": (node_not_ready, node_pressure_only),
@@ -383,9 +441,12 @@ SECTION = "## The tests of each rule"
 
 
 def _test_files() -> list[Path]:
+    """The doctor's tests, and any other test that asserts rules with tests/doctor_support.py."""
     tests = Path(__file__).resolve().parents[1]
-    return sorted([*tests.glob("unit/test_doctor*.py"), *tests.glob("integration/test_doctor*.py"),
-                   tests / "integration" / "test_rayservice.py"])  # fmt: skip
+    named = {*tests.glob("unit/test_doctor*.py"), *tests.glob("integration/test_doctor*.py"),
+             tests / "integration" / "test_rayservice.py"}  # fmt: skip
+    helpers = {p for p in tests.glob("integration/test_*.py") if "from tests.doctor_support import" in p.read_text()}
+    return sorted(named | helpers)
 
 
 def _ids_in(node: ast.AST) -> set[str]:

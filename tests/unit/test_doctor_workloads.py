@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import yaml
+
 from raykube.api import constants as c
 from raykube.doctor import snapshot as s
 from raykube.doctor.inside import failed_submitter_pods
@@ -145,6 +147,30 @@ def test_a_rayservice_whose_pending_cluster_cannot_start_and_a_failed_serve_appl
     assert any("replica crashed" in str(e.value) for e in by_rule["S03"].evidence)
     section = render_text(report).split("RayService ml/serve:", 1)[1].split("RayCluster ml/serve-abcde:", 1)[0]
     assert "in RayCluster ml/serve-fghij" in section and "UNSCHEDULABLE_RESOURCES" in section
+
+
+def test_s03_a_serve_application_whose_runtime_env_cannot_be_installed_says_so_with_its_runtime_env() -> None:
+    """ray-project/ray#26209, ray-project/kuberay#2072: the application's working_dir cannot be downloaded."""
+    world = World(seed_spec("serve-abcde"))
+    service = rayservice(active="serve-abcde", conditions=[ready_condition("True", "NonZeroServeEndpoints")])
+    config = {"applications": [{"name": "fruit", "import_path": "fruit:app",
+                                "runtime_env": {"working_dir": "https://example.invalid/fruit.zip"}}]}  # fmt: skip
+    service["spec"]["serveConfigV2"] = yaml.safe_dump(config)
+    message = (
+        "Deploying app 'fruit' failed with exception:\nray.exceptions.RuntimeEnvSetupError: Failed to set up "
+        "runtime environment.\nFailed to download https://example.invalid/fruit.zip"
+    )
+    service["status"]["activeServiceStatus"]["applicationStatuses"] = {
+        "fruit": {"status": "DEPLOY_FAILED", "message": message}
+    }
+    world.add("rayservices", service)
+    found = findings_by_rule(run(world, ("RayService", "serve")), "S03")["S03"]
+    assert found.title.endswith("on RayCluster serve-abcde: its runtime_env could not be installed"), found.title
+    assert {"working_dir": "https://example.invalid/fruit.zip"} in [e.value for e in found.evidence], found.evidence
+    # Near miss: the same application failing on its import path is the plain S03.
+    service["status"]["activeServiceStatus"]["applicationStatuses"]["fruit"]["message"] = "ModuleNotFoundError: fruit"
+    found = findings_by_rule(run(world, ("RayService", "serve")), "S03")["S03"]
+    assert found.title == "Serve application fruit is DEPLOY_FAILED on RayCluster serve-abcde", found.title
 
 
 def test_rayservice_terminal_timeout_validation_and_zero_endpoints() -> None:

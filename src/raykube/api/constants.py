@@ -520,6 +520,11 @@ AUTOSCALER_CONTAINER_NAME: Final = "autoscaler"
 # KubeRay utils/constant.go SharedMemoryVolumeName / SharedMemoryVolumeMountPath.
 SHARED_MEMORY_VOLUME_NAME: Final = "shared-mem"
 SHARED_MEMORY_MOUNT_PATH: Final = "/dev/shm"  # noqa: S108 - a path inside the Pod
+# Ray ray/_private/ray_constants.py DEFAULT_OBJECT_STORE_MEMORY_PROPORTION (2.x): without object-store-memory the
+# object store takes this share of the memory available when Ray starts (on a node, under the container's cgroup
+# limit); ray/_private/services.py determine_plasma_store_config keeps it in /dev/shm only when /dev/shm holds all of
+# it, else in /tmp with "WARNING: The object store is using /tmp instead of /dev/shm".
+RAY_DEFAULT_OBJECT_STORE_MEMORY_PROPORTION: Final = 0.3
 # KubeRay utils/constant.go RayLogVolumeName / RayLogVolumeMountPath (autoscaler and collector).
 RAY_LOG_VOLUME_NAME: Final = "ray-logs"
 RAY_LOG_MOUNT_PATH: Final = "/tmp/ray"  # noqa: S108 - a path inside the Pod

@@ -47,7 +47,11 @@ LOG_SIGNS: Final = (
         "gcs-crash",
         re.compile(
             r"\(gcs_server\).*(?:Check failed|An unexpected system state)|gcs_server.*(?:SIGSEGV|Segmentation fault|"
-            r"core dumped)|GCS may have been killed|GCS .*(?:terminated|killed) unexpectedly"
+            r"core dumped)|GCS may have been killed|GCS .*(?:terminated|killed) unexpectedly|"
+            # `ray start --block` on the head, when the GCS died under it (Ray 2.x scripts.py): "Some Ray subprocesses
+            # exited unexpectedly:" then one line per process, "  gcs_server [exit code=-9]" (-9: SIGKILL, what the
+            # kernel's OOM killer sends; "-9 (signal 9)" in ray_process_exit.log), and the container ends.
+            r"\bgcs_server \[exit code=-?\d+"
         ),
         "the GCS process failed",
     ),
@@ -99,11 +103,16 @@ def excerpt(line: str, start: int) -> str:
     return ("…" if begin else "") + line[begin : begin + EXCERPT]
 
 
+# Terminal colours: Ray's CLI logger colours its lines even when they go to a file or a container's log
+# ("gcs_server\x1b[22m\x1b[26m\x1b[39m\x1b[0m\x1b[2m [exit code=-9]" from `ray start --block`, Ray 2.52).
+_ANSI: Final = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
 def matching_lines(text: str, limit: int = 20) -> list[str]:
     """The last ``limit`` lines of ``text`` that match a :data:`LOG_SIGNS` pattern (the part around the match, when
-    long), credentials masked."""
+    long), without terminal colours, credentials masked."""
     pattern = re.compile(LOG_PATTERN)
-    found = [(line, m.start()) for line in text.splitlines() if (m := pattern.search(line))]
+    found = [(line, m.start()) for line in _ANSI.sub("", text).splitlines() if (m := pattern.search(line))]
     return [mask(excerpt(line, start)) for line, start in found[-limit:]]
 
 

@@ -14,6 +14,7 @@ module             links
 ``workers``        why fewer workers are wanted: HPA, clamping, workersToDelete, edited replicas
 ``security``       exposure without auth, Ray ports, credentials in the spec, privileged Pods, TLS, isolation
 ``workloads``      RayJobs and RayServices: validation, waiting for their cluster, the submitter, failures, Serve
+``serveapps``      a RayService's Serve applications that fail, one whose runtime_env cannot be installed by name
 ``inside``         what the in-Pod checks (``--exec``) saw inside Ray: DNS and ports from workers, logs, ray status
 ``objectstore``    the object store a worker's environment names, probed from that worker (``--exec``)
 ``upgrades``       a RayService's incremental upgrade (Gateway API) and spec.suspend
@@ -32,6 +33,7 @@ from raykube.doctor.rules import (
     policies,
     runtime,
     security,
+    serveapps,
     state,
     storage,
     upgrades,
@@ -54,6 +56,7 @@ __all__ = [
     "policies",
     "runtime",
     "security",
+    "serveapps",
     "state",
     "storage",
     "upgrades",

@@ -84,7 +84,7 @@ SHM_TOO_SMALL = rule(
     "H01",
     "SHM_TOO_SMALL",
     STAGE_ADVISORY,
-    "object-store-memory exceeds /dev/shm (the memory limit)",
+    "Ray's object store does not fit in /dev/shm (object-store-memory, or the Pod's own /dev/shm): it goes to /tmp",
     ["ray-project/kuberay#201", "ray-project/ray#14616"],
 )
 
@@ -434,6 +434,65 @@ def check_versions(snap: Snapshot) -> Iterator[Finding]:
             )
 
 
+def _own_shm(spec: Mapping[str, Any], container: Mapping[str, Any]) -> tuple[int, str, Any] | None:
+    """The /dev/shm the Ray container mounts itself (KubeRay then adds no ``shared-mem`` of the memory limit's size):
+    its index in volumeMounts, its volume's name and the volume's ``emptyDir.sizeLimit``, when it is a memory
+    emptyDir with one (what decides the tmpfs's size)."""
+    volumes = {str(v.get("name")): v for v in spec.get("volumes") or [] if isinstance(v, Mapping)}
+    for index, mount in enumerate(container.get("volumeMounts") or []):
+        if (
+            not isinstance(mount, Mapping)
+            or str(mount.get("mountPath") or "").rstrip("/") != c.SHARED_MEMORY_MOUNT_PATH
+        ):
+            continue
+        empty = (volumes.get(str(mount.get("name"))) or {}).get("emptyDir")
+        if isinstance(empty, Mapping) and empty.get("medium") == "Memory" and empty.get("sizeLimit") is not None:
+            return index, str(mount.get("name")), empty["sizeLimit"]
+    return None
+
+
+def _store_above_own_shm(
+    ref: ObjectRef, group: str, path: str, *, params: Mapping[str, Any], memory: Any, own: tuple[int, str, Any]
+) -> Iterator[Finding]:
+    """Ray's own rule (c.RAY_DEFAULT_OBJECT_STORE_MEMORY_PROPORTION): the store goes to /tmp when /dev/shm cannot
+    hold it. Without object-store-memory the store is a share of the memory Ray finds available (at most the limit),
+    so only a /dev/shm under half that share is called too small."""
+    index, volume, size_limit = own
+    shm = facts.quantity(size_limit)
+    explicit = facts.quantity(params.get("object-store-memory"))
+    share = memory.value * c.RAY_DEFAULT_OBJECT_STORE_MEMORY_PROPORTION
+    if shm is None or (shm.value >= explicit.value if explicit is not None else shm.value >= share / 2):
+        return
+    store = (
+        f"object-store-memory {params.get('object-store-memory')}"
+        if explicit is not None
+        else f"Ray's default object store (about {share / 2**20:.0f}Mi: "
+        f"{c.RAY_DEFAULT_OBJECT_STORE_MEMORY_PROPORTION:.0%} of the memory limit)"
+    )
+    yield finding(
+        SHM_TOO_SMALL,
+        cluster=ref,
+        obj=ref,
+        severity="warning",
+        title=f"Group {group} mounts its own /dev/shm ({volume}, {size_limit}), smaller than {store}: Ray keeps "
+        "the object store in /tmp",
+        evidence=[
+            field_evidence(
+                ref, f"{path}.spec.containers[0].volumeMounts[{index}]", c.SHARED_MEMORY_MOUNT_PATH, "cr.spec"
+            ),
+            field_evidence(ref, f"{path}.spec.volumes[{volume}].emptyDir.sizeLimit", size_limit, "cr.spec"),
+        ],
+        explanation="KubeRay adds its shared-mem volume (sized to the memory limit) only when nothing is mounted at "
+        "/dev/shm. Ray keeps the object store in /dev/shm only when it holds the whole store; otherwise it uses /tmp "
+        '("WARNING: The object store is using /tmp instead of /dev/shm" in the container\'s log): every object put '
+        "or read goes through the disk.",
+        remediation=[
+            f"Remove the {volume} volume at /dev/shm (KubeRay then mounts one the size of the memory limit), or raise "
+            "its sizeLimit above the object store, or set rayStartParams object-store-memory below it."
+        ],
+    )
+
+
 @checker(GPU_NOT_ADVERTISED, SHM_TOO_SMALL)
 def check_resources(snap: Snapshot) -> Iterator[Finding]:
     for view in facts.cluster_views(snap):
@@ -471,7 +530,9 @@ def check_resources(snap: Snapshot) -> Iterator[Finding]:
             memory = facts.quantity(limits.get("memory")) or facts.quantity(
                 ((container.get("resources") or {}).get("requests") or {}).get("memory")
             )
-            if store is not None and memory is not None and store.value > memory.value:
+            if (own := _own_shm(facts.pod_spec(template), container)) is not None and memory is not None:
+                yield from _store_above_own_shm(view.ref, group, path, params=params, memory=memory, own=own)
+            elif store is not None and memory is not None and store.value > memory.value:
                 yield finding(
                     SHM_TOO_SMALL,
                     cluster=view.ref,

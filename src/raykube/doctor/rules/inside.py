@@ -10,8 +10,9 @@ status``. The object store the workers' environment names is :mod:`raykube.docto
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from raykube.api import constants as c
 from raykube.doctor import facts
@@ -439,6 +440,9 @@ def check_head_ports(snap: Snapshot) -> Iterator[Finding]:
             )
 
 
+_SIGKILLED: Final = re.compile(r"gcs_server \[exit code=-9\b")
+
+
 @checker(GCS_FAILED)
 def check_gcs_failed(snap: Snapshot) -> Iterator[Finding]:
     for view in facts.cluster_views(snap):
@@ -449,12 +453,14 @@ def check_gcs_failed(snap: Snapshot) -> Iterator[Finding]:
         if not crashed:
             continue
         head_key = s.key_of(head)
+        killed = any(_SIGKILLED.search(str(e.value)) for e in crashed)
+        how = "was killed (SIGKILL: the kernel's OOM killer, or kill -9)" if killed else "failed"
         yield finding(
             GCS_FAILED,
             cluster=view.ref,
             obj=pod_ref(head),
             severity="critical",
-            title="The GCS on the head failed: raylets lose it and the cluster cannot schedule anything",
+            title=f"The GCS on the head {how}: raylets lose it and the cluster cannot schedule anything",
             evidence=crashed,
             explanation="Without GCS fault tolerance the GCS, the head Pod and the whole cluster share one fate: "
             "workers' raylets exit after failing to reach it, and every job and actor is lost. The quoted line is "

@@ -49,6 +49,12 @@ REDIS = rule(
 )
 PORTS = rule("D06", "PORT_CONFLICT", STAGE_START, "Ray ports collide (rayStartParams, container ports, hostNetwork)")
 CRASH = rule("D07", "CRASH_LOOP_BACKOFF", STAGE_START, "A Ray container keeps crashing (CrashLoopBackOff)")
+HEAD_RESTARTED = rule(
+    "D09",
+    "HEAD_RESTARTED",
+    STAGE_START,
+    "The head's Ray container restarted: without GCS fault tolerance the cluster's jobs and actors went with it",
+)
 WORKER_PROBE = rule(
     "D08", "WORKER_PROBE_FAILING", STAGE_START, "Workers are Running but not Ready while the head is Ready"
 )
@@ -458,4 +464,56 @@ def check_static_ports(snap: Snapshot) -> Iterator[Finding]:
                 "readiness probe's GCS check has nothing to ask.",
                 remediation=["Remove include-dashboard from rayStartParams."],
                 effects={t.dashboard(view.key)},
+            )
+
+
+@checker(HEAD_RESTARTED)
+def check_head_restarted(snap: Snapshot) -> Iterator[Finding]:
+    """A head whose Ray container ended and was started again, and is not crash-looping or OOM-killed (D07, D01 say
+    more of those): ``ray start --block`` exits when any Ray process of the head dies (GCS, raylet, dashboard), and
+    the new container starts a new, empty GCS. Why it ended is rarely in its log: ray start's last lines stay in
+    Python's stdout buffer (it leaves through ``os._exit``) unless the output is unbuffered."""
+    for view in facts.cluster_views(snap):
+        head = view.head
+        if head is None or facts.terminating(head):
+            continue
+        name = str(facts.ray_container(facts.pod_spec(head)).get("name") or "")
+        ft = str(objects.annotations(head).get(c.RAY_FT_ENABLED_ANNOTATION, "")).lower() == "true"
+        for state in facts.container_states(head):
+            if state.init or state.name != name or state.restarts < 1 or state.reason == CRASH_LOOP:
+                continue
+            if OOM_KILLED in (state.last_reason, state.reason):
+                continue
+            ref = facts.ref(head, "Pod")
+            lost = "GCS fault tolerance kept its state" if ft else "its jobs, actors and placement groups were lost"
+            yield finding(
+                HEAD_RESTARTED,
+                cluster=view.ref,
+                obj=ref,
+                severity="info" if ft else "warning",
+                title=f"The head's Ray container restarted {plural(state.restarts, 'time')} (last exit "
+                f"{state.last_exit_code} {state.last_reason}): {lost}",
+                evidence=[
+                    field_evidence(ref, f"{state.path}.restartCount", state.restarts, "pod.status"),
+                    field_evidence(
+                        ref,
+                        f"{state.path}.lastState.terminated",
+                        f"{state.last_reason} exit {state.last_exit_code}",
+                        "pod.status",
+                    ),
+                    field_evidence(
+                        ref, f"metadata.annotations[{c.RAY_FT_ENABLED_ANNOTATION}]", str(ft).lower(), "object"
+                    ),
+                ],
+                explanation="`ray start --block` ends when a Ray process of the head dies (the GCS, the raylet, the "
+                "dashboard), and the kubelet starts the container again with a new, empty GCS: workers join it, but "
+                "what ran on the old one is gone unless GCS fault tolerance keeps it. Which process died is in the "
+                "previous container's log only when Python's output is unbuffered.",
+                remediation=[
+                    f"kubectl logs {objects.name(head)} -n {view.namespace} -c {name} --previous",
+                    "Set PYTHONUNBUFFERED=1 in the head container so ray start's last words (which Ray process "
+                    "exited, with its exit code) reach the log; give the head more memory if the GCS was "
+                    "OOM-killed; enable GCS fault tolerance (gcsFaultToleranceOptions) to keep the state across "
+                    "restarts.",
+                ],
             )

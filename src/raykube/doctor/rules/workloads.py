@@ -70,9 +70,6 @@ RAYSERVICE_INITIALIZING_TIMEOUT = rule(
     STAGE_WORKLOAD,
     "The RayService hit ray.io/initializing-timeout (terminal)",
 )
-SERVE_APP_FAILED = rule(
-    "S03", "SERVE_APPLICATION_FAILED", STAGE_WORKLOAD, "A Serve application is DEPLOY_FAILED or UNHEALTHY"
-)
 NO_SERVE_ENDPOINTS = rule(
     "S04", "RAYSERVICE_NO_SERVE_ENDPOINTS", STAGE_WORKLOAD, "The serve Service has no endpoint: no request is served"
 )
@@ -86,16 +83,7 @@ RAYSERVICE_WAITING_FOR_CLUSTER = rule(
 # Beyond this long, waiting for a cluster is an error rather than a warning (a cluster of real Pods starts in
 # minutes; KubeRay's own RayService initializing timeout, when set, is often 30m).
 SLOW_SECONDS: Final = 600.0
-FAILED_APP_STATUSES: Final = (c.SERVE_APP_DEPLOY_FAILED, c.SERVE_APP_UNHEALTHY)
 TERMINAL_JOB_STATUSES: Final = (c.JOB_DEPLOYMENT_STATUS_COMPLETE, c.JOB_DEPLOYMENT_STATUS_FAILED)
-# Ray Serve DeploymentStatus values of a deployment that is fine or on its way (KubeRay's DeploymentStatusEnum).
-SETTLING_DEPLOYMENT_STATUSES: Final = (
-    None,
-    c.SERVE_DEPLOYMENT_HEALTHY,
-    c.SERVE_DEPLOYMENT_UPDATING,
-    c.SERVE_DEPLOYMENT_UPSCALING,
-    c.SERVE_DEPLOYMENT_DOWNSCALING,
-)
 
 
 def _status(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -474,48 +462,6 @@ def _waiting_service(snap: Snapshot, service: Obj, ref: ObjectRef, evidence: lis
     )
 
 
-@checker(SERVE_APP_FAILED)
-def check_serve_applications(snap: Snapshot) -> Iterator[Finding]:
-    for service in snap.rayservices:
-        ref = facts.ref(service, c.KIND_RAYSERVICE)
-        status = _status(service)
-        for side in ("activeServiceStatus", "pendingServiceStatus"):
-            cluster = str((status.get(side) or {}).get("rayClusterName") or "")
-            apps = (status.get(side) or {}).get("applicationStatuses") or {}
-            for app_name, app in sorted(apps.items()):
-                state = str((app or {}).get("status") or "")
-                if state not in FAILED_APP_STATUSES:
-                    continue
-                evidence = [field_evidence(ref, f"status.{side}.applicationStatuses[{app_name}].status", state,
-                                           "cr.status")]  # fmt: skip
-                if (app or {}).get("message"):
-                    evidence.append(field_evidence(ref, f"status.{side}.applicationStatuses[{app_name}].message",
-                                                   _clip(str(app["message"])), "cr.status"))  # fmt: skip
-                for deployment, info in sorted(((app or {}).get("serveDeploymentStatuses") or {}).items()):
-                    if (info or {}).get("status") not in SETTLING_DEPLOYMENT_STATUSES:
-                        text = f"{info.get('status')}" + (
-                            f": {_clip(str(info['message']))}" if info.get("message") else ""
-                        )
-                        evidence.append(
-                            field_evidence(ref, f"...serveDeploymentStatuses[{deployment}]", text, "cr.status")
-                        )
-                yield finding(
-                    SERVE_APP_FAILED,
-                    cluster=ref,
-                    obj=ref,
-                    severity="error",
-                    title=f"Serve application {app_name} is {state} on RayCluster {cluster}",
-                    evidence=evidence,
-                    explanation="Ray Serve could not deploy the application or its replicas fail their health "
-                    "checks: the import path, the code (a runtime_env working_dir or pip install that needs the "
-                    "internet), or a replica that crashes or asks for resources no node has.",
-                    remediation=[
-                        f"`kubectl -n {objects.namespace(service)} exec <head of {cluster}> -- serve status`, and "
-                        "the Serve logs in the head at /tmp/ray/session_latest/logs/serve/.",
-                    ],
-                )
-
-
 @checker(NO_SERVE_ENDPOINTS)
 def check_serve_endpoints(snap: Snapshot) -> Iterator[Finding]:
     for service in snap.rayservices:
@@ -556,15 +502,6 @@ def check_serve_endpoints(snap: Snapshot) -> Iterator[Finding]:
             ],
             symptoms=_waiting_on(namespace, active) if active else set(),
         )
-
-
-def _clip(text: str, limit: int = 300) -> str:
-    """A message as evidence: a Python traceback (what Serve reports for an application that fails to build) by its
-    last line, the exception, which is what tells the cause; anything else cut at ``limit`` characters."""
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    if "Traceback (most recent call last)" in text and lines:
-        text = f"{lines[-1]} (the last line of a {len(lines)}-line traceback)"
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 # --------------------------------------------------------------------------------------------------- RayCronJobs
