@@ -20,6 +20,7 @@ from raykube.waiting import NotYet, wait_for
 from tests.support import operator_on
 
 NAME = "every-few-seconds"
+PAST_THE_NEXT_MINUTE = 150.0  # seconds: the next minute's first tick (<= 63 s) with room for a loaded machine
 
 
 def raycronjob(**spec: Any) -> dict[str, Any]:
@@ -67,7 +68,9 @@ async def test_a_raycronjob_makes_rayjobs_on_schedule_stops_when_suspended_and_t
         jobs = await owned_rayjobs(kube, namespace, uid)
         return jobs if len(jobs) >= 2 else NotYet(f"{len(jobs)} RayJobs so far")
 
-    jobs = await wait_for(two_rayjobs, 60, what="two RayJobs from the RayCronJob")
+    # A RayJob is named after its tick's minute (v1.7.0's getRayJobName), so the ticks of one minute make one RayJob:
+    # the second needs the next minute, up to 60 s and a tick away, then a reconcile on a loaded machine.
+    jobs = await wait_for(two_rayjobs, PAST_THE_NEXT_MINUTE, what="two RayJobs from the RayCronJob")
     for job in jobs:
         assert objects.name(job).startswith(f"{NAME}-")
         assert objects.labels(job)[c.RAY_CRONJOB_NAME_LABEL] == NAME
@@ -103,7 +106,7 @@ async def test_a_raycronjob_makes_rayjobs_on_schedule_stops_when_suspended_and_t
         now = len(await owned_rayjobs(kube, namespace, uid))
         return True if now > frozen else NotYet(f"{now} RayJobs")
 
-    await wait_for(more_rayjobs, 60, what="a RayJob after resuming")
+    await wait_for(more_rayjobs, PAST_THE_NEXT_MINUTE, what="a RayJob after resuming")
     await kube.delete(RAYCRONJOBS, NAME, namespace, propagation="Foreground")
 
     async def all_gone() -> bool | NotYet:

@@ -98,3 +98,18 @@ async def test_the_manager_holds_passes_while_an_informer_is_cut_off_but_not_for
     informer._opened()
     assert not manager._hold_if_stale(ctl, key)
     ctl.queue.shutdown()
+
+
+async def test_a_stop_that_comes_before_the_caches_start_leaves_no_informer_or_worker_running() -> None:
+    # The operator starts the caches and the workers in tasks of its own; a stop during start-up (SIGTERM while the
+    # Pod starts, a lost election) may reach the manager before those tasks first run. They must then start nothing:
+    # an informer started after the stop watches for ever and holds the process open.
+    manager = Manager(Kube(object()), namespaces=["ns"])  # type: ignore[arg-type]
+    caches = asyncio.create_task(manager.start_caches())
+    workers = asyncio.create_task(manager.start_workers())
+    await manager.stop(grace=0)
+    manager.synced.set()  # as if the first lists had come in after the stop
+    await asyncio.wait_for(asyncio.gather(caches, workers), 5)
+    running = [t.get_name() for t in asyncio.all_tasks() if t.get_name().startswith(("informer", "worker", "events"))]
+    assert running == []
+    assert not manager.ready.is_set()

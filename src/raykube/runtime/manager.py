@@ -193,6 +193,7 @@ class Manager:
         self.watches = _merge_watches(regs)
         self.hints = {w.res: w.missing_hint for w in self.watches.values() if w.missing_hint}
         self._preflight_done = False
+        self._stopping = False  # set first thing in stop(): nothing starts after it (a stop during start-up)
 
         # The Ray dashboards (RayJob, RayService): direct, or through the API server with --use-kubernetes-proxy.
         self.dashboards = HttpDashboards(kube, use_kubernetes_proxy=use_kubernetes_proxy)
@@ -379,6 +380,8 @@ class Manager:
     async def start_caches(self) -> None:
         """Start the informers and wait for their first lists (a standby keeps warm caches this way)."""
         await self.preflight()
+        if self._stopping:
+            return
         if not self._tasks:
             self._tasks = [asyncio.create_task(i.run(), name=f"informer {i.res}") for i in self.informers]
         await asyncio.gather(*(i.synced.wait() for i in self.informers))
@@ -387,6 +390,8 @@ class Manager:
     async def start_workers(self) -> None:
         """Start sending events and reconciling (the leader does this; caches must be synced)."""
         await self.synced.wait()
+        if self._stopping:
+            return
         for ctl in self.controllers:
             self._tasks.append(asyncio.create_task(ctl.recorder.run(), name=f"events {ctl.name}"))
             self._tasks += [
@@ -410,7 +415,11 @@ class Manager:
         await self.start_workers()
 
     async def stop(self, grace: float = 10.0) -> None:
-        """Stop taking work, let in-flight reconciles finish (up to ``grace`` seconds), then stop everything."""
+        """Stop taking work, let in-flight reconciles finish (up to ``grace`` seconds), then stop everything.
+
+        A stop may come while :meth:`start_caches` or :meth:`start_workers` is still to run (the operator's own tasks
+        start them): once stopping, they start nothing, so no informer or worker outlives the stop."""
+        self._stopping = True
         self.shutdown_queues()
         workers = [t for t in self._tasks if t.get_name().startswith("worker")]
         if workers:
