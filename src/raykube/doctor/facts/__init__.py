@@ -19,7 +19,7 @@ ClusterView`` whichever module a fact lives in.
 
 from __future__ import annotations
 
-from raykube.doctor.facts.cluster import ClusterView, GroupView, cluster_view, cluster_views
+from raykube.doctor.facts.cluster import ClusterView, GroupView, cluster_view, cluster_views, ray_resources
 from raykube.doctor.facts.events import event_count, event_evidence, event_message, event_time, latest_events
 from raykube.doctor.facts.images import REDACTED, SENSITIVE_ENV, image_ray_version
 from raykube.doctor.facts.objects import condition_true, conditions, incremental_upgrade, ref, terminating
@@ -99,6 +99,7 @@ __all__ = [
     "pod_spec",
     "quantity",
     "ray_container",
+    "ray_resources",
     "ref",
     "refusals",
     "seconds_since",

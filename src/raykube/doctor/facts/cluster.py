@@ -6,23 +6,25 @@ and what the operator did."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, Final
 
 from pydantic import ValidationError
 
 from raykube.api import constants as c
 from raykube.api.raycluster import WorkerGroupSpec
 from raykube.api.resources import RayCluster
+from raykube.builders import command, names
 from raykube.builders import groups as build_groups
-from raykube.builders import names
 from raykube.builders import services as build_services
 from raykube.doctor import snapshot as s
 from raykube.doctor.facts.objects import condition_true, terminating
 from raykube.doctor.facts.operators import operators
-from raykube.doctor.facts.pods import group_of, is_ready, node_type
+from raykube.doctor.facts.pods import group_of, is_ready, node_type, ray_container
 from raykube.doctor.facts.times import seconds_since
 from raykube.doctor.model import ObjectRef, OperatorInfo
 from raykube.doctor.snapshot import Obj, Snapshot
@@ -270,3 +272,28 @@ def cluster_views(snap: Snapshot) -> list[ClusterView]:
         cached = [cluster_view(snap, obj, ops) for obj in snap.rayclusters]
         snap.extra["cluster_views"] = cached
     return cached
+
+
+_QUOTES: Final = "'\" "
+_PARAM_RESOURCES: Final = (("num-cpus", "CPU"), ("num-gpus", "GPU"), ("memory", "memory"))
+
+
+def ray_resources(group: Mapping[str, Any], *, head: bool) -> dict[str, float]:
+    """The logical resources one Pod of ``group`` (a worker group, or the head group) registers with Ray, as KubeRay
+    writes them into ``ray start``: rayStartParams (``num-cpus``, ``num-gpus``, ``memory``, ``resources``), the
+    group's ``resources``, else the Ray container's limits (for CPU its request when there is no limit). A resource
+    missing from the answer is one Ray detects itself when it starts (CPU with neither: the node's cores)."""
+    params = {str(k): str(v) for k, v in (group.get("rayStartParams") or {}).items()}
+    command.update_params_from_group_resources(params, group.get("resources"))
+    spec = (group.get("template") or {}).get("spec") or {}
+    command.generate_ray_start_command(params, head=head, resources=ray_container(spec).get("resources") or {})
+    offer: dict[str, float] = {}
+    for param, name in _PARAM_RESOURCES:
+        if param in params:
+            with contextlib.suppress(ValueError):
+                offer[name] = float(params[param].strip(_QUOTES))
+    with contextlib.suppress(ValueError, AttributeError):
+        # As the shell hands it to Ray: KubeRay's samples write '"{\"TPU\": 4}"' (escaped quotes inside quotes).
+        custom = json.loads(params.get("resources", "{}").strip(_QUOTES).replace('\\"', '"') or "{}")
+        offer.update({str(k): float(v) for k, v in custom.items() if isinstance(v, int | float)})
+    return offer

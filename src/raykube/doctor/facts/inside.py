@@ -12,6 +12,7 @@ that match :data:`LOG_PATTERN`, so neither the snapshot nor a dump holds a whole
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import ipaddress
 import re
@@ -71,6 +72,14 @@ LOG_SIGNS: Final = (
         "oom",
         re.compile(r"running low on memory|killed due to memory pressure|[Mm]emory monitor|OutOfMemoryError"),
         "Ray's memory monitor killed tasks or actors",
+    ),
+    LogSign(
+        "infeasible",
+        # Ray's autoscaler (monitor.log on the head, from the KubeRay sidecar): v1's summary "Error: No available node
+        # types can fulfill resource request {...}" and its scheduler's "could not find a node type to satisfy the
+        # request: [...]", v2's "No available node types can fulfill resource requests {...}*N".
+        re.compile(r"No available node types can fulfill|could not find a node type to satisfy"),
+        "the autoscaler has no worker group whose Pod can hold a resource request",
     ),
     LogSign(
         "gcs-unreachable",
@@ -372,3 +381,26 @@ def job_texts(job: Obj) -> list[str]:
 def buckets_for(snap: Snapshot, namespace: str, cluster: str) -> list[str]:
     """The buckets the in-Pod probe checks for a RayCluster: those its RayJobs name in ``s3://`` URLs."""
     return buckets_named(text for job in rayjobs_on(snap, namespace, cluster) for text in job_texts(job))
+
+
+_REQUEST: Final = re.compile(r"\{[^{}]*\}")
+
+
+def resource_requests(line: str) -> list[dict[str, float]]:
+    """The resource requests an autoscaler line names (``{'CPU': 8.0}``, ``{'CPU': 1.0, 'GPU': 1.0}*2``), in order,
+    without repeats; what does not read as a dict of numbers is skipped."""
+    found: list[dict[str, float]] = []
+    for text in _REQUEST.findall(line):
+        try:
+            value = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            continue
+        if not isinstance(value, dict) or not value:
+            continue
+        if not all(isinstance(k, str) and isinstance(v, int | float) and not isinstance(v, bool)
+                   for k, v in value.items()):  # fmt: skip
+            continue
+        request = {k: float(v) for k, v in value.items()}
+        if request not in found:
+            found.append(request)
+    return found

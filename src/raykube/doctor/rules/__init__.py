@@ -12,6 +12,7 @@ module             links
 ``policies``       NetworkPolicies that deny Ray's traffic: DNS, Pod to Pod, the dashboard from the operator/submitter
 ``state``          the symptoms: head not Ready, workers missing, cluster not ready (or falsely "ready")
 ``workers``        why fewer workers are wanted: HPA, clamping, workersToDelete, edited replicas
+``autoscaling``    a resource request no worker group's Pod can hold (the autoscaler's log, ``--exec``)
 ``security``       exposure without auth, Ray ports, credentials in the spec, privileged Pods, TLS, isolation
 ``workloads``      RayJobs and RayServices: validation, waiting for their cluster, the submitter, failures, Serve
 ``serveapps``      a RayService's Serve applications that fail, one whose runtime_env cannot be installed by name
@@ -24,6 +25,7 @@ module             links
 from __future__ import annotations
 
 from raykube.doctor.rules import (
+    autoscaling,
     config,
     control,
     inside,
@@ -47,6 +49,7 @@ __all__ = [
     "CHECKERS",
     "RegisteredChecker",
     "RuleSpec",
+    "autoscaling",
     "config",
     "control",
     "inside",
