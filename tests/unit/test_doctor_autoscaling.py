@@ -52,6 +52,10 @@ def test_near_misses_stay_quiet() -> None:
     assert_quiet(_diagnose(_autoscaled(), _waiting(V1.replace("8.0", "1.0"))), "G10")
     # Nothing waits in ray status any more: the line is history.
     assert_quiet(_diagnose(_autoscaled(), _waiting(status=RAY_STATUS)), "G10")
+    # The same group at maxReplicas 0 (or suspended) cannot get a Pod: the request stays infeasible.
+    closed = _autoscaled(**{"num-cpus": "8"})
+    closed.one("rayclusters", "seed")["spec"]["workerGroupSpecs"][0]["maxReplicas"] = 0
+    assert_fires(_diagnose(closed, _waiting()), "G10")
     # No autoscaler on the cluster: nothing to judge.
     world = _autoscaled()
     world.one("rayclusters", "seed")["spec"]["enableInTreeAutoscaling"] = False

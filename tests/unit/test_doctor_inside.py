@@ -331,6 +331,33 @@ def test_r14_a_stuck_dashboard_agent_is_why_the_head_probes_fail() -> None:
     assert_quiet(_diagnose(World(), _inside(head=_head_probe(listening=listening[:2], http=gone))), "R14")
 
 
+def test_r14_a_stuck_dashboard_is_why_a_rayjobs_status_checks_timed_out() -> None:
+    """kuberay#1489 (PR#1583), kuberay PR#4916: the operator cannot read the job's status from a dashboard that does
+    not answer; v1.7.0 fails the RayJob with JobStatusCheckTimeoutExceeded. The stuck dashboard is the root cause,
+    the failed RayJob (J05) hangs under it; a stuck agent alone is not the RayJob's cause."""
+    from tests.unit.test_doctor_workloads import rayjob  # noqa: PLC0415 - the one test here that needs a RayJob
+
+    listening = [["::", 6379], ["0.0.0.0", 8265], ["0.0.0.0", 52365], ["10.244.0.11", 10001]]
+    stuck = {AGENT: {"status": 200, "body": "success"}, GCS_HEALTH: {"error": "timed out after 2s"}}
+    failed = rayjob(
+        "train", clusterSelector=None, jobDeploymentStatus="Failed", jobStatus="RUNNING",
+        reason="JobStatusCheckTimeoutExceeded", message="Job status check failed for 300 seconds",
+    )  # fmt: skip
+    world = World()
+    world.add("rayjobs", failed)
+    report = _diagnose(world, _inside(head=_head_probe(listening=listening, http=stuck)))
+    found = one_finding(report, "R14")
+    assert [f.rule for f in roots(report)] == ["R14"], [(f.rule, f.title) for f in roots(report)]
+    assert "dashboard accepts connections on 8265" in found.title, found.title
+    assert "dashboard.log" in found.remediation[0]
+    j05 = one_finding(report, "J05")
+    assert "JobStatusCheckTimeoutExceeded" in j05.title and found.id in j05.caused_by
+    # Near miss: the agent stuck, the dashboard answering: the RayJob's failure is not the agent's doing.
+    agent_stuck = {AGENT: {"error": "timed out after 2s"}, GCS_HEALTH: {"status": 200, "body": "success"}}
+    report = _diagnose(world, _inside(head=_head_probe(listening=listening, http=agent_stuck)))
+    assert "J05" in [f.rule for f in roots(report)]
+
+
 def test_the_probe_asks_the_health_endpoints_and_tells_a_hung_one_from_a_closed_one() -> None:
     """The probe script against two local sockets: one that accepts and never answers, one that answers."""
     hung = socket.socket()

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Final
 
+from raykube.api import constants as c
 from raykube.doctor import facts
 from raykube.doctor import snapshot as s
 from raykube.doctor import tokens as t
@@ -46,7 +47,7 @@ def check_infeasible_demands(snap: Snapshot) -> Iterator[Finding]:
         offers = {
             f"{group.path} ({group.name})": facts.ray_resources(group.spec, head=False)
             for group in view.groups
-            if int(group.spec.get("maxReplicas") or 0) > 0 and not group.spec.get("suspend")
+            if _can_grow(group.spec)
         }
         head_offer = facts.ray_resources(view.head_spec, head=True)
         everywhere = [head_offer, *offers.values()]
@@ -54,7 +55,15 @@ def check_infeasible_demands(snap: Snapshot) -> Iterator[Finding]:
         stuck = [r for i, r in enumerate(stuck) if r not in stuck[:i]]
         if not stuck:
             continue
-        yield _finding(view.ref, view.key, head, stuck, hits[-1], offers, head_offer, read)
+        said = [h for h in hits if stuck[0] in fi.resource_requests(h.line)][-1]
+        yield _finding(view.ref, view.key, head, stuck, said, offers, head_offer, read)
+
+
+def _can_grow(group: Mapping[str, object]) -> bool:
+    """A worker group the autoscaler may add Pods to: maxReplicas above 0 (the CRD's default is 2^31-1), not
+    suspended."""
+    most = group.get("maxReplicas", c.DEFAULT_MAX_REPLICAS)
+    return isinstance(most, int) and not isinstance(most, bool) and most > 0 and not group.get("suspend")
 
 
 def _fits_somewhere(request: Mapping[str, float], offers: list[dict[str, float]]) -> bool:

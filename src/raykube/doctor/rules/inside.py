@@ -353,12 +353,19 @@ def check_health_endpoints(snap: Snapshot) -> Iterator[Finding]:
             "whole Ray cluster down with it.",
             remediation=[
                 f"kubectl exec {objects.name(head)} -n {view.namespace} -- "
-                "tail -n 50 /tmp/ray/session_latest/logs/dashboard_agent.log",
+                f"tail -n 50 /tmp/ray/session_latest/logs/{'dashboard_agent' if agent else 'dashboard'}.log",
                 f"kubectl exec {objects.name(head)} -n {view.namespace} -- ps -eo pid,stat,etime,args "
                 "(a T state is a stopped process, D one stuck on I/O)",
                 "Ray 2.11 to 2.37 has an agent that hangs once a job is created (ray-project/ray#47637): upgrade.",
             ],
-            effects={t.pod_ready(s.key_of(head)), t.head(view.key)},
+            # The operator's job-status checks and a submitter's calls go to the dashboard too: a RayJob that
+            # failed them (JobStatusCheckTimeoutExceeded) hangs under a stuck dashboard, not under the agent.
+            effects={t.pod_ready(s.key_of(head)), t.head(view.key)}
+            | (
+                set()
+                if agent
+                else {t.job_dashboard(s.key_of(j)) for j in fi.rayjobs_on(snap, view.namespace, view.ref.name)}
+            ),
         )
 
 

@@ -51,7 +51,13 @@ RAYJOB_WAITING_FOR_CLUSTER = rule(
 SUBMITTER_FAILING = rule(
     "J04", "SUBMITTER_JOB_FAILING", STAGE_WORKLOAD, "The RayJob's submitter Job has failed Pods (ray job submit)"
 )
-RAYJOB_FAILED = rule("J05", "RAYJOB_FAILED", STAGE_WORKLOAD, "The RayJob ended Failed (reason and what to do)")
+RAYJOB_FAILED = rule(
+    "J05",
+    "RAYJOB_FAILED",
+    STAGE_WORKLOAD,
+    "The RayJob ended Failed (reason and what to do)",
+    ["ray-project/kuberay#1489", "ray-project/kuberay PR#4916"],  # the job-status checks that fail (v1.7.0 ends them)
+)
 RAYJOB_CLUSTER_DELETED = rule(
     "J06", "RAYJOB_CLUSTER_DELETED", STAGE_WORKLOAD, "The finished RayJob's RayCluster was deleted (its logs with it)"
 )
