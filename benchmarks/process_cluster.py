@@ -3,7 +3,7 @@
 Target (issue 11): the chapter's RayCluster (1 head + 2 workers, examples/01..04) Ready in under 30 s and under 2 GB.
 Then (issue 19) `raykube doctor raycluster/raycluster-demo` on the ready cluster, three times with the in-Pod checks
 (`--exec`: ray status, ports, DNS and TCP from a worker, logs) and three without, as a user runs it (a fresh process);
-target with `--exec`: under 10 s and exit 0.
+target with `--exec`: under 3 s (issue 45; issue 19 asked for 10 s) and exit 0.
 "Ready" is the RayCluster's ``status.state == ready`` (every Ray Pod passed Ray's own probes); the benchmark also
 times until ``ray status`` in the head lists 3 nodes. Memory is the PSS of every process of the Pods (those whose
 root is inside the sandbox), at that moment. Each run uses a fresh process sandbox on free ports in a temporary
@@ -82,7 +82,7 @@ def ray_nodes(output: str) -> int:
 MILESTONES = ("PodScheduled", "Initialized", "running", "Ready")
 # `raykube doctor` on the ready cluster as a user runs it (a fresh process), with and without the in-Pod checks.
 DOCTOR_MODES = ("--exec", "--no-exec")
-DOCTOR_TARGET_SECONDS = 10.0  # issue 19: with --exec on the chapter's cluster
+DOCTOR_TARGET_SECONDS = 3.0  # issue 45 (issue 19 asked for 10 s): with --exec on the chapter's cluster
 
 
 async def time_doctor(kubeconfig: Path, mode: str) -> dict[str, Any]:
