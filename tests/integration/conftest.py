@@ -23,6 +23,7 @@ from lightkube.resources.core_v1 import Namespace, ServiceAccount
 
 from raykube.api.crd import load_generated
 from raykube.api.rbac import LEADER_ELECTION_RULES, OPERATOR_RULES
+from raykube.builders.options import BuildOptions
 from raykube.kube.client import Kube
 from raykube.runtime.crds import install_crds
 from raykube.runtime.manager import Manager
@@ -83,16 +84,21 @@ async def ns(pkube: AsyncClient, request: pytest.FixtureRequest) -> AsyncIterato
 
 
 @pytest.fixture
-async def proc_operator(proc: ProcessSandbox, pkube: AsyncClient, ns: str) -> AsyncIterator[Manager]:
+async def proc_operator(
+    proc: ProcessSandbox, pkube: AsyncClient, ns: str, request: pytest.FixtureRequest
+) -> AsyncIterator[Manager]:
     """raykube's operator, in-process with its RBAC rules enforced, watching only this test's namespace. It runs
-    outside the cluster, so it reaches Ray dashboards through the API server (``--use-kubernetes-proxy``)."""
+    outside the cluster, so it reaches Ray dashboards through the API server (``--use-kubernetes-proxy``). A test
+    marked ``operator_env({...})`` gives it that environment (what the Helm chart's ``env`` sets)."""
+    marker = request.node.get_closest_marker("operator_env")
+    options = BuildOptions.from_env(marker.args[0]) if marker else None
     installer = Kube.from_config(proc.kubeconfig)
     try:
         await install_crds(installer, load_generated())
     finally:
         await installer.close()
     client = Kube.from_config(proc.kubeconfig, qps=200, burst=400, rules=OPERATOR_RULES + LEADER_ELECTION_RULES)
-    manager = Manager(client, namespaces=[ns], reconcile_concurrency=2, use_kubernetes_proxy=True)
+    manager = Manager(client, options=options, namespaces=[ns], reconcile_concurrency=2, use_kubernetes_proxy=True)
     await asyncio.wait_for(manager.start(), 60)
     try:
         yield manager

@@ -445,6 +445,27 @@ def test_d03_a_gcs_that_crashed_is_named_from_its_own_line() -> None:
     assert_fires(report, "R05")
 
 
+def test_r06_a_worker_whose_wait_gcs_ready_refuses_the_version_is_why_it_waits_for_the_gcs() -> None:
+    """ray-project/kuberay#1224, met on real Ray (tests/integration/test_doctor_version_skew.py): a 2.51.0 worker of a
+    2.52.0 cluster never leaves wait-gcs-ready, which says so; R06 is the root cause and E01 hangs under it."""
+    world = World()
+    worker = world.pods("worker")[0]
+    worker["status"]["phase"] = "Pending"
+    worker["status"]["initContainerStatuses"][0]["state"] = {"running": {}}
+    worker["status"]["containerStatuses"][0].update(ready=False, state={"waiting": {"reason": "PodInitializing"}})
+    for cond in worker["status"]["conditions"]:
+        if cond["type"] in ("Ready", "ContainersReady", "Initialized"):
+            cond.update(status="False", reason="ContainersNotReady")
+    line = "RuntimeError: Ray version mismatch: cluster has Ray version 2.52.0 but local Ray version is 2.51.0"
+    inside = _log(_inside(), worker["metadata"]["name"], "kubectl logs -c wait-gcs-ready", line)
+    report = _diagnose(world, inside)
+    assert [f.rule for f in roots(report)] == ["R06"], [(f.rule, f.title) for f in roots(report)]
+    assert "R06-1" in one_finding(report, "E01").caused_by
+    # Near miss: the same line from the Ray container of a running worker explains no wait for the GCS.
+    running = _log(_inside(), WORKERS[0], "kubectl logs -c ray-worker", line)
+    assert "E01" not in {f.rule for f in _diagnose(World(), running).findings}
+
+
 @pytest.mark.parametrize(
     ("rule", "line"),
     [

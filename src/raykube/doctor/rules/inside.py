@@ -70,7 +70,7 @@ HEALTH_HUNG = rule(
     "R14",
     "RAY_HEALTH_ENDPOINT_HUNG",
     STAGE_START,
-    "A health endpoint the head's probes call accepts connections but does not answer (the dashboard agent stuck)",
+    "A health endpoint the head's probes call accepts connections but does not answer (the dashboard or agent stuck)",
     ["ray-project/ray#63574", "ray-project/ray#47637"],
 )
 LOOPBACK = rule(
@@ -481,6 +481,13 @@ def check_gcs_failed(snap: Snapshot) -> Iterator[Finding]:
         )
 
 
+def _gcs_wait(view: ClusterView, evidence: Sequence[Evidence]) -> set[str]:
+    """The GCS wait of the workers, when the line came from wait-gcs-ready: KubeRay's init container checks the Ray
+    version and the token before it lets Ray start, so that is why the worker waits for the GCS (E01 hangs under)."""
+    said = any(str(e.path).endswith(f"-c {c.WAIT_GCS_READY_INIT_CONTAINER}") for e in evidence)
+    return {t.gcs(view.key)} if said else set()
+
+
 @checker(VERSION, AUTH, MEMORY_MONITOR)
 def check_log_signs(snap: Snapshot) -> Iterator[Finding]:
     for view in facts.cluster_views(snap):
@@ -518,7 +525,7 @@ def check_log_signs(snap: Snapshot) -> Iterator[Finding]:
                         "ray job submit needs RAY_AUTH_TOKEN."
                     ]
                 ),
-                effects={t.ray_start(s.key_of(p)) for p in pods} | {t.runs_on(view.key)},
+                effects={t.ray_start(s.key_of(p)) for p in pods} | {t.runs_on(view.key)} | _gcs_wait(view, evidence),
             )
         pods = [p for p in view.pods if _log_evidence(snap, p, "oom", 1)]
         if pods:
