@@ -1,10 +1,10 @@
 """Benchmark: `raykube doctor --all` over 100 RayClusters in one namespace, with the operator running.
 
 Target (issue 45): under 1.5 s on the sandbox (issue 8 asked for 5 s). Each run starts a fresh sandbox on free ports
-in a temporary directory (or reuses the one at ``--sandbox DIR``), installs the CRDs, runs the operator in-process for one namespace, creates
-``--clusters`` RayClusters (1 head + ``--workers`` workers each, small requests so they all fit), waits until every
-one is ready, then times the command as a user runs it (a fresh process: interpreter start, imports, the reads, the
-rules, the JSON output), ``--runs`` times.
+in a temporary directory (or reuses the one at ``--sandbox DIR``), installs the CRDs, runs the operator in-process
+for one namespace, creates ``--clusters`` RayClusters (1 head + ``--workers`` workers each, small requests so they
+all fit), waits until every one is ready, then times the command as a user runs it (a fresh process: interpreter
+start, imports, the reads, the rules, the JSON output), ``--runs`` times.
 
     .venv/bin/python -m benchmarks.doctor_all [--clusters 100] [--workers 1] [--runs 3] [--sandbox DIR]
 
