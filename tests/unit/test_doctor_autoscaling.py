@@ -9,6 +9,7 @@ import pytest
 
 from raykube.doctor import facts
 from raykube.doctor.facts import inside as fi
+from raykube.doctor.inside import LOG_GLOBS
 from tests.doctor_support import assert_fires, assert_quiet, one_finding
 from tests.unit.test_doctor_inside import HEAD, RAY_STATUS, _diagnose, _head_probe, _inside, _log
 from tests.unit.test_doctor_rules import World
@@ -100,3 +101,18 @@ def test_a_groups_logical_resources_are_what_kuberay_passes_to_ray_start() -> No
     assert facts.ray_resources({**group, "resources": {"cpu": "3"}}, head=False)["CPU"] == 3.0
     # Nothing set: Ray detects CPUs and memory itself.
     assert facts.ray_resources({"template": {"spec": {"containers": [{"name": "ray-worker"}]}}}, head=False) == {}
+
+
+def test_autoscaler_v2_says_it_in_its_event_log_which_the_probe_reads() -> None:
+    """Seen on process nodes (Ray 2.52, KubeRay's sidecar without autoscalerOptions.version): v2 writes the request
+    only to events/event_AUTOSCALER.log (and the driver's log), one JSON event per line, never to monitor.log."""
+    event = (
+        '{"event_id": "fc23DFEfcb9e7b22Ab16ce3dAb4FA6F8edEc", "source_type": "AUTOSCALER", "source_hostname": '
+        '"scaled-head-5fvxs", "source_pid": 1, "severity": "WARNING", "message": "No available node types can '
+        "fulfill resource requests {'CPU': 8.0}*1. Add suitable node types to this cluster to resolve this issue.\", "
+        '"timestamp": 1796619436, "custom_fields": {}}'
+    )
+    assert f"{fi.LOG_DIR}/events/event_AUTOSCALER.log" in LOG_GLOBS
+    assert fi.resource_requests(event) == [{"CPU": 8.0}]
+    found = one_finding(_diagnose(_autoscaled(), _waiting(event)), "G10")
+    assert "{'CPU': 8.0}" in found.title

@@ -45,7 +45,12 @@ from raykube.kube.resources import PODS, SELF_SUBJECT_ACCESS_REVIEWS
 
 ExecMode = Literal["auto", "on", "off"]
 
-LOG_GLOBS: Final = tuple(f"{fi.LOG_DIR}/{name}*" for name in ("gcs_server", "raylet", "dashboard", "monitor"))
+# Ray's session logs the probe reads: the GCS, raylet, dashboard and autoscaler v1 (monitor.*) logs, and autoscaler
+# v2's events (events/event_AUTOSCALER.log, one JSON event per line: where v2 says a request is infeasible).
+LOG_GLOBS: Final = (
+    *(f"{fi.LOG_DIR}/{name}*" for name in ("gcs_server", "raylet", "dashboard", "monitor")),
+    f"{fi.LOG_DIR}/events/event_AUTOSCALER.log",
+)
 RAY_STATUS: Final = ("ray", "status", "-v")
 # At most this many Pods per RayCluster have their logs read (the head and the worst of each group come first).
 MAX_LOG_PODS: Final = 6
