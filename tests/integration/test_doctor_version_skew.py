@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from lightkube import AsyncClient
 
 from raykube.runtime.manager import Manager
@@ -33,6 +34,9 @@ def skewed() -> dict[str, Any]:
     return body
 
 
+# Minutes of real Ray with a second Ray version's venv: make test stays under 20 minutes on 2 cores without it;
+# make conformance runs it (pytest -m long). Its rule change is unit-tested in test_doctor_inside.py.
+@pytest.mark.long
 async def test_a_worker_group_on_another_ray_version_is_named_from_rays_own_line(
     proc: ProcessSandbox, pkube: AsyncClient, ns: str, proc_operator: Manager
 ) -> None:
