@@ -117,18 +117,25 @@ async def raylet_ports_named(proc: ProcessSandbox, pkube: AsyncClient, ns: str) 
         assert any(path.endswith(f":{port}") and "EACCES" in value for path, value in seen.items()), seen
 
 
-def agent_of(pod_ip: str) -> int:
-    """The PID of the dashboard agent that serves ``pod_ip`` (started with ``--node-ip-address``)."""
+def ray_process_of(pod_ip: str, script: bytes, ip_arg: bytes) -> int:
+    """The PID of the one Ray process running ``script`` (an argv entry ends with it) whose ``ip_arg`` flag names
+    ``pod_ip`` (``--node-ip-address=<ip>``, or ``--gcs-address=<ip>:<port>``)."""
     found = []
     for entry in Path("/proc").iterdir():
         try:
             argv = (entry / "cmdline").read_bytes().split(b"\0") if entry.name.isdigit() else []
         except OSError:
             continue
-        if any(a.endswith(b"dashboard/agent.py") for a in argv) and f"--node-ip-address={pod_ip}".encode() in argv:
+        named = any(a.startswith(ip_arg) and a[len(ip_arg) :].split(b":")[0] == pod_ip.encode() for a in argv)
+        if any(a.endswith(script) for a in argv) and named:
             found.append(int(entry.name))
-    assert len(found) == 1, f"dashboard agents of {pod_ip}: {found}"
+    assert len(found) == 1, f"{script.decode()} processes of {pod_ip}: {found}"
     return found[0]
+
+
+def agent_of(pod_ip: str) -> int:
+    """The PID of the dashboard agent that serves ``pod_ip`` (started with ``--node-ip-address``)."""
+    return ray_process_of(pod_ip, b"dashboard/agent.py", b"--node-ip-address=")
 
 
 async def stop_the_dashboard_agent(pkube: AsyncClient, ns: str, cluster: str) -> int:

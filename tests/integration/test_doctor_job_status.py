@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import signal
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,7 +23,7 @@ from raykube.waiting import NotYet, wait_for
 from tests.doctor_support import assert_fires
 from tests.integration.process import ProcessSandbox
 from tests.integration.test_chapter_workloads import RAYJOB
-from tests.integration.test_doctor_inside import head_of, small_cluster
+from tests.integration.test_doctor_inside import head_of, ray_process_of, small_cluster
 from tests.integration.test_process_runtime import RAY_READY, RAYCLUSTER, wait_cluster
 
 CLUSTER = "stuckdash"
@@ -33,18 +32,7 @@ JOB = "sleeper"
 
 def dashboard_of(pod_ip: str) -> int:
     """The PID of the Ray dashboard (``dashboard/dashboard.py``) whose GCS address is ``pod_ip``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            argv = (entry / "cmdline").read_bytes().split(b"\0") if entry.name.isdigit() else []
-        except OSError:
-            continue
-        if any(a.endswith(b"dashboard/dashboard.py") for a in argv) and any(
-            a.startswith(b"--gcs-address=") and a.split(b"=", 1)[1].startswith(f"{pod_ip}:".encode()) for a in argv
-        ):
-            found.append(int(entry.name))
-    assert len(found) == 1, f"dashboards of {pod_ip}: {found}"
-    return found[0]
+    return ray_process_of(pod_ip, b"dashboard/dashboard.py", b"--gcs-address=")
 
 
 def sleeper() -> dict[str, Any]:
