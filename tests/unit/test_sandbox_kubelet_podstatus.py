@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from raykube.sandbox.kubelet import podstatus as ps
+from raykube.sandbox.kubelet.main import pod_action
 
 NOW = "2026-01-01T00:00:10Z"
 BEFORE = "2026-01-01T00:00:00Z"
@@ -221,3 +222,32 @@ def test_the_status_body() -> None:
     assert body["hostIPs"] == [{"ip": "127.0.0.1"}]
     assert body["qosClass"] == "Burstable"
     assert "initContainerStatuses" not in body
+
+
+def _pod(phase: str, *, deleting: bool = False) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": "p", "namespace": "ns", "uid": "u1"}
+    if deleting:
+        meta["deletionTimestamp"] = "2026-12-07T00:00:00Z"
+    return {"metadata": meta, "spec": {"nodeName": "process-node-0"}, "status": {"phase": phase}}
+
+
+@pytest.mark.parametrize(
+    ("pod", "deleted", "running", "finished", "action"),
+    [
+        (_pod("Pending"), False, False, False, "start"),
+        (_pod("Running"), False, True, False, "update"),
+        (_pod("Running", deleting=True), False, True, False, "update"),
+        (_pod("Running"), True, True, False, "forget"),
+        (_pod("Failed"), True, False, True, "forget"),
+        (_pod("Succeeded"), False, False, False, "ignore"),
+        (_pod("Failed", deleting=True), False, False, False, "confirm"),
+        # The case seen in CI: a Pod kept by a finalizer, its worker ended; an event from before its last status
+        # (still Running) came after. A second worker published containers that never ran (ContainerCreating).
+        (_pod("Running", deleting=True), False, False, True, "confirm"),
+        (_pod("Running"), False, False, True, "ignore"),
+    ],
+)
+def test_a_pod_whose_worker_ended_is_never_started_again(
+    pod: dict[str, Any], deleted: bool, running: bool, finished: bool, action: str
+) -> None:
+    assert pod_action(pod, deleted=deleted, running=running, finished=finished) == action

@@ -204,6 +204,20 @@ class NetnsSockets:
         self.executor.shutdown(wait=False)
 
 
+def pod_action(pod: Mapping[str, Any], *, deleted: bool, running: bool, finished: bool) -> str:
+    """What an informer event of a Pod on one of our Nodes asks: ``forget`` (the object is gone), ``update`` (its
+    worker runs), ``confirm`` (a finished Pod being deleted: delete it with grace 0, as the kubelet confirms),
+    ``start`` (a new Pod to run) or ``ignore``. A Pod whose worker already ended is never started again, even from an
+    event older than its last status (still ``Running``): a second worker would publish containers that never ran."""
+    if deleted:
+        return "forget"
+    if running:
+        return "update"
+    if finished or (pod.get("status") or {}).get("phase") in podstatus.TERMINAL:
+        return "confirm" if objects.terminating(pod) else "ignore"
+    return "start"
+
+
 @dataclass
 class Runtime:
     cfg: RuntimeConfig
@@ -211,6 +225,9 @@ class Runtime:
     image_store: images.ImageStore = field(init=False)
     table: ServiceTable = field(default_factory=ServiceTable)
     workers: dict[str, tuple[PodWorker, asyncio.Task[None]]] = field(default_factory=dict)
+    # The uids whose worker ended (stopped for good, its last status published) while the object stays (a finalizer):
+    # as the kubelet's pod workers remember a finished pod, an older event of it must not start it again.
+    finished: set[str] = field(default_factory=set)
     shutting_down: bool = False
     nodes: dict[str, Node] = field(default_factory=dict)
 
@@ -434,22 +451,25 @@ class Runtime:
         if node_name not in self.nodes:
             return
         uid = objects.uid(pod)
-        if new is None:
+        action = pod_action(pod, deleted=new is None, running=uid in self.workers, finished=uid in self.finished)
+        if action == "forget":
+            self.finished.discard(uid)
             if uid in self.workers:
                 self.workers[uid][0].deleted()
-            return
-        if uid in self.workers:
+        elif action == "update":
             self.workers[uid][0].update(pod)
-            return
-        if (pod.get("status") or {}).get("phase") in podstatus.TERMINAL:
-            if objects.terminating(pod):  # a finished Pod of ours being deleted: confirm it
-                asyncio.create_task(self._confirm_deletion(pod))  # noqa: RUF006 - fire and forget
-            return
-        worker = PodWorker(self, self.nodes[node_name], pod, self.cfg.state_dir / "pods")
-        worker.update(pod)
-        task = asyncio.create_task(worker.run(), name=f"pod {objects.namespace(pod)}/{objects.name(pod)}")
-        self.workers[uid] = (worker, task)
-        task.add_done_callback(lambda _: self.workers.pop(uid, None))
+        elif action == "confirm":
+            asyncio.create_task(self._confirm_deletion(pod))  # noqa: RUF006 - fire and forget
+        elif action == "start":
+            worker = PodWorker(self, self.nodes[node_name], pod, self.cfg.state_dir / "pods")
+            worker.update(pod)
+            task = asyncio.create_task(worker.run(), name=f"pod {objects.namespace(pod)}/{objects.name(pod)}")
+            self.workers[uid] = (worker, task)
+            task.add_done_callback(lambda _: self._worker_ended(uid))
+
+    def _worker_ended(self, uid: str) -> None:
+        self.workers.pop(uid, None)
+        self.finished.add(uid)
 
     def _on_volume_source(self, kind: str, obj: Mapping[str, Any] | None) -> None:
         """A ConfigMap or Secret changed: each running Pod whose volumes project it refreshes them."""
