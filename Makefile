@@ -21,10 +21,11 @@ UV := $(or $(shell command -v uv 2>/dev/null),$(CURDIR)/.tools/bin/uv)
 export UV_PYTHON := $(PYTHON)
 export UV_PYTHON_DOWNLOADS := never
 UVRUN := $(UV) run --no-sync
-# make bench: RayClusters in the side-by-side scale run (floor, raykube, KubeRay v1.6.1), and how many rounds (3: a
-# median per contender).
+# make bench: RayClusters in the side-by-side scale run (floor, raykube, KubeRay), and how many rounds (3: a median
+# per contender); the KubeRay release of the scale and at-rest runs (v1.7.0: from $KUBERAY_SRC or a clone of the tag).
 BENCH_CLUSTERS ?= 1000
 BENCH_ROUNDS ?= 3
+BENCH_KUBERAY ?= 1.7.0
 # make test: pytest-xdist workers. 3 (default): the kwok tests on one, the process-node tests in two halves on the
 # others, the unit tests on whichever runs dry first (tests/conftest.py); TEST_WORKERS=1 runs them in one process.
 TEST_WORKERS ?= 3
@@ -104,7 +105,8 @@ bench: sandbox-build
 	$(UVRUN) python -m benchmarks.sandbox_startup
 	$(UVRUN) python -m benchmarks.doctor_all
 	$(UVRUN) python -m benchmarks.kube_client
-	$(UVRUN) python -m benchmarks.scale --clusters $(BENCH_CLUSTERS) --repeat $(BENCH_ROUNDS)
+	$(UVRUN) python -m benchmarks.scale --clusters $(BENCH_CLUSTERS) --repeat $(BENCH_ROUNDS) --kuberay $(BENCH_KUBERAY)
+	$(UVRUN) python -m benchmarks.rest --kuberay $(BENCH_KUBERAY)
 	$(UVRUN) python -m benchmarks.process_cluster
 	$(UVRUN) python -m benchmarks.rayjob
 	$(UVRUN) python -m benchmarks.rayservice

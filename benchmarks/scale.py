@@ -1,5 +1,6 @@
 """Benchmark: N RayClusters (1 head + 3 workers each) to ready, side by side: a bare-client floor, raykube, and
-KubeRay v1.6.1 at its default reconcile concurrency (1) and at 10, all in one invocation.
+KubeRay (v1.7.0 unless ``--kuberay`` says another) at its default reconcile concurrency (1) and at 10, all in one
+invocation.
 
 Targets (issue 21), at client QPS 100 / burst 200 for every client on 2 cores, N = 1,000: raykube at most 0.8x
 KubeRay's best time of the same invocation and 1.3x a floor that sits within 10% of its QPS bound; fewer API requests
@@ -23,8 +24,11 @@ its ``off_bound``:
   Ready (the wait the operators have, with no logic; informative, no target);
 * **raykube**: ``raykube operator`` in its own process with its defaults (leader election on, reconcile concurrency
   10 unless ``raykube-c<N>``), raykube's CRDs;
-* **kuberay-c1**, **kuberay-c10**: KubeRay v1.6.1's operator (built from the Go module proxy into the cache) with
-  ``--reconcile-concurrency`` 1 or 10, KubeRay's CRDs;
+* **kuberay-c1**, **kuberay-c10**: KubeRay's operator with ``--reconcile-concurrency`` 1 or 10 and KubeRay's CRDs,
+  of the release ``--kuberay`` names (v1.7.0 by default, built from its tag's checkout; v1.6.x from the Go module
+  proxy; ``benchmarks/kuberay.py``), recorded in the result's ``versions``;
+* **raykube/<flag>=<value>**: raykube's operator with that flag too (``raykube/diagnose-after=1m``: what the
+  diagnosis loop costs);
 * **raykube@<git ref>**: raykube's operator as of another commit (a temporary git worktree of this repository, on
   ``PYTHONPATH``), so a change and what came before it run in one invocation, on the same machine at the same time.
 
@@ -87,7 +91,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +100,7 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from benchmarks import append_line
+from benchmarks.kuberay import KubeRay, kuberay
 from raykube.api import constants as c
 from raykube.api.config import DEFAULT_RECONCILE_CONCURRENCY
 from raykube.api.crd import load_generated
@@ -599,9 +604,22 @@ class Contender:
     concurrency: int | None
     wait_ready: bool = False  # the floor's: its status write waits for its Pods
     ref: str | None = None
+    flags: tuple[str, ...] = ()  # raykube/<flag>=<value>: the operator run with --<flag>=<value> too
+
+    @property
+    def slug(self) -> str:
+        """The name as a file name."""
+        return re.sub(r"[^\w.@=-]", "+", self.name)
 
     @classmethod
     def parse(cls, text: str) -> Contender:
+        base, *flags = text.split("/")
+        if flags:
+            if not base.startswith("raykube") or not all("=" in f and not f.startswith("-") for f in flags):
+                raise argparse.ArgumentTypeError(
+                    f"only raykube takes flags, as raykube/<flag>=<value>, e.g. raykube/diagnose-after=1m ({text!r})"
+                )
+            return replace(cls.parse(base), name=text, flags=tuple(f"--{f}" for f in flags))
         if text == "floor-ready":
             return cls(text, "floor", None, wait_ready=True)
         if text.startswith("raykube@"):
@@ -631,6 +649,7 @@ class Settings:
     apiserver_profile_seconds: float = 50.0
     delete: bool = True  # time the deletion too (--no-delete: at 10,000 it would double the run)
     sources: Mapping[str, Path] = field(default_factory=dict)  # raykube@<ref>: that commit's src/ (a git worktree)
+    kuberay: KubeRay | None = None  # the kuberay-c<N> contenders' release (--kuberay)
 
 
 class Run:
@@ -653,6 +672,7 @@ class Run:
         self.ready_file = workdir / "floor.ready"
         self.process: Process | None = None
         self.metrics_addr = ""  # an operator's --metrics-addr (the floor has none)
+        self.metrics_text = ""  # its /metrics as last read
         self.profiler: Profiler | None = None
         self.apiserver_profile: ApiServerProfile | None = None
         self.loads: list[float] = []
@@ -672,8 +692,10 @@ class Run:
         if contender.concurrency is not None:
             common.append(f"--reconcile-concurrency={contender.concurrency}")
         if self.kind == "kuberay":
-            return [str(versions.binary(versions.KUBERAY_OPERATOR)), *common]
-        return [sys.executable, "-m", "raykube.cli.main", "operator", "--enable-metrics", *common]
+            if settings.kuberay is None:
+                raise RuntimeError("a kuberay contender needs Settings.kuberay (--kuberay)")
+            return [str(settings.kuberay.binary), *common]
+        return [sys.executable, "-m", "raykube.cli.main", "operator", "--enable-metrics", *common, *contender.flags]
 
     async def reconcile_passes(self) -> dict[tuple[str, str], int] | None:
         """The operator's reconcile passes so far, per controller and result, from its /metrics (raykube and KubeRay
@@ -687,6 +709,7 @@ class Run:
         except httpx2.HTTPError as exc:
             log.warning("%s: /metrics unreadable (%s); no reconcile counts", self.contender.name, exc)
             return None
+        self.metrics_text = response.text
         return reconcile_totals(response.text)
 
     @property
@@ -775,7 +798,7 @@ class Run:
         lease.add_handler(self.observer.on_lease)
         ref = self.contender.ref
         env = {"PYTHONPATH": str(self.settings.sources[ref])} if ref else None
-        self.process = Process(self.argv(), self.workdir / f"{self.contender.name}.log", env)
+        self.process = Process(self.argv(), self.workdir / f"{self.contender.slug}.log", env)
         try:
             async with informers(watched, lease):
                 return await self.measure()
@@ -847,6 +870,8 @@ class Run:
         }
         if noop:
             result["noop_writes"] = noop
+        if diagnosis := diagnosis_totals(self.metrics_text):  # raykube's: what its --diagnose-after loop did
+            result["diagnosis_to_ready"] = diagnosis
         if passes_ready is not None and passes_idle is not None:
             passes = {key: count - passes_idle.get(key, 0) for key, count in passes_ready.items()}
             result["reconciles_to_ready"] = {
@@ -873,7 +898,7 @@ class Run:
             out = settings.profile / f"raykube-{n}-{stamp}.txt"
             self.profiler = Profiler(self.proc.pid, out, settings.profile_rate)
         if settings.apiserver_profile is not None:
-            out = settings.apiserver_profile / f"kube-apiserver-{self.contender.name}-{n}-{stamp}.pb.gz"
+            out = settings.apiserver_profile / f"kube-apiserver-{self.contender.slug}-{n}-{stamp}.pb.gz"
             self.apiserver_profile = ApiServerProfile(self.kubeconfig, out, settings.apiserver_profile_seconds)
 
     async def finish_apiserver_profile(self, profile: ApiServerProfile) -> dict[str, Any]:
@@ -891,6 +916,17 @@ def reconcile_totals(exposition: str) -> dict[tuple[str, str], int]:
             if sample.name == "controller_runtime_reconcile_total":
                 totals[sample.labels.get("controller", ""), sample.labels.get("result", "")] += int(sample.value)
     return dict(totals)
+
+
+def diagnosis_totals(exposition: str) -> dict[str, int]:
+    """``--diagnose-after``'s counters (passes, diagnoses, RootCause Events) from a Prometheus text exposition: zeros
+    when raykube runs without the flag (its metrics are always registered), empty for KubeRay."""
+    names = ("raykube_diagnosis_passes", "raykube_diagnoses", "raykube_root_cause_events")
+    return {
+        family.name: int(sum(s.value for s in family.samples if s.name.endswith("_total")))
+        for family in text_string_to_metric_families(exposition)
+        if family.name in names
+    }
 
 
 def status_changes(writes: Mapping[str, Sequence[tuple[float, list[str]]]]) -> dict[str, Any]:
@@ -960,7 +996,8 @@ async def a_sandbox(contender: Contender, settings: Settings, root: Path) -> Asy
     try:
         admin = Kube.from_config(result.kubeconfig)
         try:
-            await install_crds(admin, kuberay_crds() if contender.kind == "kuberay" else load_generated())
+            kuberay = settings.kuberay
+            await install_crds(admin, kuberay.crds() if contender.kind == "kuberay" and kuberay else load_generated())
             await admin.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
             await admin.create(SERVICE_ACCOUNTS, {"apiVersion": "v1", "kind": "ServiceAccount",
                                                   "metadata": {"name": ACCOUNT}}, NAMESPACE)  # fmt: skip
@@ -980,19 +1017,8 @@ async def a_sandbox(contender: Contender, settings: Settings, root: Path) -> Asy
         await sandbox.down()
 
 
-def kuberay_crds() -> dict[str, Any]:
-    from raykube.sandbox.reference import kuberay_reference  # noqa: PLC0415 - fetched from the module proxy
-
-    return {
-        str(doc["metadata"]["name"]): doc
-        for path in sorted((kuberay_reference() / "crd").glob("*.yaml"))
-        for doc in yaml.safe_load_all(path.read_text())
-        if doc
-    }
-
-
 async def run_one(contender: Contender, settings: Settings) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory(prefix=f"raykube-bench-{contender.name}-") as work:
+    with tempfile.TemporaryDirectory(prefix=f"raykube-bench-{contender.slug}-") as work:
         root = Path(work)
         async with a_sandbox(contender, settings, root) as (sandbox, kubeconfig, account):
             audit = AuditLog(root / "audit.log")
@@ -1158,7 +1184,7 @@ async def main_async(args: argparse.Namespace, sources: Mapping[str, Path] | Non
     settings = Settings(args.clusters, args.qps, args.burst, args.nodes, args.timeout, args.profile,
                         args.profile_rate, apiserver_profile=args.apiserver_profile,
                         apiserver_profile_seconds=args.apiserver_profile_seconds, delete=not args.no_delete,
-                        sources=sources or {})  # fmt: skip
+                        sources=sources or {}, kuberay=args.kuberay_ref)  # fmt: skip
     contenders: list[Contender] = args.contenders
     rounds: list[dict[str, dict[str, Any]]] = []
     for index in range(args.repeat):
@@ -1184,7 +1210,7 @@ async def main_async(args: argparse.Namespace, sources: Mapping[str, Path] | Non
         "versions": {
             "kubernetes": versions.KUBERNETES_VERSION,
             "kwok": versions.KWOK_VERSION,
-            "kuberay": versions.KUBERAY_VERSION,
+            **(settings.kuberay.record() if settings.kuberay else {}),
             # The sandbox's build of each (its recipe revision): kwok r2 is patch_kwok_watch's (sandbox/build.py).
             "builds": [artifact.dirname for artifact in versions.ARTIFACTS],
         },
@@ -1236,8 +1262,11 @@ def main() -> None:
     parser.add_argument("--clusters", type=int, default=1000)
     default = ",".join(CONTENDERS)
     parser.add_argument("--contenders", type=contender_list, default=contender_list(default),
-                        help=f"floor, floor-ready, raykube[-c<N>], kuberay-c<N>; default {default}")  # fmt: skip
+                        help=f"floor, floor-ready, raykube[-c<N>][/flag=value], kuberay-c<N>; default "
+                             f"{default}")  # fmt: skip
     parser.add_argument("--repeat", type=int, default=1, help="rounds of every contender")
+    parser.add_argument("--kuberay", default=versions.KUBERAY_CONFORMANCE_VERSION, metavar="VERSION",
+                        help="the KubeRay release of kuberay-c<N> (benchmarks/kuberay.py)")  # fmt: skip
     parser.add_argument("--qps", type=float, default=100.0)
     parser.add_argument("--burst", type=int, default=200)
     parser.add_argument("--nodes", type=int, default=10, help="kwok nodes of 256 CPU / 1Ti / 1,000 Pods")
@@ -1264,11 +1293,8 @@ def main() -> None:
         floor = Floor(args.kubeconfig, args.namespace, qps=args.qps, burst=args.burst, wait_ready=args.wait_ready)
         asyncio.run(floor.run(args.ready_file))
         return
-    if any(c_.kind == "kuberay" for c_ in args.contenders):
-        from raykube.cli.output import progress  # noqa: PLC0415
-        from raykube.sandbox.conformance import build_optional  # noqa: PLC0415 - KubeRay's operator, if missing
-
-        build_optional(progress, (versions.KUBERAY_OPERATOR,))
+    # KubeRay's operator (built if missing) and CRDs, when a contender is KubeRay.
+    args.kuberay_ref = kuberay(args.kuberay) if any(c_.kind == "kuberay" for c_ in args.contenders) else None
     with checkouts(c_.ref for c_ in args.contenders if c_.ref) as sources:
         result = asyncio.run(cancellable(main_async(args, sources)))
     append_line(RESULTS, result)

@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
+import argparse
+
 import pytest
-from benchmarks.scale import control_plane_strain, pprof_accounted, qps_bound, reconcile_totals
+from benchmarks.scale import (
+    Contender,
+    control_plane_strain,
+    diagnosis_totals,
+    pprof_accounted,
+    qps_bound,
+    reconcile_totals,
+)
 
 # 1,000 clusters: the floor's writes, and KubeRay's (two status updates each), as the audit log counts them.
 FLOOR = {"create pods": 4000, "create services": 1000, "patch rayclusters.ray.io/status": 1000}
@@ -80,3 +89,29 @@ def test_pprof_accounted_reads_the_focus_and_the_whole_in_seconds_whatever_the_u
     assert whole == pytest.approx(90.0)
     assert pprof_accounted("no samples") is None
     assert pprof_accounted("Showing nodes accounting for 1.0x, 1% of 2s total") is None
+
+
+def test_a_raykube_contender_takes_flags_and_nothing_else_does() -> None:
+    c = Contender.parse("raykube-c4/diagnose-after=1m")
+    assert (c.name, c.kind, c.concurrency, c.flags) == ("raykube-c4/diagnose-after=1m", "raykube", 4,
+                                                         ("--diagnose-after=1m",))  # fmt: skip
+    assert Contender.parse("raykube").flags == ()
+    for bad in ("kuberay-c1/diagnose-after=1m", "raykube/diagnose-after", "raykube/--diagnose-after=1m"):
+        with pytest.raises(argparse.ArgumentTypeError, match="raykube/<flag>=<value>"):
+            Contender.parse(bad)
+    assert Contender.parse("raykube/diagnose-after=1m").slug == "raykube+diagnose-after=1m"
+
+
+def test_diagnosis_totals_reads_the_loops_counters_and_nothing_when_it_is_off() -> None:
+    text = (
+        "# TYPE raykube_diagnosis_passes_total counter\nraykube_diagnosis_passes_total 3.0\n"
+        "# TYPE raykube_diagnoses_total counter\nraykube_diagnoses_total 120.0\n"
+        "# TYPE raykube_root_cause_events_total counter\nraykube_root_cause_events_total 118.0\n"
+        '# TYPE controller_runtime_reconcile_total counter\ncontroller_runtime_reconcile_total{controller="x"} 5.0\n'
+    )
+    assert diagnosis_totals(text) == {
+        "raykube_diagnosis_passes": 3,
+        "raykube_diagnoses": 120,
+        "raykube_root_cause_events": 118,
+    }
+    assert diagnosis_totals(text[text.index("# TYPE controller") :]) == {}
