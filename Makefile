@@ -22,7 +22,7 @@ export UV_PYTHON := $(PYTHON)
 export UV_PYTHON_DOWNLOADS := never
 UVRUN := $(UV) run --no-sync
 # make bench: RayClusters in the side-by-side scale run (floor, raykube, KubeRay), and how many rounds (3: a median
-# per contender); the KubeRay release of the scale and at-rest runs (v1.7.0: from $KUBERAY_SRC or a clone of the tag).
+# per contender); the KubeRay release every run beside KubeRay compares with (v1.7.0: from $KUBERAY_SRC or a clone).
 BENCH_CLUSTERS ?= 1000
 BENCH_ROUNDS ?= 3
 BENCH_KUBERAY ?= 1.7.0
@@ -108,8 +108,8 @@ bench: sandbox-build
 	$(UVRUN) python -m benchmarks.scale --clusters $(BENCH_CLUSTERS) --repeat $(BENCH_ROUNDS) --kuberay $(BENCH_KUBERAY)
 	$(UVRUN) python -m benchmarks.rest --kuberay $(BENCH_KUBERAY)
 	$(UVRUN) python -m benchmarks.process_cluster
-	$(UVRUN) python -m benchmarks.rayjob
-	$(UVRUN) python -m benchmarks.rayservice
+	$(UVRUN) python -m benchmarks.rayjob --kuberay $(BENCH_KUBERAY)
+	$(UVRUN) python -m benchmarks.rayservice --kuberay $(BENCH_KUBERAY)
 	$(MAKE) reliability
 
 # Every test but the long ones, with those marked reliability (they record into tests/ledger.py) at their full size

@@ -1,4 +1,5 @@
-"""Benchmark: one RayJob from creation to SUCCEEDED on process nodes, raykube's operator against KubeRay v1.6.1's.
+"""Benchmark: one RayJob from creation to SUCCEEDED on process nodes, raykube's operator against KubeRay's
+(the release ``--kuberay`` names: v1.7.0 by default, ``benchmarks/kuberay.py``).
 
 What a run measures. The driver creates a RayJob shaped like KubeRay's ``config/samples/ray-job.sample.yaml`` (1 head
 + the ``small-group`` of 1 worker, K8sJobMode, ``shutdownAfterJobFinishes: true``, Ray 2.52.0) whose entrypoint
@@ -19,7 +20,7 @@ needs no internet (``python -c "import ray; ray.init(); print(ray.cluster_resour
   every Ray Pod gone (the process runtime stopped Ray), so nothing of one run is left running into the next.
 
 How. One process sandbox (``bench-rayjob`` under the usual state directory, so other users of the machine see it;
-2 process nodes of 4 CPU / 16Gi, free ports on 127.0.0.1) for the whole invocation, with KubeRay v1.6.1's CRDs
+2 process nodes of 4 CPU / 16Gi, free ports on 127.0.0.1) for the whole invocation, with that KubeRay's CRDs
 (``--crds raykube`` installs raykube's instead; the same set serves both operators). Runs alternate, raykube first
 (raykube 1, kuberay 1, raykube 2, ...), so load drift on a shared machine hits both; each run has a fresh namespace,
 and exactly one operator runs at a time: the run's operator is started as a sandbox extra process, the driver waits
@@ -34,9 +35,9 @@ Both operators run the same way: host processes with the sandbox's admin kubecon
 credentials for both), ``--use-kubernetes-proxy`` (host processes cannot resolve cluster DNS: the dashboard calls go
 through the API server's service proxy), watching all namespaces, leader election on with its Lease in the run's
 namespace (fresh, so no one waits for a stale Lease to expire), ``--reconcile-concurrency=1`` (KubeRay's default;
-raykube's own default is 10), the same ``--feature-gates`` (KubeRay v1.6.1's defaults, spelled out), QPS/burst left
+raykube's own default is 10), the same ``--feature-gates`` (KubeRay v1.7.0's defaults, spelled out), QPS/burst left
 at their common defaults (100/200), ``--enable-metrics`` and the metrics and probe servers on free 127.0.0.1 ports.
-KubeRay's operator is the binary ``raykube conformance --build-only`` builds from the Go module proxy (built here
+KubeRay's operator is the binary of the chosen release (``benchmarks/kuberay.py``; built here
 first if missing); raykube's is ``python -m raykube.cli.main operator`` from this checkout's working tree (the
 result records the commit and the files that differ from it).
 
@@ -65,9 +66,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from benchmarks import append_line
+from benchmarks.kuberay import KubeRay, kuberay
 from raykube import __version__
 from raykube.api import constants as c
 from raykube.api.crd import load_generated
@@ -77,7 +77,7 @@ from raykube.kube.errors import ApiError
 from raykube.kube.informer import Informer
 from raykube.kube.resources import JOBS, NAMESPACES, PODS
 from raykube.runtime.crds import install_crds
-from raykube.sandbox import NodePool, Ports, Sandbox, SandboxConfig, kuberay_reference, versions
+from raykube.sandbox import NodePool, Ports, Sandbox, SandboxConfig, versions
 from raykube.sandbox.kubelet.network import preflight
 from raykube.waiting import NotYet, wait_for
 
@@ -173,11 +173,25 @@ def operator_flags(kubeconfig: str, namespace: str, probe_port: str, metrics_por
     ]
 
 
+# The KubeRay these runs compare with (--kuberay; benchmarks/kuberay.py), chosen once in main().
+CHOSEN: list[KubeRay] = []
+
+
+def reference() -> KubeRay:
+    if not CHOSEN:
+        raise RuntimeError("no KubeRay chosen: call use_kuberay() first (main does, from --kuberay)")
+    return CHOSEN[0]
+
+
+def use_kuberay(version: str) -> KubeRay:
+    """Build (if missing) and choose KubeRay ``version`` for this invocation's runs."""
+    CHOSEN[:] = [kuberay(version)]
+    return CHOSEN[0]
+
+
 def operator_argv(operator: str, kubeconfig: Path, namespace: str) -> list[str]:
     program = (
-        [sys.executable, "-m", "raykube.cli.main", "operator"]
-        if operator == "raykube"
-        else [str(versions.binary(versions.KUBERAY_OPERATOR))]
+        [sys.executable, "-m", "raykube.cli.main", "operator"] if operator == "raykube" else [str(reference().binary)]
     )
     return [*program, *operator_flags(str(kubeconfig), namespace, str(free_port()), str(free_port()))]
 
@@ -427,14 +441,7 @@ def machine() -> dict[str, Any]:
 
 
 def crds(which: str) -> dict[str, dict[str, Any]]:
-    if which == "raykube":
-        return load_generated()
-    return {
-        str(doc["metadata"]["name"]): doc
-        for path in sorted((kuberay_reference() / "crd").glob("*.yaml"))
-        for doc in yaml.safe_load_all(path.read_text())
-        if doc
-    }
+    return load_generated() if which == "raykube" else reference().crds()
 
 
 @contextlib.asynccontextmanager
@@ -485,7 +492,7 @@ async def main_async(runs: int, which_crds: str, report: Callable[[str], None]) 
         "git": git_revision(),
         "versions": {
             "raykube": __version__,
-            "kuberay": versions.KUBERAY_VERSION,
+            **reference().record(),
             "kubernetes": versions.KUBERNETES_VERSION,
             "ray": RAY_VERSION,
         },
@@ -571,14 +578,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=3, help="runs per operator (alternating)")
     parser.add_argument("--crds", choices=["kuberay", "raykube"], default="kuberay", help="the CRDs both run with")
+    parser.add_argument("--kuberay", default=versions.KUBERAY_CONFORMANCE_VERSION, metavar="VERSION",
+                        help="the KubeRay release to compare with (benchmarks/kuberay.py)")  # fmt: skip
     args = parser.parse_args()
     problems = preflight()
     if problems:
         raise SystemExit("process nodes are not possible here: " + "; ".join(problems))
-    from raykube.cli.conformance import build  # noqa: PLC0415 - the CLI's build of KubeRay's operator, if missing
-    from raykube.sandbox.conformance import proxy_release  # noqa: PLC0415
-
-    build(proxy_release(), report=False)  # KubeRay v1.6.1 from the module proxy, what these benchmarks compare with
+    use_kuberay(args.kuberay)
 
     def report(message: str) -> None:
         print(message, file=sys.stderr, flush=True)  # noqa: T201

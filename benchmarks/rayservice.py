@@ -1,4 +1,5 @@
-"""Benchmark: a RayService under live traffic on real Ray Serve, raykube's operator against KubeRay v1.6.1's.
+"""Benchmark: a RayService under live traffic on real Ray Serve, raykube's operator against KubeRay's
+(the release ``--kuberay`` names: v1.7.0 by default, ``benchmarks/kuberay.py``).
 
 KubeRay's promise for RayService is that a change does not drop requests. This measures it, with the same input for
 both operators in the same invocation. Each run (fresh namespace, fresh operator):
@@ -23,7 +24,7 @@ milestones (switch-over, old cluster deleted). Also the operator's CPU seconds o
 and (b) is 0 failed.
 
 How: ``benchmarks.rayjob``'s harness. One process sandbox (``bench-rayservice``; 2 process nodes of 4 CPU / 16Gi)
-with KubeRay v1.6.1's CRDs (``--crds raykube``: raykube's), runs alternating raykube first, exactly one operator at a
+with that KubeRay's CRDs (``--crds raykube``: raykube's), runs alternating raykube first, exactly one operator at a
 time, started as a sandbox extra process with the same flags for both (``--use-kubernetes-proxy``, reconcile
 concurrency 1, KubeRay's default feature gates, leader election in the run's namespace, the sandbox's admin
 kubeconfig); the run's RayService is deleted while its operator runs, then the operator stopped by its PID and the
@@ -247,7 +248,7 @@ async def main_async(runs: int, which_crds: str, report: Callable[[str], None]) 
         "git": rayjob.git_revision(),
         "versions": {
             "raykube": __version__,
-            "kuberay": versions.KUBERAY_VERSION,
+            **rayjob.reference().record(),
             "kubernetes": versions.KUBERNETES_VERSION,
             "ray": rayjob.RAY_VERSION,
         },
@@ -316,14 +317,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=1, help="runs per operator (alternating)")
     parser.add_argument("--crds", choices=["kuberay", "raykube"], default="kuberay", help="the CRDs both run with")
+    parser.add_argument("--kuberay", default=versions.KUBERAY_CONFORMANCE_VERSION, metavar="VERSION",
+                        help="the KubeRay release to compare with (benchmarks/kuberay.py)")  # fmt: skip
     args = parser.parse_args()
     problems = preflight()
     if problems:
         raise SystemExit("process nodes are not possible here: " + "; ".join(problems))
-    from raykube.cli.conformance import build  # noqa: PLC0415 - the CLI's build of KubeRay's operator, if missing
-    from raykube.sandbox.conformance import proxy_release  # noqa: PLC0415
-
-    build(proxy_release(), report=False)  # KubeRay v1.6.1 from the module proxy, what these benchmarks compare with
+    rayjob.use_kuberay(args.kuberay)
 
     def report(message: str) -> None:
         print(message, file=sys.stderr, flush=True)  # noqa: T201
