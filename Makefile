@@ -110,6 +110,7 @@ bench: sandbox-build
 	$(UVRUN) python -m benchmarks.process_cluster
 	$(UVRUN) python -m benchmarks.rayjob --kuberay $(BENCH_KUBERAY)
 	$(UVRUN) python -m benchmarks.rayservice --kuberay $(BENCH_KUBERAY)
+	$(UVRUN) python -m benchmarks.incremental --kuberay $(BENCH_KUBERAY)
 	$(MAKE) reliability
 
 # Every test but the long ones, with those marked reliability (they record into tests/ledger.py) at their full size

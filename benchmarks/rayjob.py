@@ -446,16 +446,16 @@ def crds(which: str) -> dict[str, dict[str, Any]]:
 
 @contextlib.asynccontextmanager
 async def process_sandbox(
-    name: str, nodes: NodePool, which_crds: str, reports: Path, report: Callable[[str], None]
+    name: str, nodes: NodePool, which_crds: str, reports: Path, report: Callable[[str], None], *, gateway: bool = False
 ) -> AsyncIterator[tuple[Sandbox, Path, Kube]]:
     """A fresh process sandbox ``name`` with ``which_crds`` installed: (sandbox, admin kubeconfig, the driver's
-    client). Afterwards, also on an error, it is stopped and removed, its logs (the operators' too) copied first to
-    ``reports/<time>/``."""
+    client); with ``gateway``, Traefik too (``raykube sandbox up --gateway``). Afterwards, also on an error, it is
+    stopped and removed, its logs (the operators' too) copied first to ``reports/<time>/``."""
     sandbox = Sandbox.named(name)
     if sandbox.load_state() is not None:
         raise SystemExit(f"a sandbox {name!r} exists already ({sandbox.layout.root}): another run? If not, "
                          f"`raykube sandbox down --name {name}`")  # fmt: skip
-    config = SandboxConfig(name=name, ports=Ports.free(), nodes=nodes, runtime="process")
+    config = SandboxConfig(name=name, ports=Ports.free(), nodes=nodes, runtime="process", gateway=gateway)
     logs = reports / time.strftime("%Y%m%dT%H%M%S")
     try:
         up = await sandbox.up(config, report)
