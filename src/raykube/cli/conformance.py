@@ -141,7 +141,8 @@ def build(rel: Release, report: bool = True) -> None:
 
 # --------------------------------------------------------------------------------------------------- the cluster
 async def start_cluster(options: Options) -> Sandbox:
-    """The process sandbox with raykube's CRDs, its chart and its operator running (reused if already up)."""
+    """The process sandbox (with cert-manager) with the operator's CRDs and the operator running (reused if already
+    up)."""
     from raykube.sandbox.cluster import Sandbox  # noqa: PLC0415
     from raykube.sandbox.components import NodePool, SandboxConfig  # noqa: PLC0415
     from raykube.sandbox.kubelet.network import preflight  # noqa: PLC0415
@@ -159,6 +160,9 @@ async def start_cluster(options: Options) -> Sandbox:
         nodes=NodePool(count=options.nodes, cpu=options.node_cpu, memory=options.node_memory),
         runtime="process",
         kwok_nodes=1,  # where the chart's operator Deployment goes: the operator itself runs as a local process
+        # KubeRay's mTLS e2e tests (RayClusterMTLS) issue their certificates through cert-manager and skip themselves
+        # without its CRDs: the sandbox's real cert-manager (`raykube sandbox up --cert-manager`), for both operators.
+        cert_manager=True,
     )
     result = await sandbox.up(config, progress)
     if result.already_running:
