@@ -359,13 +359,57 @@ def doctor(r: Results) -> list[Figure]:
     ]
 
 
+def rest(r: Results) -> list[Figure]:
+    line = r.line("rest.jsonl", "2026-12-07T09:16:02Z")
+    sizes = line.get("settings.clusters")
+    both = ("raykube", "kuberay-c1")
+
+    def pair(size: int, path: str, spec: str) -> list[Figure]:
+        return [line.fig(f"sizes.{size}.{c}.{path}", spec) for c in both]
+
+    rows: list[Figure] = []
+    for size in sizes:
+        rows.append(value(size, ",d", f"{line.name} settings.clusters"))
+        rows += pair(size, "cpu_seconds", ".2f")
+        rows += pair(size, "wakeups.voluntary_per_second", ".1f")
+        rows += pair(size, "requests_per_minute", ".1f")
+        rows += pair(size, "rss_mb", ".1f")
+    big = sizes[-1]
+    lease = "requests.update leases\\.coordination\\.k8s\\.io"
+    events = "requests.{} events\\.events\\.k8s\\.io"
+    return [
+        *[value(n, ",d", f"{line.name} settings.clusters") for n in sizes],
+        const("1", "one head per RayCluster"),
+        const("3", "the workers of each RayCluster (benchmarks.scale WORKERS)"),
+        line.fig("settings.window_seconds", ".0f"),
+        const("1", "KubeRay's default reconcile concurrency"),
+        line.fig("machine.cpus", "d"),
+        date(line),
+        clock(line),
+        *rows,
+        value(big, ",d", f"{line.name} the largest size"),
+        line.fig(f"comparison.{big}.cpu_to_kuberay", ".2f"),
+        line.fig(f"comparison.{big}.rss_to_kuberay", ".1f"),
+        const("40", "about: KubeRay's wakeups per second at 0 and 100 clusters, rounded"),
+        const("2", "the leader election's renewal period (KubeRay's and raykube's retry period)"),
+        same(*[line.fig(f"sizes.{big}.{c}.{lease}", "d") for c in both]),
+        line.fig(f"sizes.{big}.kuberay-c1.{events.format('patch')}", "d"),
+        const("6", "minutes: client-go's events package ends a series after this long without a repeat"),
+        line.fig(f"sizes.{big}.raykube.{events.format('patch')}", "d"),
+        line.fig(f"sizes.{big}.raykube.{events.format('create')}", "d"),
+        value(big, ",d", f"{line.name} the largest size"),
+    ]
+
+
 def readme_summary(r: Results) -> list[Figure]:
-    """README's short table: a few figures of scale-1000, scale-10000, rayservice and doctor, from the same lines."""
+    """README's short table: a few figures of scale-1000, scale-10000, rayservice, doctor and rest, from the same
+    lines."""
     t = r.line("scale.jsonl", "2026-12-05T22:13:16Z")
     u = r.line("scale.jsonl", "2026-12-05T22:48:49Z")
     w = r.line("scale.jsonl", "2026-12-06T01:00:07Z")
     s = r.line("rayservice.jsonl", "2026-12-03T20:55:14Z")
     d = r.line("doctor-all.jsonl", "2026-12-04T03:53:01Z")
+    idle = r.line("rest.jsonl", "2026-12-07T09:16:02Z")
     every = re.search(r"every ([\d.]+) s", s.get("settings.client"))
     if every is None:
         raise FigureError(f"{s.name}: settings.client names no request interval")
@@ -396,6 +440,12 @@ def readme_summary(r: Results) -> list[Figure]:
         d.fig("settings.clusters", "d"),
         d.fig("settings.runs", "d"),
         d.fig("doctor_seconds.median", ".3f"),
+        value(1000, ",d", f"{idle.name} the size quoted (sizes.1000)"),
+        idle.fig("settings.window_seconds", ".0f"),
+        idle.fig("sizes.1000.raykube.cpu_seconds", ".2f"),
+        idle.fig("sizes.1000.raykube.rss_mb", ".1f"),
+        idle.fig("sizes.1000.kuberay-c1.cpu_seconds", ".2f"),
+        idle.fig("sizes.1000.kuberay-c1.rss_mb", ".1f"),
     ]
 
 
@@ -406,6 +456,7 @@ BLOCKS: dict[str, Callable[[Results], list[Figure]]] = {
     "rayservice": rayservice,
     "doctor": doctor,
     "readme-summary": readme_summary,
+    "rest": rest,
 }
 
 
