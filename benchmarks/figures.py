@@ -401,15 +401,55 @@ def rest(r: Results) -> list[Figure]:
     ]
 
 
+def incremental(r: Results) -> list[Figure]:
+    line = r.line("incremental.jsonl", "2026-12-07T09:28:40Z")
+    up = line.get("settings.upgrade")
+    runs = {run["operator"]: run for run in line.get("runs")}
+
+    def phase(op: str, name: str, key: str, spec: str) -> Figure:
+        return value(runs[op]["phases"][name][key], spec, f"{line.name} runs[{op}].phases.{name}.{key}")
+
+    def weights(op: str, name: str) -> list[Figure]:
+        seen = runs[op]["phases"][name]["weights_seen"]
+        return [value(w, "d", f"{line.name} runs[{op}].phases.{name}.weights_seen") for w in seen]
+
+    def shares(op: str, weight: int) -> list[Figure]:
+        found = [row["new_share"] for row in runs[op]["phases"]["upgrade"]["curve"] if row["new_weight"] == weight]
+        return [value(min(found), ".2f", f"{line.name} {op} curve at {weight}"), value(max(found), ".2f", "max")]
+
+    ops = ("raykube", "kuberay")
+    return [
+        value(up["maxSurgePercent"], "d", f"{line.name} settings.upgrade.maxSurgePercent"),
+        value(up["stepSizePercent"], "d", f"{line.name} settings.upgrade.stepSizePercent"),
+        value(up["intervalSeconds"], "d", f"{line.name} settings.upgrade.intervalSeconds"),
+        const("0.1", "the client's pacing (examples/serve/client.yaml)"),
+        date(line),
+        clock(line),
+        *[f for op in ops for f in (phase(op, "upgrade", "requests", "d"), phase(op, "upgrade", "failed", "d"),
+                                    phase(op, "upgrade", "longest_gap_seconds", "g"))],
+        *[f for op in ops for f in weights(op, "upgrade")],
+        *[phase(op, "upgrade", "seconds_to_promoted", ".1f") for op in ops],
+        *[f for op in ops for f in (phase(op, "rollback", "requests", "d"), phase(op, "rollback", "failed", "d"),
+                                    phase(op, "rollback", "longest_gap_seconds", "g"))],
+        *[f for op in ops for f in (*weights(op, "rollback"),
+                                    phase(op, "rollback", "abandoned_answers_after_settled", "d"))],
+        *[value(runs[op]["cpu_seconds"], ".2f", f"{line.name} runs[{op}].cpu_seconds") for op in ops],
+        const("5", "the curve's bucket (benchmarks.incremental BUCKET_SECONDS)"),
+        *[f for w in (25, 50, 75) for f in (*shares("raykube", w), value(w, "d", "the weight"))],
+        value(runs["raykube"]["cpu_seconds"] / runs["kuberay"]["cpu_seconds"], ".2f", "raykube's CPU / KubeRay's"),
+    ]  # fmt: skip
+
+
 def readme_summary(r: Results) -> list[Figure]:
-    """README's short table: a few figures of scale-1000, scale-10000, rayservice, doctor and rest, from the same
-    lines."""
+    """README's short table: a few figures of scale-1000, scale-10000, rayservice, doctor, rest and incremental,
+    from the same lines."""
     t = r.line("scale.jsonl", "2026-12-05T22:13:16Z")
     u = r.line("scale.jsonl", "2026-12-05T22:48:49Z")
     w = r.line("scale.jsonl", "2026-12-06T01:00:07Z")
     s = r.line("rayservice.jsonl", "2026-12-03T20:55:14Z")
     d = r.line("doctor-all.jsonl", "2026-12-04T03:53:01Z")
     idle = r.line("rest.jsonl", "2026-12-07T09:16:02Z")
+    inc = r.line("incremental.jsonl", "2026-12-07T09:28:40Z")
     every = re.search(r"every ([\d.]+) s", s.get("settings.client"))
     if every is None:
         raise FigureError(f"{s.name}: settings.client names no request interval")
@@ -446,6 +486,8 @@ def readme_summary(r: Results) -> list[Figure]:
         idle.fig("sizes.1000.raykube.rss_mb", ".1f"),
         idle.fig("sizes.1000.kuberay-c1.cpu_seconds", ".2f"),
         idle.fig("sizes.1000.kuberay-c1.rss_mb", ".1f"),
+        const("0.1", "the client's pacing (examples/serve/client.yaml)"),
+        *[inc.fig(f"summary.{op}.upgrade.{k}", "d") for op in ("raykube", "kuberay") for k in ("failed", "requests")],
     ]
 
 
@@ -457,6 +499,7 @@ BLOCKS: dict[str, Callable[[Results], list[Figure]]] = {
     "doctor": doctor,
     "readme-summary": readme_summary,
     "rest": rest,
+    "incremental": incremental,
 }
 
 
