@@ -34,25 +34,24 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import copy
 import statistics
-import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from benchmarks import append_line, rayjob, rayservice
-from raykube import __version__
+from benchmarks.kuberay import add_option as add_kuberay_option
 from raykube.api.resources import RAYSERVICES
 from raykube.builders.rayservice.gateway import gateway_ready
 from raykube.cli.serveclient import Answer, window
 from raykube.kube.resources import CONFIGMAPS, GATEWAYS, HTTPROUTES, PODS
 from raykube.sandbox import NodePool, versions
 from raykube.sandbox.gateway import GATEWAY_CLASS
-from raykube.sandbox.kubelet.network import preflight
 from raykube.waiting import NotYet
 
 ROOT = Path(__file__).parents[1]
@@ -148,19 +147,34 @@ class IncrementalRun(rayservice.ServiceRun):
         patch = {"spec": {k: body["spec"][k] for k in ("serveConfigV2", "rayClusterConfig")}}
         await self.driver.patch(RAYSERVICES, self.name, patch, self.namespace)
 
-    async def follow(self, weights: list[tuple[float, int]], new_cluster: list[str]) -> None:
-        """Poll the HTTPRoute: the weight of the pending cluster's serve Service, once there is one."""
+    async def sides(self) -> tuple[str | None, str | None]:
+        """The active and the pending cluster's names, as the RayService's status says."""
+        status = await self.status()
+        return (
+            (status.get("activeServiceStatus") or {}).get("rayClusterName"),
+            (status.get("pendingServiceStatus") or {}).get("rayClusterName"),
+        )
+
+    async def follow(self, weights: list[tuple[float, int]]) -> None:
+        """Poll the HTTPRoute: the weight of the first pending cluster's serve Service, once there is one."""
+        new_cluster = None
         while True:
-            status = await self.status()
-            pending = (status.get("pendingServiceStatus") or {}).get("rayClusterName")
-            if pending and not new_cluster:
-                new_cluster.append(str(pending))
+            new_cluster = new_cluster or (await self.sides())[1]
             if new_cluster:
-                got = await self.route_weights()
-                weight = got.get(f"{new_cluster[0]}-serve-svc")
+                weight = (await self.route_weights()).get(f"{new_cluster}-serve-svc")
                 if weight is not None:
                     weights.append((time.time(), weight))
             await asyncio.sleep(POLL_SECONDS)  # a sampling period, not a wait for state
+
+    @contextlib.asynccontextmanager
+    async def following(self) -> AsyncIterator[list[tuple[float, int]]]:
+        """The new cluster's HTTPRoute weights as (time, weight), polled while the block runs."""
+        weights: list[tuple[float, int]] = []
+        poller = asyncio.create_task(self.follow(weights))
+        try:
+            yield weights
+        finally:
+            poller.cancel()
 
     async def measure(self, pid: int) -> dict[str, Any]:
         app, service, client = rayservice.manifests()
@@ -194,25 +208,18 @@ class IncrementalRun(rayservice.ServiceRun):
         }
 
     async def upgrade(self, service: Mapping[str, Any], first: str) -> tuple[dict[str, Any], str]:
-        weights: list[tuple[float, int]] = []
-        new_cluster: list[str] = []
         t0 = time.time()
-        poller = asyncio.create_task(self.follow(weights, new_cluster))
-        try:
+        async with self.following() as weights:
             await self.change(incremental(service, "Hi", "2"))
 
             async def promoted() -> str | NotYet:
                 self.check_alive()
-                now = await self.status()
-                active = (now.get("activeServiceStatus") or {}).get("rayClusterName")
-                pending = (now.get("pendingServiceStatus") or {}).get("rayClusterName")
+                active, pending = await self.sides()
                 done = active and active != first and not pending
                 return str(active) if done else NotYet(f"active {active}, pending {pending}")
 
             second: str = await self.until(promoted, "the new cluster promoted")
             promoted_at = time.time()
-        finally:
-            poller.cancel()
         end = await self.until(lambda: self.answered_after(promoted_at, "Hi"), "answers after the promotion")
         answers = await self.client_answers()
         return {
@@ -223,11 +230,8 @@ class IncrementalRun(rayservice.ServiceRun):
         }, second
 
     async def rollback(self, service: Mapping[str, Any], active: str) -> dict[str, Any]:
-        weights: list[tuple[float, int]] = []
-        new_cluster: list[str] = []
         t0 = time.time()
-        poller = asyncio.create_task(self.follow(weights, new_cluster))
-        try:
+        async with self.following() as weights:
             await self.change(incremental(service, "Hey", "3"))
 
             async def shifting() -> int | NotYet:
@@ -241,9 +245,7 @@ class IncrementalRun(rayservice.ServiceRun):
 
             async def settled() -> bool | NotYet:
                 self.check_alive()
-                now = await self.status()
-                current = (now.get("activeServiceStatus") or {}).get("rayClusterName")
-                pending = (now.get("pendingServiceStatus") or {}).get("rayClusterName")
+                current, pending = await self.sides()
                 route = await self.route_weights()
                 whole = route.get(f"{active}-serve-svc") == 100 and all(
                     w == 0 for name, w in route.items() if name != f"{active}-serve-svc"
@@ -254,8 +256,6 @@ class IncrementalRun(rayservice.ServiceRun):
 
             await self.until(settled, "the rollback to the active cluster")
             settled_at = time.time()
-        finally:
-            poller.cancel()
         end = await self.until(lambda: self.answered_after(settled_at, "Hi"), "answers after the rollback")
         answers = await self.client_answers()
         return {
@@ -288,13 +288,7 @@ async def main_async(runs: int, report: Any) -> dict[str, Any]:
         "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "machine": rayjob.machine(),
         "git": rayjob.git_revision(),
-        "versions": {
-            "raykube": __version__,
-            **rayjob.reference().record(),
-            "kubernetes": versions.KUBERNETES_VERSION,
-            "ray": rayjob.RAY_VERSION,
-            "gateway": f"traefik {versions.TRAEFIK_VERSION}",
-        },
+        "versions": rayjob.versions_record(gateway=f"traefik {versions.TRAEFIK_VERSION}"),
         "settings": {
             "runs": runs,
             "order": "alternating, raykube first",
@@ -354,16 +348,9 @@ def print_curves(result: Mapping[str, Any]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=1, help="runs per operator (alternating)")
-    parser.add_argument("--kuberay", default=versions.KUBERAY_CONFORMANCE_VERSION, metavar="VERSION",
-                        help="the KubeRay release to compare with (benchmarks/kuberay.py)")  # fmt: skip
+    add_kuberay_option(parser)
     args = parser.parse_args()
-    problems = preflight()
-    if problems:
-        raise SystemExit("process nodes are not possible here: " + "; ".join(problems))
-    rayjob.use_kuberay(args.kuberay)
-
-    def report(message: str) -> None:
-        print(message, file=sys.stderr, flush=True)  # noqa: T201
+    report = rayjob.start(args)
 
     result = asyncio.run(rayjob.cancellable(main_async(args.runs, report)))
     append_line(RESULTS, result)

@@ -8,6 +8,7 @@ module proxy. Either is built once (about two minutes) and kept in ``~/.cache/ra
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,3 +47,9 @@ def kuberay(version: str = versions.KUBERAY_CONFORMANCE_VERSION) -> KubeRay:
     rel: Release = release(version, report=progress)
     build_optional(progress, (rel.operator,), rel=rel)
     return KubeRay(rel.version, versions.binary(rel.operator), rel.crd_dir(), rel.origin())
+
+
+def add_option(parser: argparse.ArgumentParser) -> None:
+    """``--kuberay VERSION``, the release a benchmark compares with (default: the one teams install)."""
+    parser.add_argument("--kuberay", default=versions.KUBERAY_CONFORMANCE_VERSION, metavar="VERSION",
+                        help="the KubeRay release to compare with (benchmarks/kuberay.py)")  # fmt: skip

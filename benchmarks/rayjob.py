@@ -68,6 +68,7 @@ from typing import Any
 
 from benchmarks import append_line
 from benchmarks.kuberay import KubeRay, kuberay
+from benchmarks.kuberay import add_option as add_kuberay_option
 from raykube import __version__
 from raykube.api import constants as c
 from raykube.api.crd import load_generated
@@ -187,6 +188,31 @@ def use_kuberay(version: str) -> KubeRay:
     """Build (if missing) and choose KubeRay ``version`` for this invocation's runs."""
     CHOSEN[:] = [kuberay(version)]
     return CHOSEN[0]
+
+
+def versions_record(**extra: str) -> dict[str, str]:
+    """What a process-node benchmark's line says of the versions it ran."""
+    return {
+        "raykube": __version__,
+        **reference().record(),
+        "kubernetes": versions.KUBERNETES_VERSION,
+        "ray": RAY_VERSION,
+        **extra,
+    }
+
+
+def start(args: argparse.Namespace) -> Callable[[str], None]:
+    """A process-node benchmark's start: refuse a machine that cannot run process nodes, choose the KubeRay of
+    ``--kuberay``; the progress reporter (stderr)."""
+    problems = preflight()
+    if problems:
+        raise SystemExit("process nodes are not possible here: " + "; ".join(problems))
+    use_kuberay(args.kuberay)
+
+    def report(message: str) -> None:
+        print(message, file=sys.stderr, flush=True)  # noqa: T201
+
+    return report
 
 
 def operator_argv(operator: str, kubeconfig: Path, namespace: str) -> list[str]:
@@ -490,12 +516,7 @@ async def main_async(runs: int, which_crds: str, report: Callable[[str], None]) 
         "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "machine": machine(),
         "git": git_revision(),
-        "versions": {
-            "raykube": __version__,
-            **reference().record(),
-            "kubernetes": versions.KUBERNETES_VERSION,
-            "ray": RAY_VERSION,
-        },
+        "versions": versions_record(),
         "settings": {
             "runs": runs,
             "order": "alternating, raykube first",
@@ -578,16 +599,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=3, help="runs per operator (alternating)")
     parser.add_argument("--crds", choices=["kuberay", "raykube"], default="kuberay", help="the CRDs both run with")
-    parser.add_argument("--kuberay", default=versions.KUBERAY_CONFORMANCE_VERSION, metavar="VERSION",
-                        help="the KubeRay release to compare with (benchmarks/kuberay.py)")  # fmt: skip
+    add_kuberay_option(parser)
     args = parser.parse_args()
-    problems = preflight()
-    if problems:
-        raise SystemExit("process nodes are not possible here: " + "; ".join(problems))
-    use_kuberay(args.kuberay)
-
-    def report(message: str) -> None:
-        print(message, file=sys.stderr, flush=True)  # noqa: T201
+    report = start(args)
 
     result = asyncio.run(cancellable(main_async(args.runs, args.crds, report)))
     append_line(RESULTS, result)

@@ -42,7 +42,6 @@ import asyncio
 import copy
 import os
 import statistics
-import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
@@ -51,13 +50,12 @@ from typing import Any
 import yaml
 
 from benchmarks import append_line, rayjob
-from raykube import __version__
+from benchmarks.kuberay import add_option as add_kuberay_option
 from raykube.api import constants as c
 from raykube.api.resources import RAYCLUSTERS, RAYSERVICES
 from raykube.cli.serveclient import CLIENT_POD, Answer, parse_log, window
 from raykube.kube.resources import CONFIGMAPS, PODS
-from raykube.sandbox import NodePool, versions
-from raykube.sandbox.kubelet.network import preflight
+from raykube.sandbox import NodePool
 from raykube.waiting import NotYet, wait_for
 
 ROOT = Path(__file__).parents[1]
@@ -246,12 +244,7 @@ async def main_async(runs: int, which_crds: str, report: Callable[[str], None]) 
         "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "machine": rayjob.machine(),
         "git": rayjob.git_revision(),
-        "versions": {
-            "raykube": __version__,
-            **rayjob.reference().record(),
-            "kubernetes": versions.KUBERNETES_VERSION,
-            "ray": rayjob.RAY_VERSION,
-        },
+        "versions": rayjob.versions_record(),
         "settings": {
             "runs": runs,
             "order": "alternating, raykube first",
@@ -317,16 +310,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=1, help="runs per operator (alternating)")
     parser.add_argument("--crds", choices=["kuberay", "raykube"], default="kuberay", help="the CRDs both run with")
-    parser.add_argument("--kuberay", default=versions.KUBERAY_CONFORMANCE_VERSION, metavar="VERSION",
-                        help="the KubeRay release to compare with (benchmarks/kuberay.py)")  # fmt: skip
+    add_kuberay_option(parser)
     args = parser.parse_args()
-    problems = preflight()
-    if problems:
-        raise SystemExit("process nodes are not possible here: " + "; ".join(problems))
-    rayjob.use_kuberay(args.kuberay)
-
-    def report(message: str) -> None:
-        print(message, file=sys.stderr, flush=True)  # noqa: T201
+    report = rayjob.start(args)
 
     result = asyncio.run(rayjob.cancellable(main_async(args.runs, args.crds, report)))
     append_line(RESULTS, result)

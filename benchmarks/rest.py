@@ -27,8 +27,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import platform
 import tempfile
 import time
 from collections.abc import Sequence
@@ -36,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import append_line
+from benchmarks.kuberay import add_option as add_kuberay_option
 from benchmarks.kuberay import kuberay as kuberay_reference
 from benchmarks.scale import (
     QUIET_TIMEOUT,
@@ -48,10 +47,10 @@ from benchmarks.scale import (
     a_sandbox,
     by_user,
     contender_list,
+    environment,
     requests_of,
     say,
 )
-from raykube.sandbox import versions
 from raykube.waiting import WaitTimeout, wait_for
 
 RESULTS = Path(__file__).parent / "results" / "rest.jsonl"
@@ -203,13 +202,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         "benchmark": "rest",
         "schema": SCHEMA,
         "at": now(),
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "kernel": platform.release()},
-        "versions": {
-            "kubernetes": versions.KUBERNETES_VERSION,
-            "kwok": versions.KWOK_VERSION,
-            **kuberay.record(),
-            "builds": [artifact.dirname for artifact in versions.ARTIFACTS],
-        },
+        **environment(kuberay),
         "settings": {
             "clusters": args.clusters,
             "window_seconds": args.window,
@@ -245,8 +238,7 @@ def main() -> None:
     parser.add_argument("--clusters", type=sizes_list, default=sizes_list("0,100,1000"))
     parser.add_argument("--window", type=float, default=600.0, help="seconds measured at rest")
     parser.add_argument("--contenders", type=contender_list, default=contender_list(",".join(CONTENDERS)))
-    parser.add_argument("--kuberay", default=versions.KUBERAY_CONFORMANCE_VERSION, metavar="VERSION",
-                        help="the KubeRay release (benchmarks/kuberay.py)")  # fmt: skip
+    add_kuberay_option(parser)
     parser.add_argument("--qps", type=float, default=100.0)
     parser.add_argument("--burst", type=int, default=200)
     parser.add_argument("--nodes", type=int, default=10)

@@ -101,6 +101,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from benchmarks import append_line
 from benchmarks.kuberay import KubeRay, kuberay
+from benchmarks.kuberay import add_option as add_kuberay_option
 from raykube.api import constants as c
 from raykube.api.config import DEFAULT_RECONCILE_CONCURRENCY
 from raykube.api.crd import load_generated
@@ -1206,14 +1207,7 @@ async def main_async(args: argparse.Namespace, sources: Mapping[str, Path] | Non
         "benchmark": "scale",
         "schema": SCHEMA,
         "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "kernel": platform.release()},
-        "versions": {
-            "kubernetes": versions.KUBERNETES_VERSION,
-            "kwok": versions.KWOK_VERSION,
-            **(settings.kuberay.record() if settings.kuberay else {}),
-            # The sandbox's build of each (its recipe revision): kwok r2 is patch_kwok_watch's (sandbox/build.py).
-            "builds": [artifact.dirname for artifact in versions.ARTIFACTS],
-        },
+        **environment(settings.kuberay),
         "settings": {
             "clusters": args.clusters,
             "workers_per_cluster": WORKERS,
@@ -1242,6 +1236,20 @@ async def main_async(args: argparse.Namespace, sources: Mapping[str, Path] | Non
     return result
 
 
+def environment(kuberay: KubeRay | None) -> dict[str, Any]:
+    """The machine and the versions a kwok benchmark's line records (KubeRay's when one ran)."""
+    return {
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "kernel": platform.release()},
+        "versions": {
+            "kubernetes": versions.KUBERNETES_VERSION,
+            "kwok": versions.KWOK_VERSION,
+            **(kuberay.record() if kuberay else {}),
+            # The sandbox's build of each (its recipe revision): kwok r2 is patch_kwok_watch's (sandbox/build.py).
+            "builds": [artifact.dirname for artifact in versions.ARTIFACTS],
+        },
+    }
+
+
 def say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)  # noqa: T201 - progress of a long benchmark
 
@@ -1265,8 +1273,7 @@ def main() -> None:
                         help=f"floor, floor-ready, raykube[-c<N>][/flag=value], kuberay-c<N>; default "
                              f"{default}")  # fmt: skip
     parser.add_argument("--repeat", type=int, default=1, help="rounds of every contender")
-    parser.add_argument("--kuberay", default=versions.KUBERAY_CONFORMANCE_VERSION, metavar="VERSION",
-                        help="the KubeRay release of kuberay-c<N> (benchmarks/kuberay.py)")  # fmt: skip
+    add_kuberay_option(parser)
     parser.add_argument("--qps", type=float, default=100.0)
     parser.add_argument("--burst", type=int, default=200)
     parser.add_argument("--nodes", type=int, default=10, help="kwok nodes of 256 CPU / 1Ti / 1,000 Pods")
