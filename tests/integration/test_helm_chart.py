@@ -337,6 +337,26 @@ def test_the_kubernetes_was_gate_brings_its_rbac_rule() -> None:
     assert cluster_role["rules"] == rbac.policy_rules(rbac.OPERATOR_RULES)
 
 
+def test_diagnose_after_passes_its_flag_and_brings_its_read_rules() -> None:
+    """raykube's own diagnoseAfter: off by default (KubeRay's objects unchanged); set, the flag (also with a config
+    file) and the doctor's reads: namespaced ones in the ClusterRole and the Roles, cluster-scoped ones in the
+    ClusterRole only."""
+    default = render()
+    assert not any(a.startswith("--diagnose-after") for a in container(default)["args"])
+    (cluster_role,) = find(default, "ClusterRole")
+    assert cluster_role["rules"] == rbac.policy_rules(rbac.OPERATOR_RULES)
+    on = render("--set", "diagnoseAfter=2m")
+    assert "--diagnose-after=2m" in container(on)["args"]
+    (cluster_role,) = find(on, "ClusterRole")
+    assert cluster_role["rules"] == rbac.policy_rules(rbac.operator_rules(diagnosis=True))
+    assert rules_file("diagnosis-rules.yaml") == rbac.policy_rules(rbac.DIAGNOSIS_RULES)
+    (role,) = find(render("--set", "diagnoseAfter=2m", "--set", "singleNamespaceInstall=true"), "Role",
+                   "kuberay-operator")  # fmt: skip
+    assert role["rules"] == rbac.policy_rules(rbac.OPERATOR_RULES + rbac.DIAGNOSIS_RULES)
+    configured = render("--set", "diagnoseAfter=90s", "--set", "configuration.enabled=true")
+    assert "--diagnose-after=90s" in container(configured)["args"]
+
+
 def test_service_monitor_is_optional() -> None:
     assert not find(render(), "ServiceMonitor")
     objects = render("--set", "metrics.serviceMonitor.enabled=true", "--set", "metrics.serviceMonitor.namespace=mon")

@@ -148,6 +148,12 @@ KubernetesWAS feature gate enabled, its scheduling.k8s.io rule (KubeRay v1.7.0's
 {{- $rules = concat $rules (fromYamlArray ($.context.Files.Get "files/batch-scheduler-kubernetes-was-v1alpha2-rules.yaml")) -}}
 {{- end -}}
 {{- end -}}
+{{- if .context.Values.diagnoseAfter -}}
+{{- $rules = concat $rules (fromYamlArray (.context.Files.Get "files/diagnosis-rules.yaml")) -}}
+{{- if .cluster -}}
+{{- $rules = concat $rules (fromYamlArray (.context.Files.Get "files/diagnosis-cluster-rules.yaml")) -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 rules:
 {{ toYaml $rules | trim }}
@@ -202,6 +208,9 @@ rules:
 {{- end -}}
 {{- with (include "raykube-operator.featureGates" .) -}}
 {{- $args = append $args . -}}
+{{- end -}}
+{{- with .Values.diagnoseAfter -}}
+{{- $args = append $args (printf "--diagnose-after=%s" .) -}}
 {{- end -}}
 {{- toYaml $args -}}
 {{- end -}}

@@ -32,6 +32,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.alias_generators import to_camel
 
 from raykube.api import constants as c
+from raykube.golang.duration import parse_duration
+from raykube.golang.errors import GoError
 
 CONFIG_API_VERSION = "config.ray.io/v1alpha1"
 CONFIG_KIND = "Configuration"
@@ -95,6 +97,9 @@ class OperatorConfig:
     default_pod_labels: Mapping[str, str] = field(default_factory=dict)
     default_pod_annotations: Mapping[str, str] = field(default_factory=dict)
     config_file: Path | None = None
+    # raykube's own (not KubeRay's): seconds a RayCluster, RayJob or RayService may stay not ready before the operator
+    # records the doctor's root cause on it as a RootCause Event (--diagnose-after, runtime.diagnosis); 0: never.
+    diagnose_after: float = 0.0
 
     def features(self) -> dict[str, bool]:
         return {**c.FEATURE_GATE_DEFAULTS, **self.feature_gates}
@@ -146,6 +151,19 @@ def _feature_gate(item: str, option: str) -> tuple[str, bool]:
     return name, on
 
 
+def parse_diagnose_after(value: str | None) -> float:
+    """Seconds of ``--diagnose-after`` (a Go duration such as ``90s`` or ``2m``; unset or ``0``: off)."""
+    if value is None or value == "":
+        return 0.0
+    try:
+        nanoseconds = parse_duration(value)
+    except GoError as exc:
+        raise ConfigError(f"--diagnose-after must be a duration such as 90s or 2m: {exc}") from None
+    if nanoseconds < 0:
+        raise ConfigError(f"--diagnose-after must not be negative, got {value!r}")
+    return nanoseconds / 1e9
+
+
 def _namespaces(value: str) -> tuple[str, ...]:
     return tuple(n.strip() for n in value.split(",") if n.strip())
 
@@ -180,6 +198,7 @@ def _flag_parser() -> argparse.ArgumentParser:
     boolean("--forced-cluster-upgrade")  # deprecated in KubeRay, no effect
     parser.add_argument("--config")
     parser.add_argument("--kubeconfig")
+    parser.add_argument("--diagnose-after")
     boolean("--help")
     return parser
 
@@ -203,6 +222,9 @@ Runs the RayCluster controller, with KubeRay's flags (Go syntax: --flag=value, -
   --enable-batch-scheduler[=BOOL]     deprecated spelling of --batch-scheduler=volcano
   --config FILE                       a config.ray.io/v1alpha1 Configuration; other flags then ignored
   --kubeconfig FILE                   kubeconfig (default: $KUBECONFIG, ~/.kube/config, then in-cluster)
+  --diagnose-after DURATION           raykube's own, off by default: a RayCluster, RayJob or RayService not ready
+                                      for this long (a Go duration: 90s, 2m) gets the doctor's root cause as a
+                                      Warning Event (reason RootCause); also with --config
 """
 
 
@@ -392,6 +414,7 @@ def _from_flags(
     """The configuration from parsed flags: every error raised (``problems`` None), or noted there."""
     gates = parse_feature_gates(ns.feature_gates, problems=problems) if ns.feature_gates else {}
     kubeconfig = Path(ns.kubeconfig) if ns.kubeconfig else None
+    diagnose_after = _settle(problems, lambda: parse_diagnose_after(ns.diagnose_after), 0.0)
     if ns.config:
         path = Path(ns.config)
         base = _settle(problems, lambda: load_file(path), OperatorConfig(config_file=path))
@@ -404,7 +427,7 @@ def _from_flags(
                 "",
             )
             base = replace(base, batch_scheduler=batch)
-        return replace(base, feature_gates=gates, kubeconfig=kubeconfig)
+        return replace(base, feature_gates=gates, kubeconfig=kubeconfig, diagnose_after=diagnose_after)
 
     def number(value: str | None, option: str, kind: type[int] | type[float], default: Any) -> Any:
         if value is None:
@@ -447,6 +470,7 @@ def _from_flags(
         enable_metrics=flag(ns.enable_metrics, "--enable-metrics", default=False),
         use_kubernetes_proxy=flag(ns.use_kubernetes_proxy, "--use-kubernetes-proxy", default=False),
         kubeconfig=kubeconfig,
+        diagnose_after=diagnose_after,
     )
     return _checked(config, source="flags", problems=problems)
 

@@ -22,6 +22,8 @@ from raykube.kube.rbac import Rule, allows
 
 __all__ = [  # Rule and allows are re-exported: the rules here are made of them
     "BATCH_SCHEDULER_RULES",
+    "DIAGNOSIS_CLUSTER_RULES",
+    "DIAGNOSIS_RULES",
     "LEADER_ELECTION_RULES",
     "OPERATOR_RULES",
     "Rule",
@@ -122,9 +124,29 @@ BATCH_SCHEDULER_RULES: Mapping[str, tuple[Rule, ...]] = {
 }
 
 
-def operator_rules(batch_scheduler: str = "") -> tuple[Rule, ...]:
-    """The operator's rules with ``--batch-scheduler=<batch_scheduler>`` ("" for none)."""
-    return OPERATOR_RULES + BATCH_SCHEDULER_RULES.get(batch_scheduler, ())
+# What --diagnose-after adds (raykube.runtime.diagnosis, the doctor's narrow gather in raykube.doctor.gather): reads
+# of what a root cause can be found in and the operator itself never lists. Granted only with the chart's
+# diagnoseAfter, so a drop-in install's RBAC stays KubeRay's. Nothing is written but the Events the operator already
+# may create; no pods/exec.
+DIAGNOSIS_RULES: tuple[Rule, ...] = (
+    Rule("", ("configmaps", "events", "limitranges", "resourcequotas"), ("list",)),
+    Rule("autoscaling", ("horizontalpodautoscalers",), ("list",)),
+)
+# ... and its cluster-scoped reads, in the ClusterRole only: a single-namespace install's Roles cannot grant them, and
+# the doctor then says what it could not check (Nodes, StorageClasses) instead.
+DIAGNOSIS_CLUSTER_RULES: tuple[Rule, ...] = (
+    Rule("", ("nodes",), ("list",)),
+    Rule("storage.k8s.io", ("storageclasses",), ("list",)),
+    Rule(c.GATEWAY_API_GROUP, ("gatewayclasses",), ("list",)),
+    Rule("apiextensions.k8s.io", ("customresourcedefinitions",), ("get",)),
+)
+
+
+def operator_rules(batch_scheduler: str = "", *, diagnosis: bool = False) -> tuple[Rule, ...]:
+    """The operator's rules with ``--batch-scheduler=<batch_scheduler>`` ("" for none), and with ``--diagnose-after``
+    (``diagnosis``)."""
+    extra = DIAGNOSIS_RULES + DIAGNOSIS_CLUSTER_RULES if diagnosis else ()
+    return OPERATOR_RULES + BATCH_SCHEDULER_RULES.get(batch_scheduler, ()) + extra
 
 
 # What leader election calls, in the leader-election namespace only (raykube.runtime.leader). core/v1 events stay, as

@@ -25,8 +25,13 @@ def operator(ctx: typer.Context) -> None:
         typer.echo(FLAGS_HELP)
         return
     logs.configure(config.log_stdout_encoder, config.log_file_path, config.log_file_encoder)
+    diagnoser = None
+    if config.diagnose_after > 0:  # the doctor is loaded only when asked for
+        from raykube.cli.rootcause import factory  # noqa: PLC0415
+
+        diagnoser = factory
     try:
-        status = asyncio.run(run_until_signalled(config))
+        status = asyncio.run(run_until_signalled(config, diagnoser=diagnoser))
     except StartupError as exc:
         fail(str(exc), code=1)
     raise typer.Exit(status)

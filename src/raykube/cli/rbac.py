@@ -25,6 +25,12 @@ def rendered() -> dict[str, str]:
         "leader-election-rules.yaml": HEADER
         + yaml.safe_dump(rbac.policy_rules(rbac.LEADER_ELECTION_RULES), sort_keys=False),
     }
+    # Added to the operator's rules when the chart sets diagnoseAfter (--diagnose-after); the cluster-scoped ones to
+    # its ClusterRole only.
+    files["diagnosis-rules.yaml"] = HEADER + yaml.safe_dump(rbac.policy_rules(rbac.DIAGNOSIS_RULES), sort_keys=False)
+    files["diagnosis-cluster-rules.yaml"] = HEADER + yaml.safe_dump(
+        rbac.policy_rules(rbac.DIAGNOSIS_CLUSTER_RULES), sort_keys=False
+    )
     # Added to the operator's rules when the chart's batchScheduler picks that scheduler.
     for name, rules in rbac.BATCH_SCHEDULER_RULES.items():
         files[f"batch-scheduler-{name}-rules.yaml"] = HEADER + yaml.safe_dump(rbac.policy_rules(rules), sort_keys=False)

@@ -19,7 +19,7 @@ no ``apiVersion``/``kind``: :func:`raykube.doctor.snapshot.sanitize` sets them).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -49,6 +49,9 @@ class Scope:
     targets: tuple[tuple[str, str], ...] | None = None  # None: every RayCluster in the namespaces
     # (kind, namespace, name) of RayJobs and RayServices; None: every one in the namespaces
     workloads: tuple[tuple[str, str, str], ...] | None = None
+    # Read only what the named objects need, in one namespace (the operator's --diagnose-after: one object among
+    # thousands): see :func:`gather_narrow`.
+    narrow: bool = False
 
 
 def _selector(labels: Mapping[str, str | Sequence[str]]) -> str:
@@ -83,19 +86,30 @@ class _Gatherer:
         *,
         labels: Mapping[str, str | Sequence[str]] | None = None,
         fields: Mapping[str, str] | None = None,
+        keep: Callable[[Obj], bool] | None = None,
     ) -> list[Obj]:
-        """Every ``resource`` in ``namespace`` (None: in every namespace) matching ``labels`` and ``fields``."""
+        """Every ``resource`` in ``namespace`` (None: in every namespace) matching ``labels`` and ``fields`` (and
+        ``keep``, page by page)."""
         listed = await self.client.list(
             resource,
             namespace,
             label_selector=_selector(labels) if labels else None,
             field_selector=_selector(fields) if fields else None,
+            keep=keep,
         )
         return listed.items
 
-    async def list_into(self, resource: Resource, namespace: str | None) -> None:
+    async def list_into(
+        self,
+        resource: Resource,
+        namespace: str | None,
+        *,
+        labels: Mapping[str, str | Sequence[str]] | None = None,
+        fields: Mapping[str, str] | None = None,
+        keep: Callable[[Obj], bool] | None = None,
+    ) -> None:
         try:
-            items = await self._list(resource, namespace)
+            items = await self._list(resource, namespace, labels=labels, fields=fields, keep=keep)
         except ApiError as exc:
             if exc.forbidden and resource.plural in s.OPTIONAL_API_TYPES:
                 # Said only where a RayService needs them (see gather): most clusters do not use the Gateway API.
@@ -242,6 +256,8 @@ async def review_access(client: Kube, key: tuple[str, str, str, str, str, str]) 
 
 async def gather(client: Kube, scope: Scope, *, now: datetime | None = None) -> Snapshot:
     """Read the object graph for ``scope``; see the module docstring for what and how."""
+    if scope.narrow:
+        return await gather_narrow(client, scope, now=now)
     g = _Gatherer(client, scope)
     namespaces: list[str | None] = list(scope.namespaces) if scope.namespaces is not None else [None]
     jobs: list[Awaitable[None]] = [g.list_into(t, n) for t in s.NAMESPACED_TYPES for n in namespaces]
@@ -279,3 +295,88 @@ def _snapshot(g: _Gatherer, scope: Scope, now: datetime | None) -> Snapshot:
         targets=scope.targets,
         workloads=scope.workloads,
     )
+
+
+def _regards_one_of(names: frozenset[str], prefixes: tuple[str, ...]) -> Callable[[Obj], bool]:
+    """An Event about one of ``names``, or about an object whose name starts with one of ``prefixes`` (a cluster's
+    Pods, Services and claims are named after it)."""
+
+    def keep(event: Obj) -> bool:
+        about = event.get("involvedObject") or event.get("regarding") or {}
+        name = str(about.get("name") or "") if isinstance(about, Mapping) else ""
+        return name in names or name.startswith(prefixes)
+
+    return keep
+
+
+def _named_after(prefixes: tuple[str, ...]) -> Callable[[Obj], bool]:
+    def keep(obj: Obj) -> bool:
+        return objects.name(obj).startswith(prefixes)
+
+    return keep
+
+
+async def gather_narrow(client: Kube, scope: Scope, *, now: datetime | None = None) -> Snapshot:
+    """What the diagnosis of the objects ``scope`` names needs, in its one namespace, and nothing else of the
+    namespace's other clusters: the objects themselves and their RayClusters (by name, and by the
+    ``ray.io/originated-from-*`` labels), the clusters' Pods (``ray.io/cluster``) and a RayJob's submitter Job and its
+    Pods, the Events, Services and EndpointSlices about them (filtered page by page), the namespace's small types
+    (ConfigMaps and Secrets as keys, claims, quotas, limit ranges, policies, Gateways) and the Nodes and
+    StorageClasses. The operator's own Deployment and RBAC are not read: this is the operator asking."""
+    if scope.namespaces is None or len(scope.namespaces) != 1:
+        raise ValueError("a narrow scope names exactly one namespace")
+    (namespace,) = scope.namespaces
+    g = _Gatherer(client, scope)
+    targets = [name for ns, name in scope.targets or () if ns == namespace]
+    workloads = [(kind, name) for kind, ns, name in scope.workloads or () if ns == namespace]
+    kinds = {t.kind: t for t in s.WORKLOAD_TYPES}
+    try:
+        # Phase 1: the objects asked for, and what is read whole (small, or cluster-scoped).
+        jobs: list[Awaitable[None]] = [
+            g.list_into(s.RAYCLUSTERS, namespace, fields={"metadata.name": name}) for name in targets
+        ]
+        for kind, name in workloads:
+            jobs.append(g.list_into(kinds[kind], namespace, fields={"metadata.name": name}))
+            origin = {c.RAY_ORIGINATED_FROM_CRD_LABEL: kind, c.RAY_ORIGINATED_FROM_CR_NAME_LABEL: name}
+            jobs.append(g.list_into(s.RAYCLUSTERS, namespace, labels=origin))
+            if kind == c.KIND_RAYJOB:
+                jobs.append(g.list_into(s.JOBS, namespace, fields={"metadata.name": name}))
+        small = (s.CONFIGMAPS, s.SECRETS, s.PVCS, s.HPAS, s.QUOTAS, s.LIMITRANGES, s.INGRESSES, s.NETWORKPOLICIES)
+        jobs += [g.list_into(t, namespace) for t in (*small, s.GATEWAYS, s.HTTPROUTES)]
+        jobs += [g.list_into(t, None) for t in s.CLUSTER_TYPES]
+        jobs.append(g.crd())
+        await asyncio.gather(*jobs)
+        for resource in (s.RAYCLUSTERS, *s.WORKLOAD_TYPES, s.JOBS):
+            g.gathered.add(resource.plural)  # what was not asked for is known to be none of the subject's
+            g.objects.setdefault(resource.plural, [])
+        # Phase 2: the clusters a workload names that its labels did not bring (a RayJob's clusterSelector), then
+        # the Pods, Events, Services and EndpointSlices of every cluster found.
+        have = {objects.name(o) for o in g.objects[s.RAYCLUSTERS.plural]}
+        named = {
+            name
+            for t in s.WORKLOAD_TYPES
+            for w in g.objects.get(t.plural, [])
+            for name in s.workload_cluster_names({**w, "kind": t.kind})
+        }
+        await asyncio.gather(
+            *(g.list_into(s.RAYCLUSTERS, namespace, fields={"metadata.name": name}) for name in sorted(named - have))
+        )
+        clusters = sorted({objects.name(o) for o in g.objects[s.RAYCLUSTERS.plural]})
+        rayjobs = [name for kind, name in workloads if kind == c.KIND_RAYJOB]
+        subjects = frozenset({*clusters, *(name for _, name in workloads), *targets})
+        prefixes = tuple(f"{n}-" for n in sorted(subjects))
+        jobs = [g.list_into(s.EVENTS, namespace, keep=_regards_one_of(subjects, prefixes))]
+        if clusters:
+            jobs.append(g.list_into(s.PODS, namespace, labels={c.RAY_CLUSTER_LABEL: clusters}))
+        if rayjobs:
+            jobs.append(g.list_into(s.PODS, namespace, labels={c.JOB_NAME_LABELS[0]: rayjobs}))
+        g.gathered.add(s.PODS.plural)
+        g.objects.setdefault(s.PODS.plural, [])
+        keep = _named_after((*prefixes, *subjects)) if subjects else (lambda _: False)
+        jobs += [g.list_into(t, namespace, keep=keep) for t in (s.SERVICES, s.ENDPOINTSLICES)]
+        await asyncio.gather(*jobs)
+    except ApiError as exc:
+        raise GatherError(f"the API server refused a read: {exc.code} {exc.message}") from exc
+    except OSError as exc:
+        raise GatherError(f"cannot reach the API server: {exc}") from exc
+    return _snapshot(g, scope, now)

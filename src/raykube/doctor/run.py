@@ -145,7 +145,7 @@ def starting_clusters(snap: Snapshot, grace: float) -> dict[ObjectRef, float]:
     return out
 
 
-def _progress(root: Finding) -> bool:
+def is_progress(root: Finding) -> bool:
     """A root cause that only says "not there yet": a symptom rule; the operator not having reconciled a RayCluster
     made seconds ago (A12 is an error only once it is not young); a PVC not Bound yet with no cause known (B04
     without a missing StorageClass or a failed provisioning: its volume is being provisioned)."""
@@ -168,7 +168,7 @@ def _soften_progress(snap: Snapshot, findings: list[Finding], grace: float) -> N
         left = starting.get(finding.cluster) if finding.cluster is not None else None
         if left is None:
             continue
-        if all(_progress(root) for root in root_of(finding, by_id)):
+        if all(is_progress(root) for root in root_of(finding, by_id)):
             finding.severity = "info"
             finding.confidence = "possible"
             finding.title = f"Starting (grace {facts.human_age(left)} left): {finding.title}"

@@ -344,8 +344,12 @@ class Kube:
         label_selector: str | None = None,
         field_selector: str | None = None,
         chunk: int = 500,
+        keep: Callable[[dict[str, Any]], bool] | None = None,
     ) -> ListResult:
-        """Every object, paging with ``limit``/``continue``; the list's resourceVersion for a following watch."""
+        """Every object, paging with ``limit``/``continue``; the list's resourceVersion for a following watch.
+
+        ``keep``: only the objects it accepts are kept, page by page (what a field selector cannot say, without
+        holding the whole list at once)."""
         items: list[dict[str, Any]] = []
         token: str | None = None
         version = ""
@@ -362,7 +366,8 @@ class Kube:
                     "continue": token,
                 },
             )
-            items.extend(page.get("items") or [])
+            found = page.get("items") or []
+            items.extend(found if keep is None else (item for item in found if keep(item)))
             meta = page.get("metadata") or {}
             version = meta.get("resourceVersion", version)
             token = meta.get("continue")

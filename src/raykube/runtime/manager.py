@@ -53,6 +53,7 @@ from raykube.kube.events import EVENTS_API, SPAM_BURST, EventRecorder
 from raykube.kube.informer import Informer, ObjectCache
 from raykube.kube.resources import PODS, Resource
 from raykube.runtime.dashboard import HttpDashboards
+from raykube.runtime.diagnosis import DiagnosisLoop
 from raykube.runtime.logs import reconcile_context
 from raykube.runtime.metrics import Metrics
 from raykube.runtime.queue import WorkQueue
@@ -240,6 +241,8 @@ class Manager:
             for ctl in self.controllers:
                 metrics.watch_queue(ctl.queue)
                 metrics.max_concurrent.labels(ctl.name).set(reconcile_concurrency)
+        # --diagnose-after (raykube.runtime.diagnosis): set by the operator, run by the leader beside the workers.
+        self.diagnosis: DiagnosisLoop | None = None
         self.synced = asyncio.Event()  # every informer has listed once
         self.ready = asyncio.Event()  # caches synced and workers running
         self._tasks: list[asyncio.Task[None]] = []
@@ -397,6 +400,8 @@ class Manager:
             self._tasks += [
                 asyncio.create_task(self._worker(ctl), name=f"worker {ctl.name} {n}") for n in range(self.concurrency)
             ]
+        if self.diagnosis is not None:
+            self._tasks.append(asyncio.create_task(self.diagnosis.run(), name="diagnosis"))
         self.ready.set()
         log.info(
             "caches synced; %d reconcile worker(s) running per controller (%s)",

@@ -21,7 +21,7 @@ import os
 import signal
 import socket
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from raykube.api import constants as c
@@ -29,13 +29,21 @@ from raykube.api.config import OperatorConfig, describe
 from raykube.api.validation.common import generic_version_at_least
 from raykube.builders.options import BuildOptions
 from raykube.kube.client import Kube
+from raykube.kube.events import EVENTS_API, SPAM_BURST, EventRecorder
 from raykube.kube.resources import CERTIFICATES, GATEWAYS
+from raykube.runtime.diagnosis import REPORTER, Diagnoser, DiagnosisLoop
 from raykube.runtime.http import HttpServer
 from raykube.runtime.leader import LeaderElector
 from raykube.runtime.manager import Manager, StartupError, api_served
 from raykube.runtime.metrics import Metrics
 
 log = logging.getLogger(__name__)
+
+# --diagnose-after: the doctor's reads get this share of the operator's QPS, on a rate limiter of their own, so a
+# burst of diagnoses never slows the reconciles down (a diagnosis is a handful of lists and gets).
+DIAGNOSIS_QPS_SHARE = 0.1
+# Builds the doctor's diagnoser on a client of its own (raykube.cli.rootcause: the runtime does not know the doctor).
+DiagnoserFactory = Callable[[Kube], Diagnoser]
 
 SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
@@ -93,8 +101,16 @@ async def check_sidecar_submitter_restart(kube: Kube) -> None:
 class Operator:
     """One operator process, startable and stoppable from code (the tests run several in one event loop)."""
 
-    def __init__(self, config: OperatorConfig, *, kube: Kube | None = None, identity: str | None = None) -> None:
+    def __init__(
+        self,
+        config: OperatorConfig,
+        *,
+        kube: Kube | None = None,
+        identity: str | None = None,
+        diagnoser: DiagnoserFactory | None = None,
+    ) -> None:
         self.config = config
+        self.diagnoser = diagnoser
         self.metrics = Metrics()
         # --qps/--burst per resource type, as KubeRay's: controller-runtime's client has a REST client, and so a
         # client-go token bucket, per group-version-kind (Pods, Services, RayClusters and their status, ...).
@@ -147,7 +163,7 @@ class Operator:
                     "Gateway API (gateway.networking.k8s.io/v1) not found; RayServices with upgradeStrategy "
                     "NewClusterWithIncrementalUpgrade will fail to reconcile, as KubeRay v1.7.0's do"
                 )
-        return Manager(
+        manager = Manager(
             self.kube,
             options=options,
             namespaces=self.config.watch_namespaces or None,
@@ -156,6 +172,21 @@ class Operator:
             metrics=self.metrics,
             use_kubernetes_proxy=self.config.use_kubernetes_proxy,
         )
+        manager.diagnosis = self._diagnosis(manager)
+        return manager
+
+    def _diagnosis(self, manager: Manager) -> DiagnosisLoop | None:
+        """The --diagnose-after loop, when asked for: the doctor's reads and its Events on clients of their own."""
+        after = self.config.diagnose_after
+        if after <= 0:
+            return None
+        if self.diagnoser is None:
+            raise StartupError("--diagnose-after needs the doctor, which this operator was started without")
+        qps = self.kube.qps * DIAGNOSIS_QPS_SHARE
+        diagnoser = self.diagnoser(self.kube.sibling(qps=qps, burst=max(1, int(qps * 2))))
+        events = self.kube.sibling(qps=self.kube.qps * DIAGNOSIS_QPS_SHARE, burst=SPAM_BURST)
+        recorder = EventRecorder(events, REPORTER, api=EVENTS_API, log_events=True)
+        return DiagnosisLoop(manager.cache, diagnoser, recorder, after)
 
     async def _healthz(self) -> tuple[int, str, bytes]:
         return 200, "text/plain", b"ok\n"
@@ -234,9 +265,9 @@ class Operator:
         return 1 if self.lost.is_set() else 0
 
 
-async def run_until_signalled(config: OperatorConfig) -> int:
+async def run_until_signalled(config: OperatorConfig, *, diagnoser: DiagnoserFactory | None = None) -> int:
     """The ``raykube operator`` process: run until SIGTERM or SIGINT."""
-    operator = Operator(config)
+    operator = Operator(config, diagnoser=diagnoser)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
