@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from benchmarks.scale import diagnosis_totals
 
 from raykube.api import constants as c
 from raykube.api.config import ConfigError, parse_flags
@@ -26,6 +27,7 @@ from raykube.runtime.diagnosis import (
     subjects,
     to_record,
 )
+from raykube.runtime.metrics import Metrics
 
 pytestmark = pytest.mark.unit
 
@@ -283,6 +285,16 @@ async def test_one_event_per_root_cause_again_only_when_it_changes_and_none_once
     await loop.pass_once(now=NOW)
     assert "uid-broken" not in loop.memory  # forgotten once ready: a later breakage is told afresh
     assert loop.recorded == 2
+
+
+async def test_the_loop_counts_its_passes_diagnoses_and_events() -> None:
+    metrics = Metrics()
+    items = {RAYCLUSTERS: [obj("a"), obj("b")]}
+    loop = DiagnosisLoop(Cache(items), Diagnoser({"a": CAUSE, "b": None}), Recorder(), after=60.0, metrics=metrics)  # type: ignore[arg-type]
+    await loop.pass_once(now=NOW)
+    await loop.pass_once(now=NOW)  # nothing due again yet
+    totals = diagnosis_totals(metrics.exposition().decode())
+    assert totals == {"raykube_diagnosis_passes": 2, "raykube_diagnoses": 2, "raykube_root_cause_events": 1}
 
 
 async def test_a_failing_diagnosis_is_logged_and_the_pass_goes_on() -> None:

@@ -34,6 +34,7 @@ from raykube.kube.events import WARNING, EventRecorder
 from raykube.kube.informer import ObjectCache
 from raykube.kube.resources import PODS
 from raykube.kube.times import parse_time
+from raykube.runtime.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
@@ -221,9 +222,18 @@ def interval_for(after: float) -> float:
 class DiagnosisLoop:
     """Runs in the leader only (the manager starts it with the workers)."""
 
-    def __init__(self, cache: ObjectCache, diagnoser: Diagnoser, recorder: EventRecorder, after: float) -> None:
+    def __init__(
+        self,
+        cache: ObjectCache,
+        diagnoser: Diagnoser,
+        recorder: EventRecorder,
+        after: float,
+        *,
+        metrics: Metrics | None = None,
+    ) -> None:
         if after <= 0:
             raise ValueError(f"--diagnose-after must be positive, got {after}")
+        self.metrics = metrics
         self.cache = cache
         self.diagnoser = diagnoser
         self.recorder = recorder
@@ -253,6 +263,9 @@ class DiagnosisLoop:
         chosen = due(
             candidates, self.memory, now=now or datetime.now(UTC), monotonic=time.monotonic(), after=self.after
         )
+        if self.metrics is not None:
+            self.metrics.diagnosis_passes.inc()
+            self.metrics.diagnoses.inc(len(chosen))
         for subject in chosen:
             try:
                 cause = await self.diagnoser.root_cause(subject.kind, subject.namespace, subject.name)
@@ -270,6 +283,8 @@ class DiagnosisLoop:
                 regarding = {**subject.obj, "kind": subject.kind, "apiVersion": c.API_VERSION}
                 self.recorder.event(regarding, WARNING, REASON, ACTION, message)
                 self.recorded += 1
+                if self.metrics is not None:
+                    self.metrics.root_cause_events.inc()
                 recorded = message
             said = "recorded" if message is not None else "unchanged" if cause is not None else "no root cause found"
             log.info("diagnosed %s: %s (%s)", about, cause.message() if cause else "-", said)

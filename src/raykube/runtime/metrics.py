@@ -11,6 +11,8 @@
 * client-go's ``rest_client_requests_total{code,host,method}``, plus ``raykube_api_requests_total{verb,resource,code}``
   and ``raykube_api_request_duration_seconds{verb}`` (what the benchmark reports), and
   ``leader_election_master_status{name}``.
+* raykube's own ``raykube_diagnosis_passes_total``, ``raykube_diagnoses_total`` and
+  ``raykube_root_cause_events_total`` (``--diagnose-after``; zero without it).
 
 Everything lives in one ``CollectorRegistry`` per operator, never the process-global one.
 """
@@ -261,6 +263,16 @@ class Metrics:
             "1 while this instance holds the leader-election lease",
             ["name"],
             registry=self.registry,
+        )
+        # raykube's own: what --diagnose-after did (runtime.diagnosis); zero without the flag.
+        self.diagnosis_passes = Counter(
+            "raykube_diagnosis_passes", "Passes of the --diagnose-after loop", registry=self.registry
+        )
+        self.diagnoses = Counter(
+            "raykube_diagnoses", "Objects the --diagnose-after loop asked the doctor about", registry=self.registry
+        )
+        self.root_cause_events = Counter(
+            "raykube_root_cause_events", "RootCause Events the --diagnose-after loop recorded", registry=self.registry
         )
 
     # RequestObserver (raykube.kube.client)

@@ -186,7 +186,7 @@ class Operator:
         diagnoser = self.diagnoser(self.kube.sibling(qps=qps, burst=max(1, int(qps * 2))))
         events = self.kube.sibling(qps=self.kube.qps * DIAGNOSIS_QPS_SHARE, burst=SPAM_BURST)
         recorder = EventRecorder(events, REPORTER, api=EVENTS_API, log_events=True)
-        return DiagnosisLoop(manager.cache, diagnoser, recorder, after)
+        return DiagnosisLoop(manager.cache, diagnoser, recorder, after, metrics=self.metrics)
 
     async def _healthz(self) -> tuple[int, str, bytes]:
         return 200, "text/plain", b"ok\n"
