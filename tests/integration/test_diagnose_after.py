@@ -68,7 +68,7 @@ def diagnoses(log: Path, name: str) -> list[str]:
             or f"/{name} is ready" in line]  # fmt: skip
 
 
-@pytest.mark.parametrize("after", ["20s", pytest.param("1m", marks=pytest.mark.long)])
+@pytest.mark.parametrize("after", ["10s", pytest.param("1m", marks=pytest.mark.long)])
 async def test_a_cluster_that_cannot_schedule_gets_one_root_cause_event_until_it_is_fixed(
     kube: AsyncClient,
     runtime_kube: Kube,

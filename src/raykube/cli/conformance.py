@@ -117,11 +117,12 @@ class Options:
 
 # --------------------------------------------------------------------------------------------------- build
 def build(rel: Release, report: bool = True) -> None:
-    from raykube.cli.sandbox import ensure_built  # noqa: PLC0415 - loads the sandbox only for this command
+    from raykube.cli.sandbox import ensure_built, ensure_cert_manager  # noqa: PLC0415 - loads the sandbox only here
     from raykube.sandbox.build import is_built  # noqa: PLC0415
     from raykube.sandbox.conformance import build_optional  # noqa: PLC0415
 
     ensure_built()
+    ensure_cert_manager()  # the sandbox's cert-manager, for KubeRay's mTLS tests (run_suite starts it)
     missing = [a for a in rel.artifacts if not is_built(a)]
     if not missing:
         if report:
