@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from raykube.cli.conformance import readme_comparison
 from raykube.sandbox import versions
 from raykube.sandbox.build import is_built, missing_artifacts
 from raykube.sandbox.conformance import (
@@ -265,6 +266,40 @@ def test_raykube_is_compared_with_kuberay_only_within_one_invocation() -> None:
     # and when raykube passes what KubeRay passes, it says none
     same = update_document(later, dataclasses.replace(run(), tests=parse("e2e", kuberay_output), invocation="A"))
     assert "not against raykube: none." in comparison_block(same)
+
+
+SUBTESTS = """\
+=== RUN   TestRayJobSidecarMode
+=== RUN   TestRayJobSidecarMode/Successful_RayJob
+=== RUN   TestRayJobSidecarMode/Failing_RayJob
+    rayjob_sidecar_mode_test.go:99: Timed out after 120.001s.
+=== RUN   TestRayJobSidecarMode/Restart
+--- FAIL: TestRayJobSidecarMode (144.22s)
+    --- PASS: TestRayJobSidecarMode/Successful_RayJob (24.18s)
+    --- FAIL: TestRayJobSidecarMode/Failing_RayJob (120.01s)
+    --- FAIL: TestRayJobSidecarMode/Restart (0.00s)
+"""
+
+
+def test_a_top_level_test_failing_on_both_still_shows_the_subtests_only_kuberay_passes() -> None:
+    """TestRayJobSidecarMode fails on both operators, but one of its subtests only against raykube: the comparison
+    says so, and README's sentence too (a top-level comparison alone would hide it)."""
+    kuberay_output = SUBTESTS.replace(
+        "--- FAIL: TestRayJobSidecarMode/Failing_RayJob", "--- PASS: TestRayJobSidecarMode/Failing_RayJob"
+    )
+    mine = dataclasses.replace(run(), tests=parse("e2erayjob", SUBTESTS), invocation="A")
+    theirs = dataclasses.replace(run(operator="kuberay"), tests=parse("e2erayjob", kuberay_output), invocation="A")
+    document = update_document(update_document("# page\n", mine), theirs)
+    [found] = comparisons(document)
+    assert found.raykube_missed == ()
+    assert found.kuberay_subtests_passed == (
+        "TestRayJobSidecarMode/Successful_RayJob",
+        "TestRayJobSidecarMode/Failing_RayJob",
+    )
+    assert found.raykube_subtests_missed == ("TestRayJobSidecarMode/Failing_RayJob",)
+    said = "Subtests: KubeRay passes 2, raykube 1; passed against KubeRay and not against raykube: "
+    assert said + "`TestRayJobSidecarMode/Failing_RayJob`." in found.line()
+    assert "but not 1 of the 2 subtests KubeRay passes" in readme_comparison(document)
 
 
 def test_releases_the_module_proxy_serves_come_from_it(monkeypatch: pytest.MonkeyPatch) -> None:

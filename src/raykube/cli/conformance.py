@@ -499,10 +499,15 @@ def readme_comparison(document: str) -> str:
     parts = []
     for c in found:
         missed = ", ".join(f"`{t}`" for t in c.raykube_missed)
-        parts.append(
-            f"`{c.suite}`: raykube passes {len(c.raykube_passed)}, KubeRay {len(c.kuberay_passed)}"
-            + (f" (KubeRay passes {missed} and raykube does not)" if missed else ", every test KubeRay passes")
+        text = f"`{c.suite}`: raykube passes {len(c.raykube_passed)}, KubeRay {len(c.kuberay_passed)}" + (
+            f" (KubeRay passes {missed} and raykube does not)" if missed else ", every test KubeRay passes"
         )
+        if c.raykube_subtests_missed:
+            text += (
+                f", but not {len(c.raykube_subtests_missed)} of the {len(c.kuberay_subtests_passed)} subtests "
+                "KubeRay passes (the page says which and why)"
+            )
+        parts.append(text)
     return "; ".join(parts)
 
 

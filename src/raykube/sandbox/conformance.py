@@ -661,6 +661,7 @@ class RecordedRun:
     clean: bool
     invocation: str = ""  # "" if not recorded
     results: Mapping[str, str] = field(default_factory=dict)  # top-level test -> PASS, FAIL, SKIP, NO RESULT
+    subtests: Mapping[str, str] = field(default_factory=dict)  # "Test/subtest" -> PASS, FAIL, SKIP, NO RESULT
 
 
 def recorded_runs(document: str) -> list[RecordedRun]:
@@ -669,10 +670,12 @@ def recorded_runs(document: str) -> list[RecordedRun]:
         suite, _, operator = match.group("key").partition("@")
         body = match.group("body")
         run, source, invocation = RUN_LINE.search(body), SOURCE_LINE.search(body), INVOCATION_LINE.search(body)
-        results = {
-            row.group("test"): row.group("result").strip()
-            for row in ROW_LINE.finditer(body)
-            if not row.group("subtest").strip()
+        rows = list(ROW_LINE.finditer(body))
+        results = {row.group("test"): row.group("result").strip() for row in rows if not row.group("subtest").strip()}
+        subtests = {
+            f"{row.group('test')}/{row.group('subtest').strip()}": row.group("result").strip()
+            for row in rows
+            if row.group("subtest").strip()
         }
         runs.append(
             RecordedRun(
@@ -685,6 +688,7 @@ def recorded_runs(document: str) -> list[RecordedRun]:
                 clean=source is not None and source.group("clean") == "yes",
                 invocation=invocation.group("id") if invocation else "",
                 results=results,
+                subtests=subtests,
             )
         )
     return runs
@@ -711,12 +715,20 @@ class Comparison:
     kuberay_passed: tuple[str, ...]
     raykube_passed: tuple[str, ...]
     raykube_missed: tuple[str, ...]  # passed against KubeRay, not against raykube
+    # The same for subtests ("Test/subtest"): a top-level test that fails on both may hide a subtest only KubeRay
+    # passes, or one that did not run against raykube because an earlier subtest stopped its parent.
+    kuberay_subtests_passed: tuple[str, ...] = ()
+    raykube_subtests_passed: tuple[str, ...] = ()
+    raykube_subtests_missed: tuple[str, ...] = ()
 
     def line(self) -> str:
         missed = ", ".join(f"`{t}`" for t in self.raykube_missed) or "none"
+        sub_missed = ", ".join(f"`{t}`" for t in self.raykube_subtests_missed) or "none"
         return (
             f"- `{self.suite}` (invocation `{self.invocation}`): KubeRay passes {len(self.kuberay_passed)}, raykube "
-            f"passes {len(self.raykube_passed)}; passed against KubeRay and not against raykube: {missed}."
+            f"passes {len(self.raykube_passed)}; passed against KubeRay and not against raykube: {missed}. Subtests: "
+            f"KubeRay passes {len(self.kuberay_subtests_passed)}, raykube {len(self.raykube_subtests_passed)}; "
+            f"passed against KubeRay and not against raykube: {sub_missed}."
         )
 
 
@@ -733,6 +745,7 @@ def comparisons(document: str) -> list[Comparison]:
         if theirs is None:
             continue
         passed = tuple(t for t, result in theirs.results.items() if result == "PASS")
+        sub_passed = tuple(t for t, result in theirs.subtests.items() if result == "PASS")
         found.append(
             Comparison(
                 mine.suite,
@@ -740,6 +753,9 @@ def comparisons(document: str) -> list[Comparison]:
                 passed,
                 tuple(t for t, result in mine.results.items() if result == "PASS"),
                 tuple(t for t in passed if mine.results.get(t) != "PASS"),
+                sub_passed,
+                tuple(t for t, result in mine.subtests.items() if result == "PASS"),
+                tuple(t for t in sub_passed if mine.subtests.get(t) != "PASS"),
             )
         )
     return found
