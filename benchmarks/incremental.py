@@ -48,7 +48,8 @@ from benchmarks import append_line, rayjob, rayservice
 from benchmarks.kuberay import add_option as add_kuberay_option
 from raykube.api.resources import RAYSERVICES
 from raykube.builders.rayservice.gateway import gateway_ready
-from raykube.cli.serveclient import Answer, window
+from raykube.cli import serveclient
+from raykube.cli.serveclient import Answer, distinct, window
 from raykube.kube.resources import CONFIGMAPS, GATEWAYS, HTTPROUTES, PODS
 from raykube.sandbox import NodePool, versions
 from raykube.sandbox.gateway import GATEWAY_CLASS
@@ -98,32 +99,8 @@ def incremental(service: Mapping[str, Any], greeting: str, mark: str) -> dict[st
 
 def curve(answers: Sequence[Answer], start: float, end: float, new_word: str,
           weights: Sequence[tuple[float, int]]) -> list[dict[str, Any]]:  # fmt: skip
-    """Per ``BUCKET_SECONDS`` from ``start``: answers, failed, the share of good answers with ``new_word``, and the
-    HTTPRoute weight of the new cluster last seen in that bucket (``weights``: (time, weight), in order)."""
-    rows = []
-    t = start
-    while t < end:
-        inside = [a for a in answers if t <= a.sent < t + BUCKET_SECONDS]
-        good = [a for a in inside if a.ok]
-        seen = [w for at, w in weights if at < t + BUCKET_SECONDS]
-        rows.append({
-            "t": round(t - start, 1),
-            "requests": len(inside),
-            "failed": len(inside) - len(good),
-            "new_share": round(sum(a.word == new_word for a in good) / len(good), 2) if good else None,
-            "new_weight": seen[-1] if seen else None,
-        })  # fmt: skip
-        t += BUCKET_SECONDS
-    return rows
-
-
-def distinct(weights: Sequence[tuple[float, int]]) -> list[int]:
-    """The weights in the order they were first seen, each once in a row."""
-    out: list[int] = []
-    for _, w in weights:
-        if not out or out[-1] != w:
-            out.append(w)
-    return out
+    """:func:`raykube.cli.serveclient.curve` per ``BUCKET_SECONDS`` (the demo's incremental act prints the same)."""
+    return serveclient.curve(answers, start, end, new_word, weights, BUCKET_SECONDS)
 
 
 class IncrementalRun(rayservice.ServiceRun):
@@ -338,11 +315,7 @@ def print_curves(result: Mapping[str, Any]) -> None:
             phase = sample["phases"][name]
             head = f"\n{sample['operator']} run {sample['run']}, {name}: {phase['requests']} requests, "
             print(f"{head}{phase['failed']} failed; HTTPRoute weights of the new cluster {phase['weights_seen']}")  # noqa: T201
-            print("    t s  requests  failed  new share  new weight")  # noqa: T201
-            for row in phase["curve"]:
-                share = "-" if row["new_share"] is None else f"{row['new_share']:.2f}"
-                weight = "-" if row["new_weight"] is None else str(row["new_weight"])
-                print(f"  {row['t']:5.1f}  {row['requests']:8d}  {row['failed']:6d}  {share:>9}  {weight:>10}")  # noqa: T201
+            print("\n".join(serveclient.curve_lines(phase["curve"])))  # noqa: T201
 
 
 def main() -> None:

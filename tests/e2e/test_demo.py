@@ -4,6 +4,7 @@ healthy, then broken, diagnosed and recovered; a second run reuses the sandbox."
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -36,7 +37,8 @@ def test_the_demo_plays_the_chapter_and_a_second_run_reuses_the_sandbox(tmp_path
     assert not Sandbox.named("e2e", tmp_path).layout.root.exists()
 
 
-@pytest.mark.long  # minutes of real Ray (a RayJob, a RayService upgrade): make conformance runs it
+@pytest.mark.long  # minutes of real Ray (a RayJob, two RayService upgrades): make conformance runs it
+@pytest.mark.timeout(1900)  # the demo's own limit below, not the suite's 600 s (a first run builds its images)
 def test_the_demo_on_process_nodes_runs_the_operator_in_its_pod_and_ray_itself(tmp_path: Path) -> None:
     if problems := network.preflight():
         pytest.skip("this machine cannot run process nodes: " + "; ".join(problems))
@@ -55,6 +57,10 @@ def test_the_demo_on_process_nodes_runs_the_operator_in_its_pod_and_ray_itself(t
         assert "the job's summary is in s3://demo-data/results/summary.json" in output
         assert "the task was refused: 403 Forbidden" in output and "doctor names the ServiceAccount" in output
         assert "the same task now lists the namespace's Pods with its own token" in output
+        # KubeRay v1.7's incremental upgrade through the sandbox's Traefik: stepped, nothing failed.
+        assert "Serve answers through the Gateway at http://" in output
+        stepped = r"the new cluster's weight went (\d+ -> )+100; \d+ requests through the Gateway, 0 failed"
+        assert re.search(stepped, output), output[-3000:]
         assert "The demo finished: every check above held." in output
     finally:
         down = raykube("sandbox", "down", "--name", "e2e-proc", state_root=tmp_path)

@@ -647,6 +647,9 @@ async def play(stage: Stage, *, keep: bool, name: str) -> None:
         await demo_workloads.object_store_act(stage)
         await demo_workloads.workload_rbac_act(stage)
         await rayservice_act(stage)
+        from raykube.cli.demo_incremental import incremental_act  # noqa: PLC0415 - it builds on this module's Stage
+
+        await incremental_act(stage)
     await doctor_healthy(stage, "5. raykube doctor on the healthy cluster")
     await break_and_fix(stage)
     await doctor_healthy(stage, "9. raykube doctor after the fix")
@@ -657,7 +660,8 @@ async def play(stage: Stage, *, keep: bool, name: str) -> None:
 
 
 # Three process nodes that hold one of the chapter's Ray Pods (2Gi) each, as the cluster spreads on real nodes, and
-# beside them the operator's Pod (512Mi, the chart's) and, during the RayService upgrade, two 1Gi heads and the client.
+# beside them the operator's Pod (512Mi, the chart's), Traefik's (128Mi) and, during a RayService upgrade, two heads
+# (1Gi, and 256Mi of autoscaler in the incremental act's) and the client.
 PROCESS_NODES = NodePool(count=3, cpu="2", memory="3584Mi")
 
 
@@ -708,14 +712,17 @@ def demo(
         fail(f"--runtime must be auto, process or kwok, not {runtime!r}", code=2)
     try:
         config = SandboxConfig(name=name, ports=Ports.from_base(port_base))
-        if choose_runtime(runtime) == "process":
-            config = replace(config, nodes=PROCESS_NODES, runtime="process")
+        if choose_runtime(runtime) == "process":  # with Traefik, the Gateway of the incremental upgrade's act
+            config = replace(config, nodes=PROCESS_NODES, runtime="process", gateway=True)
     except ValueError as exc:
         fail(str(exc), code=2)
     result = bring_up(config)
     sandbox = Sandbox.named(name)
     process = result.config.runtime == "process"
     down = "make demo-down" if name == "default" else f"uv run raykube sandbox down --name {name}"
+    if process and not result.config.gateway:
+        fail(f"sandbox {name!r} was started without the Gateway API (Traefik), which the demo's incremental upgrade "
+             f"needs\nNext: `{down}`, then run the demo again")  # fmt: skip
     if process and too_small(result.config.nodes):
         fail(
             f"sandbox {name!r} was started with process nodes of {result.config.nodes.count} x "
