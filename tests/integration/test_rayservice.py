@@ -75,7 +75,8 @@ async def test_a_rayservice_serves_changes_in_place_upgrades_without_dropping_re
       its app is RUNNING, the old cluster deleted after ``rayClusterDeletionDelaySeconds``; a client calling the
       serve Service's ClusterIP all along gets an answer every time (KubeRay's zero-downtime promise);
     * an application whose module does not exist: real Serve refuses it (DEPLOY_FAILED) and ``raykube doctor
-      rayservice/NAME`` names it (S03) with Serve's own message as evidence;
+      rayservice/NAME`` names it (S03) with Serve's own message as evidence; then one whose ``runtime_env`` cannot
+      be installed, named as such;
     * deleted: its cluster goes, then the operator drops its finalizer."""
     await create(pkube, ns, serve_app(ns))
     body = rayservice("greeter", serve_config())
@@ -191,6 +192,45 @@ async def a_broken_app_is_named(proc: ProcessSandbox, pkube: AsyncClient, ns: st
     [serve] = [f for f in report["findings"] if f["rule"] == "S03"]
     assert serve["title"].startswith(f"Serve application hello is DEPLOY_FAILED on RayCluster {cluster}"), serve
     assert any("no_such_module" in str(e.get("value")) for e in serve["evidence"]), serve["evidence"]
+    [target] = [t for t in report["targets"] if t["kind"] == "RayService"]
+    assert serve["id"] in target["rootCauses"]
+    await a_runtime_env_that_cannot_be_installed_is_named(proc, pkube, ns, cluster)
+
+
+async def a_runtime_env_that_cannot_be_installed_is_named(
+    proc: ProcessSandbox, pkube: AsyncClient, ns: str, cluster: str
+) -> None:
+    """The application's ``runtime_env`` names a ``working_dir`` that cannot be fetched (ray-project/kuberay#510,
+    ray-project/ray#26209: a RayService whose working_dir is not reachable never deploys). Here an HTTPS URL on the
+    head's own loopback where nothing listens, so the fetch is refused at once and no traffic leaves the Pod. Real
+    Serve reports DEPLOY_FAILED with Ray's RuntimeEnvSetupError; the doctor says the runtime_env could not be
+    installed and quotes it from ``serveConfigV2``."""
+    unreachable = "https://127.0.0.1:9/no-such-app.zip"
+    config = copy.deepcopy(serve_config())
+    config["applications"][0]["runtime_env"] = {"working_dir": unreachable}
+    patch = {"spec": {"serveConfigV2": yaml.safe_dump(config, sort_keys=False)}}
+    await pkube.patch(RayServiceRes, "greeter", patch, namespace=ns, patch_type=PatchType.MERGE)  # type: ignore[arg-type]
+
+    async def failed() -> dict[str, Any] | NotYet:
+        status = await service_status(pkube, ns, "greeter")
+        app = ((status.get("activeServiceStatus") or {}).get("applicationStatuses") or {}).get("hello") or {}
+        message = str(app.get("message") or "")
+        if app.get("status") == "DEPLOY_FAILED" and "no_such_module" not in message:
+            return status
+        return NotYet(json.dumps(app)[:400])
+
+    await wait_for(failed, SERVE_READY, what="the application DEPLOY_FAILED on its runtime_env")
+    run = subprocess.run(
+        [sys.executable, "-m", "raykube.cli.main", "doctor", "rayservice/greeter", "-n", ns, "-o", "json",
+         "--kubeconfig", str(proc.kubeconfig)], capture_output=True, text=True, check=False, timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 1, run.stdout + run.stderr
+    report = json.loads(run.stdout)
+    [serve] = [f for f in report["findings"] if f["rule"] == "S03"]
+    assert serve["title"] == (
+        f"Serve application hello is DEPLOY_FAILED on RayCluster {cluster}: its runtime_env could not be installed"
+    ), serve["title"]
+    assert any(unreachable in json.dumps(e.get("value")) for e in serve["evidence"]), serve["evidence"]
     [target] = [t for t in report["targets"] if t["kind"] == "RayService"]
     assert serve["id"] in target["rootCauses"]
 

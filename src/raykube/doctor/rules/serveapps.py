@@ -20,6 +20,7 @@ SERVE_APP_FAILED = rule(
     "SERVE_APPLICATION_FAILED",
     STAGE_WORKLOAD,
     "A Serve application is DEPLOY_FAILED or UNHEALTHY (its runtime_env that cannot be installed named as such)",
+    ["ray-project/kuberay#510", "ray-project/ray#26209"],
 )
 FAILED_APP_STATUSES: Final = (c.SERVE_APP_DEPLOY_FAILED, c.SERVE_APP_UNHEALTHY)
 # Ray Serve DeploymentStatus values of a deployment that is fine or on its way (KubeRay's DeploymentStatusEnum).
