@@ -108,8 +108,7 @@ class IncrementalRun(rayservice.ServiceRun):
 
     async def route_weights(self) -> dict[str, int]:
         route = await self.driver.get_or_none(HTTPROUTES, f"{self.name}-httproute", self.namespace)
-        refs = (((route or {}).get("spec") or {}).get("rules") or [{}])[0].get("backendRefs") or []
-        return {str(r.get("name")): int(r.get("weight") or 0) for r in refs}
+        return serveclient.backend_weights(route)
 
     async def gateway_url(self) -> str | NotYet:
         self.check_alive()

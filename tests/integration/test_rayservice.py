@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import copy
 import json
-import subprocess
-import sys
 import time
 from typing import Any
 
@@ -183,18 +181,21 @@ async def a_broken_app_is_named(proc: ProcessSandbox, pkube: AsyncClient, ns: st
         return status if app.get("status") == "DEPLOY_FAILED" else NotYet(json.dumps(status)[:400])
 
     await wait_for(failed, SERVE_READY, what="the application DEPLOY_FAILED")
-    run = subprocess.run(
-        [sys.executable, "-m", "raykube.cli.main", "doctor", "rayservice/greeter", "-n", ns, "-o", "json",
-         "--kubeconfig", str(proc.kubeconfig)], capture_output=True, text=True, check=False, timeout=120,
-    )  # fmt: skip
-    assert run.returncode == 1, run.stdout + run.stderr
-    report = json.loads(run.stdout)
-    [serve] = [f for f in report["findings"] if f["rule"] == "S03"]
+    serve = serve_root_cause(proc, ns)
     assert serve["title"].startswith(f"Serve application hello is DEPLOY_FAILED on RayCluster {cluster}"), serve
     assert any("no_such_module" in str(e.get("value")) for e in serve["evidence"]), serve["evidence"]
+    await a_runtime_env_that_cannot_be_installed_is_named(proc, pkube, ns, cluster)
+
+
+def serve_root_cause(proc: ProcessSandbox, ns: str) -> dict[str, Any]:
+    """``raykube doctor rayservice/greeter`` as a user runs it: exit 1, and its S03 finding, a root cause of the
+    RayService."""
+    code, report = proc.doctor(ns, "rayservice/greeter")
+    assert code == 1, report
+    [serve] = [f for f in report["findings"] if f["rule"] == "S03"]
     [target] = [t for t in report["targets"] if t["kind"] == "RayService"]
     assert serve["id"] in target["rootCauses"]
-    await a_runtime_env_that_cannot_be_installed_is_named(proc, pkube, ns, cluster)
+    return serve
 
 
 async def a_runtime_env_that_cannot_be_installed_is_named(
@@ -220,19 +221,11 @@ async def a_runtime_env_that_cannot_be_installed_is_named(
         return NotYet(json.dumps(app)[:400])
 
     await wait_for(failed, SERVE_READY, what="the application DEPLOY_FAILED on its runtime_env")
-    run = subprocess.run(
-        [sys.executable, "-m", "raykube.cli.main", "doctor", "rayservice/greeter", "-n", ns, "-o", "json",
-         "--kubeconfig", str(proc.kubeconfig)], capture_output=True, text=True, check=False, timeout=120,
-    )  # fmt: skip
-    assert run.returncode == 1, run.stdout + run.stderr
-    report = json.loads(run.stdout)
-    [serve] = [f for f in report["findings"] if f["rule"] == "S03"]
+    serve = serve_root_cause(proc, ns)
     assert serve["title"] == (
         f"Serve application hello is DEPLOY_FAILED on RayCluster {cluster}: its runtime_env could not be installed"
     ), serve["title"]
     assert any(unreachable in json.dumps(e.get("value")) for e in serve["evidence"]), serve["evidence"]
-    [target] = [t for t in report["targets"] if t["kind"] == "RayService"]
-    assert serve["id"] in target["rootCauses"]
 
 
 async def test_a_head_image_that_does_not_exist_ends_in_the_terminal_initializing_timeout(

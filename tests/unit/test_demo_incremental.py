@@ -9,6 +9,7 @@ import yaml
 
 from raykube.api.validation.rayservice import validate_rayservice
 from raykube.cli.demo_incremental import MANIFEST, SERVICE, upgraded_spec
+from raykube.cli.serveclient import backend_weights
 from raykube.sandbox.gateway import GATEWAY_CLASS
 
 pytestmark = pytest.mark.unit
@@ -33,3 +34,16 @@ def test_the_change_is_a_new_cluster_spec_and_the_greeting_hi() -> None:
     assert config["applications"][0]["deployments"][0]["user_config"] == {"greeting": "Hi"}
     changed = {**before, "spec": {**before["spec"], **patch}}
     assert validate_rayservice(changed) == []
+
+
+@pytest.mark.parametrize(
+    ("route", "expected"),
+    [
+        (None, {}),
+        ({"spec": {}}, {}),
+        ({"spec": {"rules": [{"backendRefs": [{"name": "a-serve-svc", "weight": 75}, {"name": "b-serve-svc"}]}]}},
+         {"a-serve-svc": 75, "b-serve-svc": 0}),
+    ],
+)  # fmt: skip
+def test_backend_weights_reads_the_first_rule(route: dict[str, object] | None, expected: dict[str, int]) -> None:
+    assert backend_weights(route) == expected

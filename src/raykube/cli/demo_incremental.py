@@ -22,7 +22,7 @@ from rich.markup import escape
 
 from raykube.cli.demo import EXAMPLES, NAMESPACE, DemoFailed, Stage, chapter, claim
 from raykube.cli.output import out
-from raykube.cli.serveclient import Answer
+from raykube.cli.serveclient import Answer, backend_weights, curve, curve_lines, distinct, parse_log, window
 from raykube.waiting import NotYet
 
 SERVICE: Final = "rayservice-incremental"  # examples/gateway/rayservice-incremental.yaml
@@ -84,10 +84,7 @@ class Act:
         from raykube.kube.resources import HTTPROUTES  # noqa: PLC0415
 
         route = await self.stage.kube.get_or_none(HTTPROUTES, f"{SERVICE}-httproute", NAMESPACE)
-        for ref in (((route or {}).get("spec") or {}).get("rules") or [{}])[0].get("backendRefs") or []:
-            if ref.get("name") == f"{cluster}-serve-svc":
-                return int(ref.get("weight") or 0)
-        return None
+        return backend_weights(route).get(f"{cluster}-serve-svc")
 
     async def follow(self) -> None:
         """Poll the pending cluster's weight (a sampling period, not a wait for state)."""
@@ -100,8 +97,6 @@ class Act:
             await asyncio.sleep(POLL_SECONDS)
 
     def answers(self) -> list[Answer]:
-        from raykube.cli.serveclient import parse_log  # noqa: PLC0415
-
         return parse_log(self.stage.kubectl("-n", NAMESPACE, "logs", CLIENT_POD, show=False, check=False))
 
     async def answered(self, since: float, word: str, count: int = 5) -> float | NotYet:
@@ -119,7 +114,6 @@ class Act:
 
 
 async def incremental_act(stage: Stage) -> None:
-    from raykube.cli.serveclient import curve, curve_lines, distinct, window  # noqa: PLC0415
     from raykube.waiting import wait_for  # noqa: PLC0415
 
     chapter("4e. KubeRay v1.7's incremental upgrade: traffic moved through a Gateway, 25% every 10 s")

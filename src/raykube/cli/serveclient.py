@@ -10,7 +10,7 @@ beside the HTTPRoute's weight for it (:func:`curve`).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,6 +62,12 @@ def window(answers: list[Answer], start: float, end: float) -> dict[str, Any]:
         "slowest_answer_seconds": round(max((a.seconds for a in inside if a.ok), default=0.0), 2),
         "window_seconds": round(end - start, 1),
     }
+
+
+def backend_weights(route: Mapping[str, Any] | None) -> dict[str, int]:
+    """An HTTPRoute's first rule: each backend Service's name and weight (what the client's traffic follows)."""
+    refs = (((route or {}).get("spec") or {}).get("rules") or [{}])[0].get("backendRefs") or []
+    return {str(r.get("name")): int(r.get("weight") or 0) for r in refs}
 
 
 def curve(
