@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 import pytest
 
-from raykube.api.rbac import LEADER_ELECTION_RULES, OPERATOR_RULES
+from raykube.api.rbac import DIAGNOSIS_CLUSTER_RULES, DIAGNOSIS_RULES, LEADER_ELECTION_RULES, OPERATOR_RULES
 from raykube.kube.client import Kube
 from raykube.kube.resources import Resource
 from tests import ledger as ledger_module
@@ -43,8 +43,9 @@ GRANTED_WITHOUT_A_CALL: Mapping[Triple, str] = {
     },
     **{
         (verb, "gateway.networking.k8s.io", plural): "a RayService's incremental upgrade (KubeRay v1.7.0 markers); the "
-        "sandbox serves no Gateway API, so no test of this run reaches it (unit tests over FakeKube do)"
-        for verb in ("create", "delete", "get", "list", "update", "watch")
+        "sandbox serves no Gateway API, so no test of this run reaches it (unit tests over FakeKube do); their list is "
+        "called, by the --diagnose-after loop's doctor (tests/integration/test_diagnose_after.py)"
+        for verb in ("create", "delete", "get", "update", "watch")
         for plural in ("gateways", "httproutes")
     },
     ("delete", "", "secrets"): "KubeRay v1.7.0's role.yaml grants it (RayClusterMTLS); raykube's mTLS controller "
@@ -67,7 +68,10 @@ GRANTED_WITHOUT_A_CALL: Mapping[Triple, str] = {
 
 
 def granted() -> set[Triple]:
-    return {(v, r.group, res) for r in OPERATOR_RULES + LEADER_ELECTION_RULES for res in r.resources for v in r.verbs}
+    """Every triple the chart can grant: the operator's, leader election's and, with diagnoseAfter, the diagnosis
+    loop's reads (one operator of the run has --diagnose-after, tests/integration/test_diagnose_after.py)."""
+    rules = OPERATOR_RULES + LEADER_ELECTION_RULES + DIAGNOSIS_RULES + DIAGNOSIS_CLUSTER_RULES
+    return {(v, r.group, res) for r in rules for res in r.resources for v in r.verbs}
 
 
 def install() -> None:
