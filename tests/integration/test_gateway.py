@@ -46,6 +46,7 @@ from raykube.kube.errors import ApiError
 from raykube.kube.resources import (
     CONFIGMAPS,
     CORE_EVENTS,
+    DEPLOYMENTS,
     GATEWAYS,
     HTTPROUTES,
     NAMESPACES,
@@ -59,6 +60,7 @@ from raykube.sandbox import NodePool, Ports, Sandbox, SandboxConfig, gateway, ve
 from raykube.sandbox.kubelet import network
 from raykube.sandbox.kubelet.images import OPERATOR_REPOSITORY
 from raykube.waiting import NotYet, wait_for
+from tests.doctor_support import assert_fires
 from tests.integration import test_rayservice
 from tests.integration.process import ProcessSandbox
 from tests.integration.test_serve import SERVE_READY, serve_app, serve_config
@@ -175,31 +177,33 @@ def serve_service(cluster: str) -> dict[str, Any]:
     }
 
 
-def rayservice(namespace: str) -> RayService:
-    return RayService.model_validate(
-        {
-            "apiVersion": "ray.io/v1",
-            "kind": "RayService",
-            "metadata": {"name": RAYSERVICE, "namespace": namespace, "uid": str(uuid.uuid4())},
-            "spec": {
-                "upgradeStrategy": {
-                    "type": "NewClusterWithIncrementalUpgrade",
-                    "clusterUpgradeOptions": {
-                        "gatewayClassName": gateway.GATEWAY_CLASS,
-                        "maxSurgePercent": 50,
-                        "stepSizePercent": 10,
-                        "intervalSeconds": 10,
-                    },
-                },
-                "rayClusterConfig": {
-                    "headGroupSpec": {
-                        "rayStartParams": {},
-                        "template": {"spec": {"containers": [{"name": "ray-head", "image": "rayproject/ray"}]}},
-                    }
+def rayservice_body(namespace: str, gateway_class: str = gateway.GATEWAY_CLASS) -> dict[str, Any]:
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayService",
+        "metadata": {"name": RAYSERVICE, "namespace": namespace, "uid": str(uuid.uuid4())},
+        "spec": {
+            "upgradeStrategy": {
+                "type": "NewClusterWithIncrementalUpgrade",
+                "clusterUpgradeOptions": {
+                    "gatewayClassName": gateway_class,
+                    "maxSurgePercent": 50,
+                    "stepSizePercent": 10,
+                    "intervalSeconds": 10,
                 },
             },
-        }
-    )
+            "rayClusterConfig": {
+                "headGroupSpec": {
+                    "rayStartParams": {},
+                    "template": {"spec": {"containers": [{"name": "ray-head", "image": "rayproject/ray"}]}},
+                }
+            },
+        },
+    }
+
+
+def rayservice(namespace: str) -> RayService:
+    return RayService.model_validate(rayservice_body(namespace))
 
 
 def unowned(obj: dict[str, Any]) -> dict[str, Any]:
@@ -299,6 +303,89 @@ async def test_traefik_programs_the_operators_gateway_and_splits_its_httproute_b
     await wait_for(lambda: answers_from({PENDING}), 120, what="the Gateway to apply the weights 0/100")
     counts = await send(admin, ns, url, REQUESTS)
     assert counts == {PENDING: REQUESTS}, counts
+
+
+# ------------------------------------------------------------------------------------- the doctor on Traefik's word
+def _doctor_finding(proc: ProcessSandbox, ns: str, rule: str) -> dict[str, Any] | None:
+    """``raykube doctor rayservice/demo``'s one finding of ``rule``, asserted firing; None when it is quiet."""
+    _, report = proc.doctor(ns, f"rayservice/{RAYSERVICE}")
+    found = [f for f in report["findings"] if f["rule"] == rule]
+    if not found:
+        return None
+    assert_fires(found, rule)
+    assert len(found) == 1, found
+    return found[0]
+
+
+def _evidence(finding: dict[str, Any]) -> dict[str, str]:
+    return {f"{e.get('object', {}).get('kind')} {e.get('path')}": str(e.get("value")) for e in finding["evidence"]}
+
+
+@pytest.mark.long
+async def test_the_doctor_reads_what_traefik_said_of_the_upgrades_class_gateway_and_route(
+    proc: ProcessSandbox, admin: Kube, ns: str
+) -> None:
+    """The U rules on the real Traefik's conditions (their unit tests write the conditions by hand): a RayService
+    whose incremental upgrade names a GatewayClass that does not exist (U02: the classes there are and their
+    controller quoted), quiet once it names Traefik's; its Gateway made while Traefik is down, which keeps the
+    Gateway API's own Pending status (U03), quiet once Traefik is back and programs it; its HTTPRoute to a pending
+    cluster whose serve Service does not exist, which Traefik marks ResolvedRefs False (U04), quiet once it exists.
+    No operator runs here: the Gateway and HTTPRoute are the operator's own objects (raykube.builders), made by the
+    test, so each broken state lasts as long as the test looks at it."""
+    await install_crds(admin, load_generated())
+    await admin.create(RAYSERVICES, rayservice_body(ns, "no-such-class"), ns)
+    u02 = _doctor_finding(proc, ns, "U02")
+    assert u02 is not None and not u02.get("causedBy"), u02
+    seen = _evidence(u02)
+    assert seen["GatewayClass status.conditions[Accepted]"] == "no such GatewayClass", seen
+    assert seen["GatewayClass spec.controllerName"] == gateway.CONTROLLER_NAME, seen
+    await admin.patch(RAYSERVICES, RAYSERVICE, {"spec": rayservice_body(ns)["spec"]}, ns)
+    assert _doctor_finding(proc, ns, "U02") is None
+
+    rs = rayservice(ns)
+    gw = unowned(build_gateway(rs))
+    deployment = next(o for o in gateway.manifests() if o["kind"] == "Deployment")
+    selector = ",".join(f"{k}={v}" for k, v in deployment["spec"]["selector"]["matchLabels"].items())
+
+    async def traefik_pods(count: int) -> bool | NotYet:
+        pods = (await admin.list(PODS, gateway.NAMESPACE, label_selector=selector)).items
+        return len(pods) == count or NotYet(f"{len(pods)} Traefik Pods")
+
+    await admin.patch(DEPLOYMENTS, gateway.NAME, {"spec": {"replicas": 0}}, gateway.NAMESPACE)
+    try:
+        await wait_for(lambda: traefik_pods(0), READY, what="Traefik scaled to 0")
+        await admin.create(GATEWAYS, gw, ns)
+        u03 = _doctor_finding(proc, ns, "U03")
+        assert u03 is not None, "U03 did not fire on a Gateway no controller programs"
+        seen = _evidence(u03)
+        assert seen["Gateway status.conditions[Programmed]"].startswith("Unknown/Pending"), seen
+    finally:
+        await admin.patch(DEPLOYMENTS, gateway.NAME, {"spec": {"replicas": 1}}, gateway.NAMESPACE)
+
+    async def programmed() -> bool | NotYet:
+        current = await admin.get(GATEWAYS, gw["metadata"]["name"], ns)
+        return gateway_ready(current) or NotYet(f"Gateway status: {current.get('status')}")
+
+    await wait_for(programmed, READY, what="Traefik, back, to program the Gateway")
+    assert _doctor_finding(proc, ns, "U03") is None
+
+    await admin.create(SERVICES, serve_service(ACTIVE), ns)
+    await admin.create(HTTPROUTES, route(rs, gw, (50, 50)), ns)
+
+    async def route_says(status: str) -> bool | NotYet:
+        current = await admin.get(HTTPROUTES, f"{RAYSERVICE}-httproute", ns)
+        parents = (current.get("status") or {}).get("parents") or []
+        refs = [c for p in parents for c in p.get("conditions") or [] if c.get("type") == "ResolvedRefs"]
+        return any(c.get("status") == status for c in refs) or NotYet(f"HTTPRoute status: {current.get('status')}")
+
+    await wait_for(lambda: route_says("False"), READY, what="Traefik to mark the route's refs unresolved")
+    u04 = _doctor_finding(proc, ns, "U04")
+    assert u04 is not None, "U04 did not fire on a route whose backend Service is missing"
+    [(where, said)] = [(k, v) for k, v in _evidence(u04).items() if "ResolvedRefs" in k]
+    assert said.startswith("False/BackendNotFound"), (where, said)
+    await admin.create(SERVICES, serve_service(PENDING), ns)
+    await wait_for(lambda: route_says("True"), READY, what="Traefik to resolve the route's refs")
+    assert _doctor_finding(proc, ns, "U04") is None
 
 
 # ------------------------------------------------------------------------------------- a whole incremental upgrade

@@ -34,7 +34,7 @@ from raykube.builders.probes import inject_probes
 from raykube.runtime.manager import Manager
 from raykube.sandbox import Binaries
 from raykube.waiting import NotYet, wait_for
-from tests.doctor_support import assert_fires
+from tests.doctor_support import assert_fires, assert_quiet
 from tests.integration.process import ProcessSandbox
 from tests.ledger import Ledger
 
@@ -941,8 +941,13 @@ async def test_a_worker_with_a_wrong_gcs_address_never_joins(
     assert cluster.get("state") != "ready"
 
 
-def raylet_of(pod_ip: str) -> int:
-    """The PID of the raylet that serves ``pod_ip`` (each Pod's raylet is started with ``--node_ip_address``)."""
+# How Ray starts each of a node's processes with its address (ray/_private/services.py, Ray 2.52): the raylet with
+# --node_ip_address=IP, the GCS with --node-ip-address=IP.
+_ADDRESS_FLAG = {"raylet": "--node_ip_address", "gcs_server": "--node-ip-address"}
+
+
+def ray_process_of(pod_ip: str, program: str = "raylet") -> int:
+    """The PID of the Ray ``program`` (raylet, gcs_server) that serves ``pod_ip``."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -951,10 +956,14 @@ def raylet_of(pod_ip: str) -> int:
             argv = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if argv and argv[0].endswith(b"/raylet") and f"--node_ip_address={pod_ip}".encode() in argv:
+        if argv and argv[0].endswith(f"/{program}".encode()) and f"{_ADDRESS_FLAG[program]}={pod_ip}".encode() in argv:
             found.append(int(entry.name))
-    assert len(found) == 1, f"raylets of {pod_ip}: {found}"
+    assert len(found) == 1, f"{program} processes of {pod_ip}: {found}"
     return found[0]
+
+
+def raylet_of(pod_ip: str) -> int:
+    return ray_process_of(pod_ip, "raylet")
 
 
 @contextlib.asynccontextmanager
@@ -989,6 +998,9 @@ async def _liveness_cluster(pkube: AsyncClient, ns: str) -> str:
     del head_container["readinessProbe"]
     head_container["livenessProbe"].update(periodSeconds=2, failureThreshold=3)
     head_spec["terminationGracePeriodSeconds"] = 5
+    # Unbuffered, as a user sets it to read ray start's last words: it leaves through os._exit, and without this its
+    # "Some Ray subprocesses exited unexpectedly" stays in Python's stdout buffer (docs/doctor.md, D03).
+    head_container.setdefault("env", []).append({"name": "PYTHONUNBUFFERED", "value": "1"})
     await apply_all(pkube, ns, [body])
     await wait_cluster(pkube, ns, "liveness", lambda s: s.get("state") == "ready", "ready")
     return await pod_of(pkube, ns, "head")
@@ -1043,19 +1055,21 @@ async def test_a_killed_raylet_ends_ray_start_and_the_head_restarts(
         await wait_for(_went_down_and_up(seen), 60, what="HeadPodReady to go False, then True again")
     last = container(st, "ray-head")["lastState"]["terminated"]
     assert last["exitCode"] != 0 and last["reason"] == "Error"
-    # The previous run's log: it had started Ray. (Its "Some Ray subprocesses exited unexpectedly" stays in the
-    # stdout buffer: ray start leaves through os._exit, as it does in a real container.) On a loaded machine the
-    # liveness probe may also have ended a run that was still starting, so only ray start's first line is certain.
+    # The previous run's log: it had started Ray. On a loaded machine the liveness probe may also have ended a run
+    # that was still starting, so only ray start's first line is certain.
     assert "Local node IP" in proc.kubectl("logs", "-n", ns, head, "--previous").stdout
     cluster = await wait_cluster(pkube, ns, "liveness", lambda s: s.get("state") == "ready", "ready again")
     assert {c["type"]: c["status"] for c in cluster["conditions"]}["HeadPodReady"] == "True"
-    # Ready again, and yet a new Ray cluster: the doctor says the head restarted and what went with it (D09).
+    # Ready again, and yet a new Ray cluster: the doctor says the head restarted and what went with it (D09); a dead
+    # raylet is not a failed GCS (D03's near miss).
     _, report = proc.doctor(ns, "raycluster/liveness", "--starting-grace", "0")
     assert_fires(report, "D09")
+    assert_quiet(report, "D03")
     [restarted] = [f for f in report["findings"] if f["rule"] == "D09"]
     # 1 restart, or more when the liveness probe also ended runs that were still starting (loaded CI runs met 2 and 3)
     assert re.match(r"The head's Ray container restarted \d+ times? \(last exit ", restarted["title"]), restarted
     assert restarted["title"].endswith("its jobs, actors and placement groups were lost"), restarted["title"]
+    await _a_killed_gcs_is_named_as_the_root_cause(proc, pkube, ns, head, container(st, "ray-head")["restartCount"])
     ledger.record(
         "Process nodes: the head's raylet is killed (SIGKILL)",
         "SIGKILL to the raylet of a real Ray head",
@@ -1064,6 +1078,28 @@ async def test_a_killed_raylet_ends_ray_start_and_the_head_restarts(
         "run's log is there, the RayCluster is ready again",
         f"restarted and Ready again after {time.monotonic() - started:.0f} s",
     )
+
+
+async def _a_killed_gcs_is_named_as_the_root_cause(
+    proc: ProcessSandbox, pkube: AsyncClient, ns: str, head: str, restarts: int
+) -> None:
+    """The GCS SIGKILLed, as the kernel's OOM killer ends the biggest process of a head out of memory (issue 45's
+    catalogue, ray-project/ray#44704, ray-project/ray#36651): ray start --block lists it among the subprocesses that
+    exited unexpectedly and ends the container; the doctor names D03 as the root cause, quoting that line from the
+    previous run's log and saying SIGKILL, with the head's restart (D09) under it."""
+    os.kill(ray_process_of((await status(pkube, ns, head))["podIP"], "gcs_server"), signal.SIGKILL)
+    await wait_status(pkube, ns, head, _restarted(restarts + 1), "a restart after the GCS was killed", RAY_READY)
+    previous = proc.kubectl("logs", "-n", ns, head, "--previous").stdout
+    assert re.search(r"gcs_server\S* \[exit code=-9\]", re.sub(r"\x1b\[[0-9;]*m", "", previous)), previous[-1500:]
+    _, report = proc.doctor(ns, "raycluster/liveness", "--starting-grace", "0")
+    gcs = [f for f in report["findings"] if f["rule"] == "D03"]
+    assert_fires(gcs, "D03", context=str([(f["rule"], f["title"], f.get("causedBy")) for f in report["findings"]]))
+    [failed] = gcs
+    assert not failed.get("causedBy"), failed
+    assert failed["title"].startswith("The GCS on the head was killed (SIGKILL"), failed["title"]
+    assert any("gcs_server [exit code=-9]" in str(e.get("value")) for e in failed["evidence"]), failed["evidence"]
+    [restarted] = [f for f in report["findings"] if f["rule"] == "D09"]
+    assert failed["id"] in (restarted.get("causedBy") or []), (restarted, failed["id"])
 
 
 # full_only in tests/ledger.py: deselected in the short profile (two real-Ray restarts take minutes)

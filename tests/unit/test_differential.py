@@ -13,6 +13,7 @@ import yaml
 from raykube.api.raycluster import RayClusterSpec
 from raykube.builders.spechash import cluster_spec_hash
 from raykube.cli.differential import (
+    DIFFERENT_READS,
     QUIET_READS,
     STABLE_READS,
     Pair,
@@ -250,6 +251,11 @@ def test_a_pair_settles_only_once_both_sides_have_status_and_read_the_same_sever
     with_status = {ns: [{**cluster, "status": {"state": "ready"}}] for ns in ("d0-k", "d0-r")}
     reads = [pair.observe(with_status) for _ in range(STABLE_READS + 2)]
     assert reads == [False] * STABLE_READS + [True] * 2
+    # Two sides that differ (one operator's status lagging the other's) settle only when the difference lasts.
+    pair = Pair(0, d.Sample("s", (cluster,)))
+    lagging = {"d0-k": [{**cluster, "status": {"state": ""}}], "d0-r": [{**cluster, "status": {"state": "ready"}}]}
+    reads = [pair.observe(lagging) for _ in range(DIFFERENT_READS + 1)]
+    assert reads == [False] * DIFFERENT_READS + [True]
 
 
 # --------------------------------------------------------------------------------------------------- oracle

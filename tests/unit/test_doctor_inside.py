@@ -434,6 +434,15 @@ def test_d03_a_gcs_that_crashed_is_named_from_its_own_line() -> None:
     killed = _log(_inside(), HEAD, "kubectl logs -c ray-head --previous", "  gcs_server [exit code=-9]")
     found = one_finding(_diagnose(World(), killed), "D03")
     assert "killed (SIGKILL" in found.title and found.evidence[0].value == "  gcs_server [exit code=-9]"
+    # The head's restart that followed (D09) hangs under it: the GCS is why ray start ended.
+    world = World()
+    world.pods("head")[0]["status"]["containerStatuses"][0].update(
+        restartCount=1, lastState={"terminated": {"reason": "Error", "exitCode": 1}}
+    )
+    said = _log(_inside(), HEAD, "kubectl logs -c ray-head --previous", "  gcs_server [exit code=-9]")
+    report = _diagnose(world, said)
+    gcs, restarted = one_finding(report, "D03"), one_finding(report, "D09")
+    assert restarted.caused_by == [gcs.id] and not gcs.caused_by
     # Near miss: another Ray process dying (the dashboard) is not the GCS.
     assert_quiet(
         _diagnose(World(), _log(_inside(), HEAD, "kubectl logs -c ray-head", "  dashboard [exit code=1]")), "D03"

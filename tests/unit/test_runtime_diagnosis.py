@@ -149,8 +149,10 @@ CAUSE = RootCause("UNSCHEDULABLE_RESOURCES", "B02", "24 workers do not fit", "lo
     [
         (None, None, None),
         (CAUSE, None, CAUSE.message()),
-        (CAUSE, Memory(0.0, CAUSE.message()), None),  # the same root cause: not again
-        (CAUSE, Memory(0.0, "OTHER (X): was"), CAUSE.message()),  # changed: recorded
+        (CAUSE, Memory(0.0, CAUSE.key()), None),  # the same root cause: not again
+        # the same rule with other counts in its title (more of the Pods made since): the same root cause
+        (RootCause("UNSCHEDULABLE_RESOURCES", "B02", "12 workers do not fit", "x"), Memory(0.0, CAUSE.key()), None),
+        (CAUSE, Memory(0.0, "OTHER (X)"), CAUSE.message()),  # changed: recorded
         (CAUSE, Memory(0.0, None), CAUSE.message()),  # diagnosed before, nothing found then
     ],
 )

@@ -5,7 +5,7 @@ The samples go in batches. For each batch: two fresh namespaces per sample, ``d<
 operator (a host process, ``--watch-namespace`` the batch's ``-k`` namespaces, no leader election) and ``d<i>-r``
 watched only by raykube's operator (in-process); both with KubeRay v1.7.0's feature-gate defaults. Each sample is
 applied to both; once every sample's pair has settled (the masked objects of both namespaces read the same several
-times in a row, more of them while a Ray resource has no status) the two namespaces are compared
+times in a row, more of them while a Ray resource has no status or the two sides differ) the two namespaces are compared
 (``raykube.sandbox.differential``) and the operators stop. The report is docs/differential.md, a line of
 benchmarks/results/differential.jsonl and README.md's count sentence.
 """
@@ -50,6 +50,10 @@ READ_INTERVAL = 2.0
 # A sample whose resources get no status (an operator refused the spec and only emitted an event) settles once its
 # pair has read the same this many times in a row.
 QUIET_READS = 10
+# A pair whose two sides differ counts as settled only after this many reads in a row unchanged (60 s): a difference
+# is reported only when it lasts, since one operator's status may lag the other's by more than STABLE_READS on a busy
+# machine (KubeRay's RayCluster was once compared while still "being provisioned for first time", raykube's ready).
+DIFFERENT_READS = 30
 
 
 def gates() -> str:
@@ -186,7 +190,10 @@ class Pair:
         self.last = state
         own = [[o for o in objects if d.is_own(self.sample, o)] for objects in (kuberay, raykube)]
         ready = all(len(mine) == len(self.sample.resources) and all(o.get("status") for o in mine) for mine in own)
-        return bool(self.apply_error) or self.stable >= (STABLE_READS if ready else QUIET_READS)
+        needed = STABLE_READS if ready else QUIET_READS
+        if any(True for _ in d.compare(self.kuberay, self.raykube)):
+            needed = max(needed, DIFFERENT_READS)
+        return bool(self.apply_error) or self.stable >= needed
 
     def result(self, settled: bool, seconds: float) -> d.SampleResult:
         kuberay, raykube = self.kuberay or {}, self.raykube or {}

@@ -62,8 +62,13 @@ class RootCause:
     title: str
     fix: str = ""
 
+    def key(self) -> str:
+        """Which root cause this is: its rule, not its title, whose counts change while the cause stays (the Pods
+        the operator has made so far, the nodes' free room)."""
+        return f"{self.code} ({self.rule})"
+
     def message(self) -> str:
-        text = f"{self.code} ({self.rule}): {self.title}"
+        text = f"{self.key()}: {self.title}"
         return f"{text}. Fix: {self.fix}" if self.fix else text
 
 
@@ -88,7 +93,7 @@ class Memory:
     """What the loop remembers of one object (by uid): when it last diagnosed it and the Event it last recorded."""
 
     diagnosed_at: float  # monotonic
-    recorded: str | None = None  # the message of the last RootCause Event, None if none was recorded
+    recorded: str | None = None  # the key (RootCause.key) of the last RootCause Event, None if none was recorded
     about: str = ""  # "RayCluster ns/name", for the log
 
 
@@ -206,13 +211,13 @@ def due(
 
 
 def to_record(cause: RootCause | None, previous: Memory | None) -> str | None:
-    """The Event message to record for a diagnosis: the root cause's, unless it is what was recorded last."""
+    """The Event message to record for a diagnosis: the root cause's, unless that root cause (its rule) is the one
+    recorded last."""
     if cause is None:
         return None
-    message = cause.message()
-    if previous is not None and previous.recorded == message:
+    if previous is not None and previous.recorded == cause.key():
         return None
-    return message
+    return cause.message()
 
 
 def interval_for(after: float) -> float:
@@ -279,13 +284,13 @@ class DiagnosisLoop:
             previous = self.memory.get(subject.uid)
             message = to_record(cause, previous)
             recorded = previous.recorded if previous is not None else None
-            if message is not None:
+            if message is not None and cause is not None:
                 regarding = {**subject.obj, "kind": subject.kind, "apiVersion": c.API_VERSION}
                 self.recorder.event(regarding, WARNING, REASON, ACTION, message)
                 self.recorded += 1
                 if self.metrics is not None:
                     self.metrics.root_cause_events.inc()
-                recorded = message
+                recorded = cause.key()
             said = "recorded" if message is not None else "unchanged" if cause is not None else "no root cause found"
             log.info("diagnosed %s: %s (%s)", about, cause.message() if cause else "-", said)
             self.memory[subject.uid] = Memory(time.monotonic(), recorded, about)

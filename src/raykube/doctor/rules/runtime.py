@@ -516,4 +516,5 @@ def check_head_restarted(snap: Snapshot) -> Iterator[Finding]:
                     "OOM-killed; enable GCS fault tolerance (gcsFaultToleranceOptions) to keep the state across "
                     "restarts.",
                 ],
+                symptoms={t.ray_start(s.key_of(head))},  # ray start ended: under what says why (D03, R05)
             )
