@@ -332,8 +332,8 @@ def rayservice(r: Results) -> list[Figure]:
 
 
 def doctor(r: Results) -> list[Figure]:
-    d = r.line("doctor-all.jsonl", "2026-12-04T03:53:01Z")
-    p = r.line("process-cluster.jsonl", "2026-12-04T03:52:38Z")
+    d = r.line("doctor-all.jsonl", "2026-12-07T14:18:22Z")
+    p = r.line("process-cluster.jsonl", "2026-12-07T14:24:11Z")
     pods_in = re.search(r"in (\d+) Pods", p.get("doctor_in_pod_checks"))
     if pods_in is None:
         raise FigureError(f"{p.name}: doctor_in_pod_checks names no Pod count")
@@ -347,7 +347,7 @@ def doctor(r: Results) -> list[Figure]:
         d.fig("doctor_seconds.max", ".3f"),
         d.fig("settings.clusters", "d"),
         value(pods, "d", f"{d.name} clusters x (1 + workers_per_cluster)"),
-        d.fig("target_seconds", ".0f"),
+        d.fig("target_seconds", ".1f"),
         p.fig("machine.cpus", "d"),
         date(p),
         p.fig("doctor_seconds.--exec.median", ".2f"),
@@ -447,7 +447,7 @@ def readme_summary(r: Results) -> list[Figure]:
     u = r.line("scale.jsonl", "2026-12-05T22:48:49Z")
     w = r.line("scale.jsonl", "2026-12-06T01:00:07Z")
     s = r.line("rayservice.jsonl", "2026-12-03T20:55:14Z")
-    d = r.line("doctor-all.jsonl", "2026-12-04T03:53:01Z")
+    d = r.line("doctor-all.jsonl", "2026-12-07T14:18:22Z")
     idle = r.line("rest.jsonl", "2026-12-07T09:16:02Z")
     inc = r.line("incremental.jsonl", "2026-12-07T09:28:40Z")
     every = re.search(r"every ([\d.]+) s", s.get("settings.client"))
@@ -491,6 +491,47 @@ def readme_summary(r: Results) -> list[Figure]:
     ]
 
 
+def diagnose_after(r: Results) -> list[Figure]:
+    """docs/doctor.md: what --diagnose-after costs at 1,000 RayClusters, the same operator with and without it."""
+    x = r.line("scale.jsonl", "2026-12-07T14:17:32Z")
+    on, off = "raykube/diagnose-after=20s", "raykube"
+    runs = [run[on]["diagnosis_to_ready"] for run in x.get("runs")]
+    diagnoses = {run["raykube_diagnoses"] for run in runs}
+    passes = {run["raykube_diagnosis_passes"] for run in runs}
+    if len(diagnoses) != 1 or len(passes) != 1:
+        raise FigureError(f"{x.name}: the rounds made different numbers of diagnoses or passes: {runs}")
+    made = diagnoses.pop()
+
+    def extra(path: str) -> float:
+        return float(x.get(f"median.{on}.{path}") - x.get(f"median.{off}.{path}"))
+
+    cpu, requests = extra("cpu_seconds.to_ready"), extra("requests_per_cluster_to_ready")
+    events = sorted(run["raykube_root_cause_events"] for run in runs)
+    return [
+        x.fig("settings.clusters", ",d"),
+        const("1", "one head per RayCluster"),
+        x.fig("settings.workers_per_cluster", "d"),
+        x.fig("machine.cpus", "d"),
+        date(x),
+        x.fig(f"median.{on}.rounds", "d"),
+        const("20", "the flag's value in the contender's name"),
+        value(made, "d", f"{x.name} runs.*.{on}.diagnosis_to_ready.raykube_diagnoses"),
+        const("20", "MAX_PER_PASS, raykube.runtime.diagnosis"),
+        value(passes.pop(), "d", f"{x.name} runs.*.{on}.diagnosis_to_ready.raykube_diagnosis_passes"),
+        value(cpu / made, ".2f", f"{x.name} median CPU-s to ready, {on} minus {off}, per diagnosis"),
+        value(requests * x.get("settings.clusters") / made, ".0f", f"{x.name} median requests, the same"),
+        x.fig(f"median.{off}.cpu_seconds.to_ready", ".1f"),
+        x.fig(f"median.{on}.cpu_seconds.to_ready", ".1f"),
+        x.fig(f"median.{off}.peak_rss_mb.overall", ".0f"),
+        x.fig(f"median.{on}.peak_rss_mb.overall", ".0f"),
+        x.fig(f"median.{off}.requests_per_cluster_to_ready", ".2f"),
+        x.fig(f"median.{on}.requests_per_cluster_to_ready", ".2f"),
+        x.fig(f"median.{on}.ready_seconds", ".1f"),
+        x.fig(f"median.{off}.ready_seconds", ".1f"),
+        *[value(n, "d", f"{x.name} runs.*.{on}.diagnosis_to_ready.raykube_root_cause_events") for n in events],
+    ]
+
+
 BLOCKS: dict[str, Callable[[Results], list[Figure]]] = {
     "process-cluster": process_cluster,
     "scale-1000": scale_1000,
@@ -500,6 +541,7 @@ BLOCKS: dict[str, Callable[[Results], list[Figure]]] = {
     "readme-summary": readme_summary,
     "rest": rest,
     "incremental": incremental,
+    "diagnose-after": diagnose_after,
 }
 
 
