@@ -105,7 +105,8 @@ async def test_a_cluster_that_cannot_schedule_gets_one_root_cause_event_until_it
 
     await wait_for(diagnosed_twice, 150, what="a second diagnosis of the unchanged cluster")
     assert len(await root_cause_events(runtime_kube, namespace, CLUSTER)) == 1
-    assert any('"unchanged"' in line or "(unchanged)" in line for line in diagnoses(log, CLUSTER))
+    said = diagnoses(log, CLUSTER)
+    assert any('"unchanged"' in line or "(unchanged)" in line for line in said), said
 
     # The fix: 2 workers that fit. Ready, the cluster is forgotten, and no RootCause Event follows.
     patch = [
