@@ -102,8 +102,8 @@ async def main_async(clusters: int, workers: int, runs: int, existing: Path | No
             from_dict({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ray-env"}, "data": {"A": "1"}}),
             namespace=namespace,
         )
-        manager = Manager(Kube.from_config(kubeconfig, qps=500, burst=1000), namespaces=[namespace],
-                          reconcile_concurrency=8)  # fmt: skip
+        operator_client = Kube.from_config(kubeconfig, qps=500, burst=1000)
+        manager = Manager(operator_client, namespaces=[namespace], reconcile_concurrency=8)
         await manager.start()
         try:
             created = time.monotonic()
@@ -123,6 +123,7 @@ async def main_async(clusters: int, workers: int, runs: int, existing: Path | No
             samples = [doctor(kubeconfig, namespace) for _ in range(runs)]
         finally:
             await manager.stop()
+            await operator_client.close()
             await kube.close()
             with contextlib.suppress(Exception):
                 await client.delete(Namespace, namespace)
