@@ -22,7 +22,7 @@ from raykube.waiting import NotYet, wait_for
 from tests.doctor_support import assert_fires, assert_quiet
 from tests.integration.process import ProcessSandbox
 from tests.integration.test_chapter_workloads import RAYJOB
-from tests.integration.test_process_runtime import RAY_READY, RAYCLUSTER, wait_cluster
+from tests.integration.test_process_runtime import RAY_READY, RAYCLUSTER, container, pod_of, status, wait_cluster
 
 IMAGE = "rayproject/ray:2.52.0"
 NAME = "scaled"
@@ -108,3 +108,38 @@ async def test_a_demand_no_worker_group_can_hold_is_the_root_cause_until_a_group
     await wait_for(succeeded, RAY_READY, what="the RayJob to succeed on the new worker", interval=2.0)
     _, report = proc.doctor(ns, f"raycluster/{NAME}")
     assert_quiet(report["findings"], "G10")
+
+
+async def test_an_autoscaler_without_the_worker_group_field_stops_and_is_named_until_the_field_is_there(
+    proc: ProcessSandbox, pkube: AsyncClient, ns: str, proc_operator: Manager
+) -> None:
+    """G11 on real Ray: a head-only RayCluster with the autoscaler on and no ``workerGroupSpecs`` at all (what a
+    head-only RayService in the demo first had). Ray's autoscaler reads ``spec["workerGroupSpecs"]`` with no default,
+    its container stops at start with ``KeyError: 'workerGroupSpecs'`` and restarts, and the head Pod is not Ready:
+    ``raykube doctor`` names G11 as the root cause with the container's restarts. With ``workerGroupSpecs: []`` (the
+    fix the finding gives) the cluster becomes ready and G11 is quiet."""
+    body = autoscaled_cluster()
+    body["metadata"]["name"] = "headonly"
+    del body["spec"]["workerGroupSpecs"]
+    await pkube.create(RAYCLUSTER.from_dict(body), namespace=ns)
+    head = await pod_of(pkube, ns, "head")
+
+    async def stopped() -> dict[str, Any] | NotYet:
+        autoscaler = container(await status(pkube, ns, head), "autoscaler")
+        return autoscaler if autoscaler.get("restartCount") else NotYet(f"autoscaler: {autoscaler.get('state')}")
+
+    await wait_for(stopped, RAY_READY, what="the autoscaler container to stop and restart", interval=2.0)
+    previous = proc.kubectl("logs", "-n", ns, head, "-c", "autoscaler", "--previous").stdout
+    assert "KeyError: 'workerGroupSpecs'" in previous, previous[-1500:]
+    code, report = proc.doctor(ns, "raycluster/headonly")
+    roots = [f for f in report["findings"] if not f.get("causedBy") and f["severity"] in ("error", "critical")]
+    assert code == 1 and [f["rule"] for f in roots] == ["G11"], [(f["rule"], f["title"]) for f in roots]
+    assert_fires(roots, "G11")
+    seen = {e.get("path"): e.get("value") for e in roots[0]["evidence"]}
+    assert seen["spec.workerGroupSpecs"] == "absent" and seen["status.containerStatuses[autoscaler].restartCount"]
+
+    await pkube.patch(RAYCLUSTER, "headonly", {"spec": {"workerGroupSpecs": []}}, namespace=ns,
+                      patch_type=PatchType.MERGE)  # fmt: skip
+    await wait_cluster(pkube, ns, "headonly", lambda s: s.get("state") == "ready", "ready once the field is there")
+    _, report = proc.doctor(ns, "raycluster/headonly")
+    assert_quiet(report["findings"], "G11")

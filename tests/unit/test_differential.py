@@ -111,6 +111,20 @@ def test_random_suffixes_come_from_generated_names_owned_clusters_replicas_and_j
     job = {"kind": "RayJob", "metadata": {"name": "rayjob-sample"}, "status": {"jobId": "rayjob-sample-fffff"}}
     tokens = d.random_tokens([pod, raycluster("a", "bbbbb", "u2"), worker, job])
     assert tokens == {"ccccc", "bbbbb", "ddddd", "fffff"}
+    # A RayJob whose cluster is gone (shutdownAfterJobFinishes) or was never made (suspended for Kueue) still names it;
+    # a RayService names its active and pending ones. KubeRay v1.7.0's ray-job.shutdown.yaml and
+    # ray-job.kueue-toy-sample.yaml compared unequal on the suffix alone before (2026-12-07).
+    gone = {"kind": "RayJob", "metadata": {"name": "short"}, "status": {"rayClusterName": "short-ggggg"}}
+    service = {
+        "kind": "RayService",
+        "metadata": {"name": "svc"},
+        "status": {
+            "activeServiceStatus": {"rayClusterName": "svc-hhhhh"},
+            "pendingServiceStatus": {"rayClusterName": "svc-jjjjj"},
+        },
+    }
+    other = {"kind": "RayJob", "metadata": {"name": "x"}, "status": {"rayClusterName": "shared-cluster"}}
+    assert d.random_tokens([gone, service, other]) == {"ggggg", "hhhhh", "jjjjj"}
 
 
 def test_two_runs_that_differ_only_in_volatile_fields_mask_to_the_same_objects() -> None:

@@ -268,6 +268,32 @@ def spec_and_pods_changed(world: World) -> None:  # not A07: the Pods were recre
         pod["spec"]["containers"][0]["image"] = "rayproject/ray:2.52.0-py311"
 
 
+def autoscaler_without_groups(world: World) -> None:  # G11: Ray's autoscaler reads spec["workerGroupSpecs"]
+    spec = _cluster(world)["spec"]
+    spec["enableInTreeAutoscaling"] = True
+    del spec["workerGroupSpecs"]
+
+
+def autoscaler_with_no_groups_listed(world: World) -> None:  # not G11: an empty list is there to read
+    spec = _cluster(world)["spec"]
+    spec["enableInTreeAutoscaling"] = True
+    spec["workerGroupSpecs"] = []
+
+
+def test_g11_quotes_the_autoscaler_containers_restarts_when_the_head_has_them() -> None:
+    world = World()
+    autoscaler_without_groups(world)
+    world.pods("head")[0]["status"]["containerStatuses"].append(
+        {"name": "autoscaler", "ready": False, "restartCount": 4, "state": {"waiting": {"reason": "CrashLoopBackOff"}}}
+    )
+    report = world.diagnose()
+    found = one_finding(report, "G11")
+    assert found.severity == "error" and "KeyError 'workerGroupSpecs'" in found.title
+    assert [e.value for e in found.evidence] == [True, "absent", 4]
+    crash = one_finding(report, "D07")  # the autoscaler container's crash loop hangs under it
+    assert crash.caused_by == [found.id] and not found.caused_by
+
+
 CASES: dict[str, tuple[Mutation, Mutation]] = {
     "A07": (spec_image_changed, spec_and_pods_changed),
     "D06": (port_clash, port_distinct),
@@ -282,6 +308,7 @@ CASES: dict[str, tuple[Mutation, Mutation]] = {
     "H01": (store_above_memory, store_within_memory),
     "C04": (versions_differ, versions_same_tag_variant),
     "G06": (odd_gpu_key, odd_gpu_key_counted),
+    "G11": (autoscaler_without_groups, autoscaler_with_no_groups_listed),
     "B11": (gated, not_gated),
     "SEC09": (ingress_without_tls, ingress_with_tls),
 }

@@ -158,8 +158,9 @@ def made_by_operator(obj: Mapping[str, Any], applied: Iterable[tuple[str, str]] 
 
 def random_tokens(objects: Sequence[Mapping[str, Any]]) -> set[str]:
     """The random suffixes in one namespace's objects: Pods' generated names, the RayClusters a RayJob or RayService
-    named ``<owner>-<5 random>``, a RayJob's generated ``status.jobId`` and ``ray.io/worker-group-replica-name``
-    values (``<group>-<5 random>``)."""
+    named ``<owner>-<5 random>`` (from the cluster, or from the owner's status when the cluster is gone or was never
+    made: a suspended or finished RayJob), a RayJob's generated ``status.jobId`` and
+    ``ray.io/worker-group-replica-name`` values (``<group>-<5 random>``)."""
     tokens: set[str] = set()
     for obj in objects:
         meta = obj.get("metadata") or {}
@@ -171,7 +172,16 @@ def random_tokens(objects: Sequence[Mapping[str, Any]]) -> set[str]:
             prefix = f"{owner.get('name')}-"
             if obj.get("kind") == "RayCluster" and name.startswith(prefix) and re.fullmatch(_RAND, name[len(prefix) :]):
                 tokens.add(name[len(prefix) :])
-        job_id = str((obj.get("status") or {}).get("jobId") or "")
+        status = obj.get("status") or {}
+        named = [status.get("rayClusterName")] + [
+            (status.get(side) or {}).get("rayClusterName") for side in ("activeServiceStatus", "pendingServiceStatus")
+        ]
+        for cluster in named:  # the cluster a RayJob or RayService named, also when it is gone or never made
+            if obj.get("kind") in ("RayJob", "RayService") and (
+                match := re.fullmatch(rf"{re.escape(name)}-({_RAND})", str(cluster or ""))
+            ):
+                tokens.add(match[1])
+        job_id = str(status.get("jobId") or "")
         if obj.get("kind") == "RayJob" and (match := re.fullmatch(rf"{re.escape(name)}-({_RAND})", job_id)):
             tokens.add(match[1])  # a RayJob's submission id, <name>-<5 random>, also in its submitter's env
         replica = str((meta.get("labels") or {}).get("ray.io/worker-group-replica-name", ""))

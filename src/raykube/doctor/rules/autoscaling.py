@@ -15,7 +15,7 @@ from raykube.doctor import snapshot as s
 from raykube.doctor import tokens as t
 from raykube.doctor.facts import inside as fi
 from raykube.doctor.model import Evidence, Finding, ObjectRef
-from raykube.doctor.rules.base import STAGE_WORKERS, checker, field_evidence, finding, listing, rule
+from raykube.doctor.rules.base import STAGE_SPEC, STAGE_WORKERS, checker, field_evidence, finding, listing, rule
 from raykube.doctor.snapshot import Snapshot
 from raykube.kube import objects
 
@@ -26,10 +26,56 @@ DEMAND_INFEASIBLE = rule(
     "The autoscaler cannot place a resource request: no worker group's Pod gives Ray that much (logical resources)",
     ["ray-project/ray#27910", "ray-project/kuberay#653"],
 )
+NO_WORKER_GROUPS = rule(
+    "G11",
+    "AUTOSCALER_WITHOUT_WORKER_GROUPS",
+    STAGE_SPEC,
+    "The autoscaler is on but spec.workerGroupSpecs is absent: Ray's autoscaler stops on it (KeyError), the head "
+    "is not Ready",
+)
+
 # Resources Ray detects itself when ``ray start`` is not told (the node's cores and memory): a group that does not
 # say may fit, so the doctor does not judge it. Any other resource a group does not name, it does not have.
 DETECTED: Final = frozenset({"CPU", "memory", "object_store_memory"})
 _GIB: Final = 1 << 30
+
+
+@checker(NO_WORKER_GROUPS)
+def check_no_worker_groups(snap: Snapshot) -> Iterator[Finding]:
+    """Ray's autoscaler reads the RayCluster's ``spec["workerGroupSpecs"]`` with no default (``autoscaling_config.py``,
+    Ray 2.52): a RayCluster that leaves the field out (not an empty list) stops the autoscaler container at start,
+    again and again, and with it the head Pod's readiness. Seen on process nodes with a head-only RayService."""
+    for view in facts.cluster_views(snap):
+        if not view.spec.get("enableInTreeAutoscaling") or "workerGroupSpecs" in view.spec:
+            continue
+        head = view.head
+        evidence = [
+            field_evidence(view.ref, "spec.enableInTreeAutoscaling", True, "cr.spec"),
+            field_evidence(view.ref, "spec.workerGroupSpecs", "absent", "cr.spec"),
+        ]
+        if head is not None:
+            pod = facts.ref(head, "Pod")
+            evidence += [
+                field_evidence(pod, f"{st.path}.restartCount", st.restarts, "pod.status")
+                for st in facts.container_states(head)
+                if st.name == c.AUTOSCALER_CONTAINER_NAME and st.restarts
+            ]
+        yield finding(
+            NO_WORKER_GROUPS,
+            cluster=view.ref,
+            obj=view.ref,
+            severity="error",
+            title=f"RayCluster {view.ref.name} turns the autoscaler on but has no spec.workerGroupSpecs: Ray's "
+            "autoscaler stops at start (KeyError 'workerGroupSpecs') and the head Pod is not Ready",
+            evidence=evidence,
+            explanation="The autoscaler builds its node types from spec.workerGroupSpecs and has no default for a "
+            "missing field; its container exits at start and restarts, and a Pod with a container that is not "
+            "ready is not Ready, so the RayCluster never is.",
+            remediation=["Add spec.workerGroupSpecs: [] (or a worker group), or set enableInTreeAutoscaling: false."],
+            # its container's crash loop (D07 says it of the head's ray start) and the head's readiness hang under it
+            effects={t.head(view.key)}
+            | ({t.pod_ready(s.key_of(head)), t.ray_start(s.key_of(head))} if head is not None else set()),
+        )
 
 
 @checker(DEMAND_INFEASIBLE)
