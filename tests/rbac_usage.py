@@ -67,11 +67,13 @@ GRANTED_WITHOUT_A_CALL: Mapping[Triple, str] = {
 }
 
 
+# Every rule the chart can grant: the operator's, leader election's and, with diagnoseAfter, the diagnosis loop's reads
+# (one operator of the run has --diagnose-after, tests/integration/test_diagnose_after.py).
+GRANTED_RULES = OPERATOR_RULES + LEADER_ELECTION_RULES + DIAGNOSIS_RULES + DIAGNOSIS_CLUSTER_RULES
+
+
 def granted() -> set[Triple]:
-    """Every triple the chart can grant: the operator's, leader election's and, with diagnoseAfter, the diagnosis
-    loop's reads (one operator of the run has --diagnose-after, tests/integration/test_diagnose_after.py)."""
-    rules = OPERATOR_RULES + LEADER_ELECTION_RULES + DIAGNOSIS_RULES + DIAGNOSIS_CLUSTER_RULES
-    return {(v, r.group, res) for r in rules for res in r.resources for v in r.verbs}
+    return {(v, r.group, res) for r in GRANTED_RULES for res in r.resources for v in r.verbs}
 
 
 def install() -> None:

@@ -61,7 +61,7 @@ def test_without_any_one_granted_permission_its_call_is_refused_by_name(triple: 
     """Remove one (verb, group, resource) from the rules: a call needing it is refused, naming verb and resource.
     (The test run counts which of these the operator calls: the RBAC row of docs/reliability.md.)"""
     verb, group, resource = triple
-    rules = rbac.OPERATOR_RULES + rbac.LEADER_ELECTION_RULES + rbac.DIAGNOSIS_RULES + rbac.DIAGNOSIS_CLUSTER_RULES
+    rules = rbac_usage.GRANTED_RULES
     reduced = [
         replace(r, verbs=tuple(v for v in r.verbs if v != verb)) if r.group == group and resource in r.resources else r
         for r in rules

@@ -191,7 +191,7 @@ class Pair:
         own = [[o for o in objects if d.is_own(self.sample, o)] for objects in (kuberay, raykube)]
         ready = all(len(mine) == len(self.sample.resources) and all(o.get("status") for o in mine) for mine in own)
         needed = STABLE_READS if ready else QUIET_READS
-        if any(True for _ in d.compare(self.kuberay, self.raykube)):
+        if d.compare(self.kuberay, self.raykube):
             needed = max(needed, DIFFERENT_READS)
         return bool(self.apply_error) or self.stable >= needed
 

@@ -172,18 +172,15 @@ def random_tokens(objects: Sequence[Mapping[str, Any]]) -> set[str]:
             prefix = f"{owner.get('name')}-"
             if obj.get("kind") == "RayCluster" and name.startswith(prefix) and re.fullmatch(_RAND, name[len(prefix) :]):
                 tokens.add(name[len(prefix) :])
-        status = obj.get("status") or {}
-        named = [status.get("rayClusterName")] + [
-            (status.get(side) or {}).get("rayClusterName") for side in ("activeServiceStatus", "pendingServiceStatus")
-        ]
-        for cluster in named:  # the cluster a RayJob or RayService named, also when it is gone or never made
-            if obj.get("kind") in ("RayJob", "RayService") and (
-                match := re.fullmatch(rf"{re.escape(name)}-({_RAND})", str(cluster or ""))
-            ):
-                tokens.add(match[1])
-        job_id = str(status.get("jobId") or "")
-        if obj.get("kind") == "RayJob" and (match := re.fullmatch(rf"{re.escape(name)}-({_RAND})", job_id)):
-            tokens.add(match[1])  # a RayJob's submission id, <name>-<5 random>, also in its submitter's env
+        if obj.get("kind") in ("RayJob", "RayService"):
+            # <name>-<5 random>: the cluster it named (also one gone or never made) and a RayJob's submission id, which
+            # is also in its submitter's env
+            status = obj.get("status") or {}
+            sides = [status.get(side) or {} for side in ("activeServiceStatus", "pendingServiceStatus")]
+            named = [status.get("rayClusterName"), status.get("jobId"), *(x.get("rayClusterName") for x in sides)]
+            for value in named:
+                if match := re.fullmatch(rf"{re.escape(name)}-({_RAND})", str(value or "")):
+                    tokens.add(match[1])
         replica = str((meta.get("labels") or {}).get("ray.io/worker-group-replica-name", ""))
         if match := re.search(rf"-({_RAND})$", replica):
             tokens.add(match[1])
