@@ -156,7 +156,7 @@ class IncrementalRun(rayservice.ServiceRun):
         app, service, client = rayservice.manifests()
         for body in (app, service, client):
             body["metadata"]["namespace"] = self.namespace
-        cpu_start = rayjob.cpu_seconds(pid)
+        cpu_start, counts_start = rayjob.cpu_seconds(pid), rayjob.operator_counts(self.metrics_port)
         started = time.time()
         await self.driver.create(CONFIGMAPS, app, self.namespace)
         await self.driver.create(RAYSERVICES, incremental(service, "Hello", "1"), self.namespace)
@@ -177,6 +177,7 @@ class IncrementalRun(rayservice.ServiceRun):
             "seconds": ready,
             "gateway_programmed_seconds": gateway_seconds,
             "cpu_seconds": round(rayjob.cpu_seconds(pid) - cpu_start, 2),
+            **rayjob.counts_between(counts_start, rayjob.operator_counts(self.metrics_port)),
             "gateway_url": url,
             "clusters": {"first": first, "second": second},
             "phases": {"upgrade": upgrade, "rollback": rollback},
@@ -296,6 +297,11 @@ def summarise(samples: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             "runs": len(got),
             "cpu_seconds_median": round(statistics.median(s["cpu_seconds"] for s in got), 2),
             **{
+                f"{key}_median": statistics.median(s[key] for s in got)
+                for key in ("operator_requests", "operator_reconciles")
+                if all(key in s for s in got)
+            },
+            **{
                 name: {
                     "requests": sum(s["phases"][name]["requests"] for s in got),
                     "failed": sum(s["phases"][name]["failed"] for s in got),
@@ -321,6 +327,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=1, help="runs per operator (alternating)")
     add_kuberay_option(parser)
+    rayjob.add_profile_option(parser)
     args = parser.parse_args()
     report = rayjob.start(args)
 

@@ -11,6 +11,9 @@ needs no internet (``python -c "import ray; ray.init(); print(ray.cluster_resour
 * **CPU seconds** of the operator process (``utime + stime`` of ``/proc/<pid>/stat``, all its threads; the PID is the
   one this benchmark started) over that same interval; also its CPU to start (process start to workers running) and
   until the cleanup is done;
+* **requests** the operator sent (client-go's ``rest_client_requests_total``, which both operators export) and its
+  **reconciles** per controller (``controller_runtime_reconcile_total``) over that same interval, read from its
+  ``/metrics`` as it is reached;
 * **phases**: seconds from the create to the first time the driver's watches saw each milestone (RayCluster created
   and ready, head/worker/submitter Pods created, Running, Ready, Succeeded, the submitter Job created and done, each
   ``jobDeploymentStatus``/``jobStatus``, the RayCluster deleted and its Pods gone), which is where a difference
@@ -60,15 +63,20 @@ import statistics
 import subprocess
 import sys
 import time
+import urllib.request
 import uuid
+from collections import Counter
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from prometheus_client.parser import text_string_to_metric_families
+
 from benchmarks import append_line
 from benchmarks.kuberay import KubeRay, kuberay
 from benchmarks.kuberay import add_option as add_kuberay_option
+from benchmarks.scale import Profiler, summarize_profile
 from raykube import __version__
 from raykube.api import constants as c
 from raykube.api.crd import load_generated
@@ -160,6 +168,37 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def operator_counts(metrics_port: int) -> dict[str, Any]:
+    """What the operator's ``/metrics`` counted so far: requests sent (client-go's ``rest_client_requests_total``,
+    every verb and code) and reconciles per controller (controller-runtime's ``controller_runtime_reconcile_total``,
+    every result). Both operators export both under these names. Read synchronously (a watch callback calls it at
+    the moment it sees the milestone; 127.0.0.1, a few ms)."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10) as response:
+        exposition = response.read().decode()
+    requests, reconciles = 0.0, Counter[str]()
+    for family in text_string_to_metric_families(exposition):
+        for sample in family.samples:
+            if sample.name == "rest_client_requests_total":
+                requests += sample.value
+            elif sample.name == "controller_runtime_reconcile_total":
+                reconciles[sample.labels.get("controller", "")] += int(sample.value)
+    return {"requests": int(requests), "reconciles": dict(reconciles)}
+
+
+def counts_between(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, Any]:
+    """ "``operator_counts`` over an interval: requests, reconciles (total, and per controller that ran)."""
+    reconciles = {
+        name: n - before["reconciles"].get(name, 0)
+        for name, n in sorted(after["reconciles"].items())
+        if n - before["reconciles"].get(name, 0)
+    }
+    return {
+        "operator_requests": after["requests"] - before["requests"],
+        "operator_reconciles": sum(reconciles.values()),
+        "operator_reconciles_by_controller": reconciles,
+    }
+
+
 def operator_flags(kubeconfig: str, namespace: str, probe_port: str, metrics_port: str) -> list[str]:
     """The same flags for both operators; only the program differs."""
     return [
@@ -176,6 +215,9 @@ def operator_flags(kubeconfig: str, namespace: str, probe_port: str, metrics_por
 
 # The KubeRay these runs compare with (--kuberay; benchmarks/kuberay.py), chosen once in main().
 CHOSEN: list[KubeRay] = []
+# --profile DIR: py-spy samples raykube's operator over each measured interval into DIR (chosen once in main()).
+PROFILE_DIR: list[Path] = []
+PROFILE_RATE = 200
 
 
 def reference() -> KubeRay:
@@ -208,6 +250,7 @@ def start(args: argparse.Namespace) -> Callable[[str], None]:
     if problems:
         raise SystemExit("process nodes are not possible here: " + "; ".join(problems))
     use_kuberay(args.kuberay)
+    PROFILE_DIR[:] = [Path(args.profile).resolve()] if getattr(args, "profile", None) else []
 
     def report(message: str) -> None:
         print(message, file=sys.stderr, flush=True)  # noqa: T201
@@ -215,11 +258,16 @@ def start(args: argparse.Namespace) -> Callable[[str], None]:
     return report
 
 
-def operator_argv(operator: str, kubeconfig: Path, namespace: str) -> list[str]:
+def add_profile_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--profile", metavar="DIR", help="sample raykube's operator with py-spy over each measured "
+                        "interval (raw stacks in DIR, the top frames in the result line)")  # fmt: skip
+
+
+def operator_argv(operator: str, kubeconfig: Path, namespace: str, metrics_port: int) -> list[str]:
     program = (
         [sys.executable, "-m", "raykube.cli.main", "operator"] if operator == "raykube" else [str(reference().binary)]
     )
-    return [*program, *operator_flags(str(kubeconfig), namespace, str(free_port()), str(free_port()))]
+    return [*program, *operator_flags(str(kubeconfig), namespace, str(free_port()), str(metrics_port))]
 
 
 # --------------------------------------------------------------------------------------------------- watching
@@ -237,9 +285,11 @@ class Timeline:
     """What the driver's watches saw of one run, in seconds since the RayJob's create request."""
 
     pid: int
+    metrics_port: int
     started: float = 0.0
     marks: dict[str, float] = field(default_factory=dict)
     cpu_done: float | None = None
+    counts_done: dict[str, Any] | None = None
     final_status: dict[str, Any] = field(default_factory=dict)
     failure: str | None = None
 
@@ -258,6 +308,7 @@ class Timeline:
             self.mark(f"job {job}")
         if job == "SUCCEEDED" and deployment == "Complete" and DONE not in self.marks:
             self.cpu_done = cpu_seconds(self.pid)
+            self.counts_done = operator_counts(self.metrics_port)
             self.mark(DONE)
             kept = ("jobId", "rayClusterName", "startTime", "endTime", "rayJobInfo", "succeeded", "failed")
             self.final_status = {k: status[k] for k in kept if k in status}
@@ -337,6 +388,7 @@ class Run:
         self.namespace = f"{self.prefix}-{operator}-{index}-{uuid.uuid4().hex[:5]}"
         self.process = f"{operator}-operator-{index}"
         self.log = sandbox.layout.log(self.process)
+        self.metrics_port = free_port()
 
     def check_alive(self) -> None:
         if self.sandbox.running_extra(self.process) is None:
@@ -353,14 +405,21 @@ class Run:
         namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}}
         await self.driver.create(NAMESPACES, namespace)
         load_before = os.getloadavg()[0]
-        argv = operator_argv(self.operator, self.kubeconfig, self.namespace)
+        argv = operator_argv(self.operator, self.kubeconfig, self.namespace, self.metrics_port)
         record = await self.sandbox.start_extra(self.process, argv, env=dict(os.environ))
         try:
             started = time.monotonic()
             await wait_for(self.workers_running, OPERATOR_READY_TIMEOUT, what=f"the {self.operator} operator's "
                            "reconcile workers", max_interval=0.2)  # fmt: skip
             startup = {"seconds": round(time.monotonic() - started, 2), "cpu_seconds": cpu_seconds(record.pid)}
-            result = await self.measure(record.pid)
+            profiler = self.profiler(record.pid)
+            try:
+                result = await self.measure(record.pid)
+            finally:
+                if profiler is not None:
+                    await profiler.stop()
+            if profiler is not None:
+                result["profile"] = {"raw": str(profiler.out), **summarize_profile(profiler.out, top=15)}
             await self.delete_subject()
             self.check_alive()
         finally:
@@ -375,10 +434,16 @@ class Run:
             "load_1m_before": round(load_before, 2),
         }
 
+    def profiler(self, pid: int) -> Profiler | None:
+        """py-spy on raykube's operator for the measured interval, with ``--profile`` (KubeRay is Go: not sampled)."""
+        if not PROFILE_DIR or self.operator != "raykube":
+            return None
+        return Profiler(pid, PROFILE_DIR[0] / f"{self.namespace}.raw", PROFILE_RATE)
+
     async def measure(self, pid: int) -> dict[str, Any]:
-        timeline = Timeline(pid)
+        timeline = Timeline(pid, self.metrics_port)
         async with watching(self.driver, self.namespace, timeline) as pods:
-            cpu_start = cpu_seconds(pid)
+            cpu_start, counts_start = cpu_seconds(pid), operator_counts(self.metrics_port)
             timeline.started = time.monotonic()
             await self.driver.create(RAYJOBS, rayjob(), self.namespace)
 
@@ -393,6 +458,7 @@ class Run:
 
             await wait_for(succeeded, JOB_TIMEOUT, what=f"the RayJob to succeed ({self.operator})", max_interval=0.5)
             assert timeline.cpu_done is not None  # noqa: S101 - set with the DONE mark
+            assert timeline.counts_done is not None  # noqa: S101 - set with the DONE mark
 
             def cleaned_up() -> bool | NotYet:
                 self.check_alive()
@@ -403,13 +469,15 @@ class Run:
 
             await wait_for(cleaned_up, CLEANUP_TIMEOUT, what=f"the RayCluster and its Pods gone ({self.operator})")
             timeline.mark("cleanup done")
-            cpu_cleaned = cpu_seconds(pid)
+            cpu_cleaned, counts_cleaned = cpu_seconds(pid), operator_counts(self.metrics_port)
         seconds = timeline.marks[DONE]
         return {
             "seconds": seconds,
             "cpu_seconds": round(timeline.cpu_done - cpu_start, 2),
             "cleanup_seconds": round(timeline.marks["cleanup done"] - seconds, 2),
             "cpu_seconds_with_cleanup": round(cpu_cleaned - cpu_start, 2),
+            **counts_between(counts_start, timeline.counts_done),
+            "with_cleanup": counts_between(counts_start, counts_cleaned),
             "phases": dict(sorted(timeline.marks.items(), key=lambda kv: kv[1])),
             "reactions": reactions(timeline.marks),
             "final_status": timeline.final_status,
@@ -526,12 +594,15 @@ async def main_async(runs: int, which_crds: str, report: Callable[[str], None]) 
             "shutdownAfterJobFinishes, no runtime env",
             "entrypoint": ENTRYPOINT,
             "operator_flags": operator_flags("<sandbox admin kubeconfig>", "<run namespace>", "<free>", "<free>"),
+            "raykube_sampled_by": f"py-spy --rate {PROFILE_RATE} --nonblocking" if PROFILE_DIR else None,
         },
         "runs": samples,
         "summary": {
             op: {
                 "seconds": summary([s["seconds"] for s in got]),
                 "cpu_seconds": summary([s["cpu_seconds"] for s in got]),
+                "operator_requests": summary([s["operator_requests"] for s in got]),
+                "operator_reconciles": summary([s["operator_reconciles"] for s in got]),
                 "cleanup_seconds": summary([s["cleanup_seconds"] for s in got]),
                 "startup_cpu_seconds": summary([s["startup"]["cpu_seconds"] for s in got]),
                 "reactions_median": {
@@ -574,6 +645,10 @@ def print_tables(result: Mapping[str, Any]) -> None:
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())  # noqa: T201
+    print("\noperator requests and reconciles to SUCCEEDED (medians):")  # noqa: T201
+    for op, got in result["summary"].items():
+        requests, reconciles = got["operator_requests"]["median"], got["operator_reconciles"]["median"]
+        print(f"  {op}: {requests:g} requests, {reconciles:g} reconciles")  # noqa: T201
     print("\noperator reactions (medians, seconds):")  # noqa: T201
     for op, got in result["summary"].items():
         shown = ", ".join(f"{name} {value:.2f}" for name, value in got["reactions_median"].items())
@@ -600,6 +675,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3, help="runs per operator (alternating)")
     parser.add_argument("--crds", choices=["kuberay", "raykube"], default="kuberay", help="the CRDs both run with")
     add_kuberay_option(parser)
+    add_profile_option(parser)
     args = parser.parse_args()
     report = start(args)
 

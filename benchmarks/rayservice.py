@@ -120,7 +120,7 @@ class ServiceRun(rayjob.Run):
         app, service, client = manifests()
         for body in (app, service, client):
             body["metadata"]["namespace"] = self.namespace
-        cpu_start = rayjob.cpu_seconds(pid)
+        cpu_start, counts_start = rayjob.cpu_seconds(pid), rayjob.operator_counts(self.metrics_port)
         started = time.time()
         await self.driver.create(CONFIGMAPS, app, self.namespace)
         await self.driver.create(RAYSERVICES, service, self.namespace)
@@ -135,6 +135,7 @@ class ServiceRun(rayjob.Run):
         return {
             "seconds": ready,
             "cpu_seconds": round(rayjob.cpu_seconds(pid) - cpu_start, 2),
+            **rayjob.counts_between(counts_start, rayjob.operator_counts(self.metrics_port)),
             "clusters": {"first": first, "second": second},
             "phases": phases,
             "client_requests": len(await self.client_answers()),
@@ -273,6 +274,11 @@ def summarise(samples: list[dict[str, Any]]) -> dict[str, Any]:
             "runs": len(got),
             "seconds_to_ready_median": round(statistics.median(s["seconds"] for s in got), 2),
             "cpu_seconds_median": round(statistics.median(s["cpu_seconds"] for s in got), 2),
+            **{
+                f"{key}_median": statistics.median(s[key] for s in got)
+                for key in ("operator_requests", "operator_reconciles")
+                if all(key in s for s in got)
+            },
         }
         for phase in PHASES:
             values = [s["phases"][phase] for s in got]
@@ -311,6 +317,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1, help="runs per operator (alternating)")
     parser.add_argument("--crds", choices=["kuberay", "raykube"], default="kuberay", help="the CRDs both run with")
     add_kuberay_option(parser)
+    rayjob.add_profile_option(parser)
     args = parser.parse_args()
     report = rayjob.start(args)
 

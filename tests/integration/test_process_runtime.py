@@ -1069,7 +1069,7 @@ async def test_a_killed_raylet_ends_ray_start_and_the_head_restarts(
     # 1 restart, or more when the liveness probe also ended runs that were still starting (loaded CI runs met 2 and 3)
     assert re.match(r"The head's Ray container restarted \d+ times? \(last exit ", restarted["title"]), restarted
     assert restarted["title"].endswith("its jobs, actors and placement groups were lost"), restarted["title"]
-    await _a_killed_gcs_is_named_as_the_root_cause(proc, pkube, ns, head, container(st, "ray-head")["restartCount"])
+    await _a_killed_gcs_is_named_as_the_root_cause(proc, pkube, ns, head)
     ledger.record(
         "Process nodes: the head's raylet is killed (SIGKILL)",
         "SIGKILL to the raylet of a real Ray head",
@@ -1081,13 +1081,15 @@ async def test_a_killed_raylet_ends_ray_start_and_the_head_restarts(
 
 
 async def _a_killed_gcs_is_named_as_the_root_cause(
-    proc: ProcessSandbox, pkube: AsyncClient, ns: str, head: str, restarts: int
+    proc: ProcessSandbox, pkube: AsyncClient, ns: str, head: str
 ) -> None:
     """The GCS SIGKILLed, as the kernel's OOM killer ends the biggest process of a head out of memory (issue 45's
     catalogue, ray-project/ray#44704, ray-project/ray#36651): ray start --block lists it among the subprocesses that
     exited unexpectedly and ends the container; the doctor names D03 as the root cause, quoting that line from the
     previous run's log and saying SIGKILL, with the head's restart (D09) under it."""
-    os.kill(ray_process_of((await status(pkube, ns, head))["podIP"], "gcs_server"), signal.SIGKILL)
+    now = await status(pkube, ns, head)  # the restarts so far read now: the doctor's minutes above may have had one
+    os.kill(ray_process_of(now["podIP"], "gcs_server"), signal.SIGKILL)
+    restarts = container(now, "ray-head")["restartCount"]
     await wait_status(pkube, ns, head, _restarted(restarts + 1), "a restart after the GCS was killed", RAY_READY)
     previous = proc.kubectl("logs", "-n", ns, head, "--previous").stdout
     assert re.search(r"gcs_server\S* \[exit code=-9\]", re.sub(r"\x1b\[[0-9;]*m", "", previous)), previous[-1500:]

@@ -8,6 +8,7 @@ import pytest
 
 from raykube.sandbox.kubelet import podstatus as ps
 from raykube.sandbox.kubelet.main import pod_action
+from raykube.sandbox.kubelet.podcontext import Container
 
 NOW = "2026-01-01T00:00:10Z"
 BEFORE = "2026-01-01T00:00:00Z"
@@ -251,3 +252,25 @@ def test_a_pod_whose_worker_ended_is_never_started_again(
     pod: dict[str, Any], deleted: bool, running: bool, finished: bool, action: str
 ) -> None:
     assert pod_action(pod, deleted=deleted, running=running, finished=finished) == action
+
+
+def test_the_log_links_kwok_reads_follow_each_run(tmp_path: Any) -> None:
+    """kwok's Logs names current.log and previous.log once; each run's start repoints them (run N, run N-1), so
+    ``kubectl logs --previous`` agrees with the restartCount at once, with no apply for kwok to see late."""
+    c = Container(spec={"name": "main"}, kind="main", dir=tmp_path)
+    (tmp_path / "logs").mkdir()
+    for run in range(3):
+        (tmp_path / "logs" / f"{run}.log").write_text(f"run {run}\n")
+    c.point_logs(0)
+    assert c.current_log.read_text() == "run 0\n"
+    assert not c.previous_log.exists()
+    c.point_logs(1)
+    c.point_logs(2)
+    assert (c.current_log.read_text(), c.previous_log.read_text()) == ("run 2\n", "run 1\n")
+    assert sorted(p.name for p in (tmp_path / "logs").iterdir()) == [
+        "0.log",
+        "1.log",
+        "2.log",
+        "current.log",
+        "previous.log",
+    ]

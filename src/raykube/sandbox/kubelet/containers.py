@@ -172,6 +172,7 @@ class ContainerRunner:
         run_dir = c.dir / f"run-{run}"
         run_dir.mkdir(parents=True, exist_ok=True)
         (c.dir / "logs").mkdir(parents=True, exist_ok=True)
+        c.point_logs(run)
         spec = {
             "pausePid": sandbox.pause_pid,
             "stateDir": str(run_dir),
@@ -212,7 +213,6 @@ class ContainerRunner:
         c.started = "startupProbe" not in c.spec
         c.ready = c.started and "readinessProbe" not in c.spec
         ctx.mark()
-        await sandbox.kwok_logs()
         ctx.event("Normal", "Created", f"Created container: {c.name}", c)
         ctx.event("Normal", "Started", f"Started container {c.name}", c)
         await self._post_start()
@@ -265,7 +265,6 @@ class ContainerRunner:
             c.restart_count += 1
             c.last_state = {"terminated": terminated}
         self.ctx.mark()
-        await self.sandbox.kwok_logs()
         return code
 
     def terminated(self, result: Mapping[str, Any]) -> tuple[int, dict[str, Any]]:

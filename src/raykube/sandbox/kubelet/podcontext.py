@@ -98,6 +98,28 @@ class Container:
     def log_file(self, run: int) -> Path:
         return self.dir / "logs" / f"{run}.log"
 
+    # What kwok's Logs names for ``kubectl logs`` and ``kubectl logs --previous``: links that never move, pointed at
+    # run N's and run N-1's files as run N starts. kwok opens the path on each request, so the logs a user reads agree
+    # with the restartCount the status shows at once; naming the run files in kwok's Logs instead needed an apply per
+    # restart, which kwok saw later than the Pod's status (a loaded run read the run before as ``--previous``).
+    @property
+    def current_log(self) -> Path:
+        return self.dir / "logs" / "current.log"
+
+    @property
+    def previous_log(self) -> Path:
+        return self.dir / "logs" / "previous.log"
+
+    def point_logs(self, run: int) -> None:
+        """Point ``current.log`` at run ``run``'s file and ``previous.log`` at the run before it, each in one rename."""
+        for link, target in ((self.current_log, run), (self.previous_log, run - 1)):
+            if target < 0:
+                continue
+            staged = link.with_name(f".{link.name}.new")
+            staged.unlink(missing_ok=True)
+            staged.symlink_to(f"{target}.log")
+            staged.replace(link)
+
     def status(self) -> dict[str, Any]:
         status: dict[str, Any] = {
             "name": self.name,

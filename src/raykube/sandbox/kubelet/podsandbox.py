@@ -236,17 +236,18 @@ class PodSandbox:
                 await self.ctx.sleep_or_terminate(PORT_SCAN_INTERVAL)
 
     async def kwok_logs(self) -> None:
-        """kwok's Logs for the Pod: each container's current log file, and its previous run's."""
-        entries = []
-        for c in self.containers.values():
-            entry: dict[str, Any] = {
+        """kwok's Logs for the Pod: each container's current log and its previous run's, as links that never move
+        (``Container.point_logs``). ``--previous`` before a restart reads a link not made yet: an error, as on a
+        kubelet."""
+        entries = [
+            {
                 "containers": [c.name],
-                "logsFile": str(c.log_file(max(c.runs - 1, 0))),
+                "logsFile": str(c.current_log),
+                "previousLogsFile": str(c.previous_log),
                 "follow": True,
             }
-            if c.runs > 1:
-                entry["previousLogsFile"] = str(c.log_file(c.runs - 2))
-            entries.append(entry)
+            for c in self.containers.values()
+        ]
         body = {
             "apiVersion": LOGS.api_version,
             "kind": LOGS.kind,
