@@ -292,6 +292,24 @@ def scale_10000(r: Results) -> list[Figure]:
     ]
 
 
+def rayjob(r: Results) -> list[Figure]:
+    j = r.line("rayjob.jsonl", "2026-12-07T17:11:55Z")
+    figures = [
+        const("1", "the sample's one head"),
+        const("1", "the sample's small-group of one worker"),
+        const("1", "--reconcile-concurrency=1 in the line's settings.operator_flags: KubeRay's default"),
+        j.fig("settings.runs", "d"),
+        j.fig("machine.cpus", "d"),
+        date(j),
+        clock(j),
+    ]
+    for key, spec in (("seconds", ".1f"), ("cpu_seconds", ".2f"), ("operator_requests", "g"),
+                      ("operator_reconciles", "g"), ("startup_cpu_seconds", ".2f")):  # fmt: skip
+        figures += [j.fig(f"summary.{op}.{key}.median", spec) for op in ("raykube", "kuberay")]
+    more = j.get("summary.raykube.operator_requests.median") - j.get("summary.kuberay.operator_requests.median")
+    return [*figures, value(more, "g", f"{j.name} the requests' medians, raykube's - KubeRay's")]
+
+
 def rayservice(r: Results) -> list[Figure]:
     s = r.line("rayservice.jsonl", "2026-12-03T20:55:14Z")
     every = re.search(r"every ([\d.]+) s", s.get("settings.client"))
@@ -536,6 +554,7 @@ BLOCKS: dict[str, Callable[[Results], list[Figure]]] = {
     "process-cluster": process_cluster,
     "scale-1000": scale_1000,
     "scale-10000": scale_10000,
+    "rayjob": rayjob,
     "rayservice": rayservice,
     "doctor": doctor,
     "readme-summary": readme_summary,
