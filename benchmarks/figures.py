@@ -303,11 +303,10 @@ def rayjob(r: Results) -> list[Figure]:
         date(j),
         clock(j),
     ]
-    for key, spec in (("seconds", ".1f"), ("cpu_seconds", ".2f"), ("operator_requests", "g"),
-                      ("operator_reconciles", "g"), ("startup_cpu_seconds", ".2f")):  # fmt: skip
+    for key, spec in (("seconds", ".1f"), ("cpu_seconds", ".2f"), ("operator_reconciles", "g"),
+                      ("startup_cpu_seconds", ".2f")):  # fmt: skip
         figures += [j.fig(f"summary.{op}.{key}.median", spec) for op in ("raykube", "kuberay")]
-    more = j.get("summary.raykube.operator_requests.median") - j.get("summary.kuberay.operator_requests.median")
-    return [*figures, value(more, "g", f"{j.name} the requests' medians, raykube's - KubeRay's")]
+    return figures
 
 
 def rayservice(r: Results) -> list[Figure]:

@@ -157,6 +157,7 @@ class IncrementalRun(rayservice.ServiceRun):
         for body in (app, service, client):
             body["metadata"]["namespace"] = self.namespace
         cpu_start, counts_start = rayjob.cpu_seconds(pid), rayjob.operator_counts(self.metrics_port)
+        audit_start = rayjob.audit_mark()
         started = time.time()
         await self.driver.create(CONFIGMAPS, app, self.namespace)
         await self.driver.create(RAYSERVICES, incremental(service, "Hello", "1"), self.namespace)
@@ -178,6 +179,7 @@ class IncrementalRun(rayservice.ServiceRun):
             "gateway_programmed_seconds": gateway_seconds,
             "cpu_seconds": round(rayjob.cpu_seconds(pid) - cpu_start, 2),
             **rayjob.counts_between(counts_start, rayjob.operator_counts(self.metrics_port)),
+            **rayjob.requests_of_operator(audit_start, rayjob.audit_mark()),
             "gateway_url": url,
             "clusters": {"first": first, "second": second},
             "phases": {"upgrade": upgrade, "rollback": rollback},

@@ -11,9 +11,10 @@ needs no internet (``python -c "import ray; ray.init(); print(ray.cluster_resour
 * **CPU seconds** of the operator process (``utime + stime`` of ``/proc/<pid>/stat``, all its threads; the PID is the
   one this benchmark started) over that same interval; also its CPU to start (process start to workers running) and
   until the cleanup is done;
-* **requests** the operator sent (client-go's ``rest_client_requests_total``, which both operators export) and its
-  **reconciles** per controller (``controller_runtime_reconcile_total``) over that same interval, read from its
-  ``/metrics`` as it is reached;
+* **requests** the operator sent over that same interval, by verb and resource, from kube-apiserver's audit log (the
+  sandbox's admin's requests that are not the driver's; client-go's ``rest_client_requests_total`` is recorded too,
+  but KubeRay's misses its dashboard client's requests through the API server's proxy), and its **reconciles** per
+  controller (``controller_runtime_reconcile_total`` on its ``/metrics``, which both export);
 * **phases**: seconds from the create to the first time the driver's watches saw each milestone (RayCluster created
   and ready, head/worker/submitter Pods created, Running, Ready, Succeeded, the submitter Job created and done, each
   ``jobDeploymentStatus``/``jobStatus``, the RayCluster deleted and its Pods gone), which is where a difference
@@ -71,12 +72,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from benchmarks import append_line
 from benchmarks.kuberay import KubeRay, kuberay
 from benchmarks.kuberay import add_option as add_kuberay_option
-from benchmarks.scale import Profiler, summarize_profile
+from benchmarks.scale import AUDIT_POLICY, AuditLog, Profiler, resource_of, summarize_profile
 from raykube import __version__
 from raykube.api import constants as c
 from raykube.api.crd import load_generated
@@ -88,6 +90,7 @@ from raykube.kube.resources import JOBS, NAMESPACES, PODS
 from raykube.runtime.crds import install_crds
 from raykube.sandbox import NodePool, Ports, Sandbox, SandboxConfig, versions
 from raykube.sandbox.kubelet.network import preflight
+from raykube.sandbox.pki import CLIENTS
 from raykube.waiting import NotYet, wait_for
 
 ROOT = Path(__file__).parents[1]
@@ -193,7 +196,10 @@ def counts_between(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[
         if n - before["reconciles"].get(name, 0)
     }
     return {
-        "operator_requests": after["requests"] - before["requests"],
+        # What the operator's client-go metric counted: not comparable between the two. KubeRay's misses the
+        # requests of the HTTP client it builds for the dashboard through the API server's proxy; raykube's counts
+        # every request. The audit log's count (operator_requests, requests_by) is the comparison.
+        "operator_requests_own_metric": after["requests"] - before["requests"],
         "operator_reconciles": sum(reconciles.values()),
         "operator_reconciles_by_controller": reconciles,
     }
@@ -215,6 +221,36 @@ def operator_flags(kubeconfig: str, namespace: str, probe_port: str, metrics_por
 
 # The KubeRay these runs compare with (--kuberay; benchmarks/kuberay.py), chosen once in main().
 CHOSEN: list[KubeRay] = []
+# The running invocation's kube-apiserver audit log (process_sandbox sets it).
+AUDIT: list[AuditLog] = []
+ADMIN_USER = CLIENTS["admin"][0]  # the sandbox admin's name, the user both operators run as here
+DRIVER_AGENT = "raykube-bench-"  # the driver's user agent (process_sandbox's Kube): not an operator's request
+
+
+def audit_mark() -> int:
+    return AUDIT[0].mark() if AUDIT else 0
+
+
+def requests_by(start: int, end: int) -> dict[str, int]:
+    """The operator's requests between two audit marks, ``{"verb resource": n}``, most first: the sandbox's admin's
+    requests that are not the driver's (only one operator runs at a time, and both use the admin's credentials).
+    Watches count when they end (the audit log writes a request once answered)."""
+    if not AUDIT:
+        return {}
+    counts: Counter[str] = Counter()
+    for event in AUDIT[0].events(start, end):
+        user, agent = (event.get("user") or {}).get("username", ""), str(event.get("userAgent", ""))
+        if user == ADMIN_USER and not agent.startswith(DRIVER_AGENT):
+            counts[f"{event.get('verb')} {resource_of(event)}"] += 1
+    return dict(counts.most_common())
+
+
+def requests_of_operator(start: int, end: int) -> dict[str, Any]:
+    """``operator_requests`` (their total) and ``operator_requests_by`` between two audit marks."""
+    by = requests_by(start, end)
+    return {"operator_requests": sum(by.values()), "operator_requests_by": by}
+
+
 # --profile DIR: py-spy samples raykube's operator over each measured interval into DIR (chosen once in main()).
 PROFILE_DIR: list[Path] = []
 PROFILE_RATE = 200
@@ -290,6 +326,7 @@ class Timeline:
     marks: dict[str, float] = field(default_factory=dict)
     cpu_done: float | None = None
     counts_done: dict[str, Any] | None = None
+    audit_done: int | None = None
     final_status: dict[str, Any] = field(default_factory=dict)
     failure: str | None = None
 
@@ -309,6 +346,7 @@ class Timeline:
         if job == "SUCCEEDED" and deployment == "Complete" and DONE not in self.marks:
             self.cpu_done = cpu_seconds(self.pid)
             self.counts_done = operator_counts(self.metrics_port)
+            self.audit_done = audit_mark()
             self.mark(DONE)
             kept = ("jobId", "rayClusterName", "startTime", "endTime", "rayJobInfo", "succeeded", "failed")
             self.final_status = {k: status[k] for k in kept if k in status}
@@ -443,7 +481,7 @@ class Run:
     async def measure(self, pid: int) -> dict[str, Any]:
         timeline = Timeline(pid, self.metrics_port)
         async with watching(self.driver, self.namespace, timeline) as pods:
-            cpu_start, counts_start = cpu_seconds(pid), operator_counts(self.metrics_port)
+            cpu_start, counts_start, audit_start = cpu_seconds(pid), operator_counts(self.metrics_port), audit_mark()
             timeline.started = time.monotonic()
             await self.driver.create(RAYJOBS, rayjob(), self.namespace)
 
@@ -459,6 +497,7 @@ class Run:
             await wait_for(succeeded, JOB_TIMEOUT, what=f"the RayJob to succeed ({self.operator})", max_interval=0.5)
             assert timeline.cpu_done is not None  # noqa: S101 - set with the DONE mark
             assert timeline.counts_done is not None  # noqa: S101 - set with the DONE mark
+            assert timeline.audit_done is not None  # noqa: S101 - set with the DONE mark
 
             def cleaned_up() -> bool | NotYet:
                 self.check_alive()
@@ -477,6 +516,7 @@ class Run:
             "cleanup_seconds": round(timeline.marks["cleanup done"] - seconds, 2),
             "cpu_seconds_with_cleanup": round(cpu_cleaned - cpu_start, 2),
             **counts_between(counts_start, timeline.counts_done),
+            **requests_of_operator(audit_start, timeline.audit_done),
             "with_cleanup": counts_between(counts_start, counts_cleaned),
             "phases": dict(sorted(timeline.marks.items(), key=lambda kv: kv[1])),
             "reactions": reactions(timeline.marks),
@@ -549,8 +589,17 @@ async def process_sandbox(
     if sandbox.load_state() is not None:
         raise SystemExit(f"a sandbox {name!r} exists already ({sandbox.layout.root}): another run? If not, "
                          f"`raykube sandbox down --name {name}`")  # fmt: skip
-    config = SandboxConfig(name=name, ports=Ports.free(), nodes=nodes, runtime="process", gateway=gateway)
     logs = reports / time.strftime("%Y%m%dT%H%M%S")
+    # kube-apiserver's audit log (every request at level Metadata, as benchmarks.scale keeps it): what each operator
+    # sent, by verb and resource, kept beside the logs.
+    audit_dir = logs.with_name(f"{logs.name}-audit")
+    audit_dir.mkdir(parents=True, exist_ok=True)
+    (audit_dir / "audit-policy.yaml").write_text(yaml.safe_dump(AUDIT_POLICY))
+    audit = (f"--audit-policy-file={audit_dir / 'audit-policy.yaml'}", f"--audit-log-path={audit_dir / 'audit.log'}",
+             "--audit-log-maxsize=100000")  # fmt: skip
+    AUDIT[:] = [AuditLog(audit_dir / "audit.log")]
+    config = SandboxConfig(name=name, ports=Ports.free(), nodes=nodes, runtime="process", gateway=gateway,
+                           extra_args={"kube-apiserver": audit})  # fmt: skip
     try:
         up = await sandbox.up(config, report)
         report(f"sandbox {name!r} is up in {up.seconds:.1f}s")

@@ -121,6 +121,7 @@ class ServiceRun(rayjob.Run):
         for body in (app, service, client):
             body["metadata"]["namespace"] = self.namespace
         cpu_start, counts_start = rayjob.cpu_seconds(pid), rayjob.operator_counts(self.metrics_port)
+        audit_start = rayjob.audit_mark()
         started = time.time()
         await self.driver.create(CONFIGMAPS, app, self.namespace)
         await self.driver.create(RAYSERVICES, service, self.namespace)
@@ -136,6 +137,7 @@ class ServiceRun(rayjob.Run):
             "seconds": ready,
             "cpu_seconds": round(rayjob.cpu_seconds(pid) - cpu_start, 2),
             **rayjob.counts_between(counts_start, rayjob.operator_counts(self.metrics_port)),
+            **rayjob.requests_of_operator(audit_start, rayjob.audit_mark()),
             "clusters": {"first": first, "second": second},
             "phases": phases,
             "client_requests": len(await self.client_answers()),
