@@ -310,7 +310,8 @@ def rayjob(r: Results) -> list[Figure]:
 
 
 def rayservice(r: Results) -> list[Figure]:
-    s = r.line("rayservice.jsonl", "2026-12-03T20:55:14Z")
+    s = r.line("rayservice.jsonl", "2026-12-07T17:25:02Z")
+    a = r.line("rayservice.jsonl", "2026-12-07T17:29:58Z")  # one run each, with the audit log's requests
     every = re.search(r"every ([\d.]+) s", s.get("settings.client"))
     if every is None:
         raise FigureError(f"{s.name}: settings.client names no request interval")
@@ -336,14 +337,35 @@ def rayservice(r: Results) -> list[Figure]:
         ]
     figures += [s.fig(f"summary.{op}.seconds_to_ready_median") for op in ("raykube", "kuberay")]
     figures += [s.fig(f"summary.{op}.cpu_seconds_median", ".2f") for op in ("raykube", "kuberay")]
+    switches = [run["phases"]["new_cluster"]["seconds_to_switch"] for run in s.get("runs")]
     figures += [
         Figure(every.group(1), f"{s.name} settings.client"),
+        value(min(switches), ".1f", f"{s.name} runs.*.phases.new_cluster.seconds_to_switch (min)"),
+        value(max(switches), ".1f", f"{s.name} runs.*.phases.new_cluster.seconds_to_switch (max)"),
         value(
             s.get("summary.raykube.cpu_seconds_median") / s.get("summary.kuberay.cpu_seconds_median"),
             ".1f",
             f"{s.name} raykube's CPU median / KubeRay's",
         ),
         const("2", "the RayService controllers' requeue interval"),
+        date(a),
+        clock(a),
+        # This line's operator_requests is client-go's metric (KubeRay's misses its dashboard client); the audit
+        # log's count is the sum of operator_requests_by.
+        *[
+            value(
+                sum(a.get(f"runs.{i}.operator_requests_by").values()),
+                "d",
+                f"{a.name} runs.{i}.operator_requests_by (sum)",
+            )
+            for i in (0, 1)
+        ],
+        a.fig("runs.0.operator_reconciles_by_controller.rayservice", "d"),
+        a.fig("runs.1.operator_reconciles_by_controller.rayservice", "d"),
+        a.fig("runs.0.operator_requests_by.get pods/proxy", "d"),
+        a.fig("runs.1.operator_requests_by.get pods/proxy", "d"),
+        a.fig("runs.0.operator_requests_by.get services/proxy", "d"),
+        a.fig("runs.1.operator_requests_by.get services/proxy", "d"),
     ]
     return figures
 
@@ -463,7 +485,7 @@ def readme_summary(r: Results) -> list[Figure]:
     t = r.line("scale.jsonl", "2026-12-05T22:13:16Z")
     u = r.line("scale.jsonl", "2026-12-05T22:48:49Z")
     w = r.line("scale.jsonl", "2026-12-06T01:00:07Z")
-    s = r.line("rayservice.jsonl", "2026-12-03T20:55:14Z")
+    s = r.line("rayservice.jsonl", "2026-12-07T17:25:02Z")
     d = r.line("doctor-all.jsonl", "2026-12-07T14:18:22Z")
     idle = r.line("rest.jsonl", "2026-12-07T09:16:02Z")
     inc = r.line("incremental.jsonl", "2026-12-07T09:28:40Z")

@@ -31,7 +31,7 @@ def test_every_block_is_quoted_and_checked() -> None:
         ("**67.8 / 63.1 s**", "**66.8 / 63.1 s**"),  # the 1,000-cluster table
         ("raykube took 0.83x KubeRay's time", "raykube took 0.80x KubeRay's time"),  # a ratio in the prose
         ("| 519.6 s | 484.8 s |", "| 519.6 s | 480.0 s |"),  # the 10,000-cluster table
-        ("longest gap 0.21 s", "longest gap 0.20 s"),  # the RayService table
+        ("longest gap 0.22 s; new answer", "longest gap 0.21 s; new answer"),  # the RayService table
         ("Ready in 18.3 s (min 18.3", "Ready in 17.3 s (min 18.3"),  # process nodes
         ("| 67.8 / 63.1 s | 81.2 / 75.6 s", "| 67.8 / 61.3 s | 81.2 / 75.6 s"),  # README's summary table
     ],
