@@ -83,6 +83,7 @@ from raykube import __version__
 from raykube.api import constants as c
 from raykube.api.crd import load_generated
 from raykube.api.resources import RAYCLUSTERS, RAYJOBS
+from raykube.kube import times
 from raykube.kube.client import Kube
 from raykube.kube.errors import ApiError
 from raykube.kube.informer import Informer
@@ -231,24 +232,51 @@ def audit_mark() -> int:
     return AUDIT[0].mark() if AUDIT else 0
 
 
+def _operator_events(start: int, end: int) -> list[dict[str, Any]]:
+    """The operator's audit events between two marks: the sandbox's admin's requests that are not the driver's (only
+    one operator runs at a time, and both use the admin's credentials)."""
+    if not AUDIT:
+        return []
+    return [
+        event
+        for event in AUDIT[0].events(start, end)
+        if (event.get("user") or {}).get("username", "") == ADMIN_USER
+        and not str(event.get("userAgent", "")).startswith(DRIVER_AGENT)
+    ]
+
+
+def _seconds(event: Mapping[str, Any]) -> float:
+    """How long kube-apiserver took to answer (``stageTimestamp - requestReceivedTimestamp``)."""
+    received, answered = (times.parse_time(event.get(k)) for k in ("requestReceivedTimestamp", "stageTimestamp"))
+    if received is None or answered is None:
+        return 0.0
+    return (answered - received).total_seconds()
+
+
 def requests_by(start: int, end: int) -> dict[str, int]:
     """The operator's requests between two audit marks, ``{"verb resource": n}``, most first: the sandbox's admin's
     requests that are not the driver's (only one operator runs at a time, and both use the admin's credentials).
     Watches count when they end (the audit log writes a request once answered)."""
-    if not AUDIT:
-        return {}
-    counts: Counter[str] = Counter()
-    for event in AUDIT[0].events(start, end):
-        user, agent = (event.get("user") or {}).get("username", ""), str(event.get("userAgent", ""))
-        if user == ADMIN_USER and not agent.startswith(DRIVER_AGENT):
-            counts[f"{event.get('verb')} {resource_of(event)}"] += 1
+    counts = Counter(f"{event.get('verb')} {resource_of(event)}" for event in _operator_events(start, end))
     return dict(counts.most_common())
 
 
 def requests_of_operator(start: int, end: int) -> dict[str, Any]:
     """``operator_requests`` (their total) and ``operator_requests_by`` between two audit marks."""
     by = requests_by(start, end)
-    return {"operator_requests": sum(by.values()), "operator_requests_by": by}
+    # The slowest answers, watches left out: with one reconcile worker, a pass waiting on one (a health check
+    # through the API server's proxy to a Pod that does not answer yet) holds every other pass of its controller.
+    slowest = sorted((e for e in _operator_events(start, end) if e.get("verb") != "watch"), key=_seconds, reverse=True)[
+        :5
+    ]
+    return {
+        "operator_requests": sum(by.values()),
+        "operator_requests_by": by,
+        "operator_slowest_requests": [
+            [f"{e.get('verb')} {resource_of(e)}", round(_seconds(e), 2), (e.get("responseStatus") or {}).get("code")]
+            for e in slowest
+        ],
+    }
 
 
 # --profile DIR: py-spy samples raykube's operator over each measured interval into DIR (chosen once in main()).
