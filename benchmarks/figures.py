@@ -360,12 +360,15 @@ def rayservice(r: Results) -> list[Figure]:
             )
             for i in (0, 1)
         ],
-        a.fig("runs.0.operator_reconciles_by_controller.rayservice", "d"),
-        a.fig("runs.1.operator_reconciles_by_controller.rayservice", "d"),
-        a.fig("runs.0.operator_requests_by.get pods/proxy", "d"),
-        a.fig("runs.1.operator_requests_by.get pods/proxy", "d"),
-        a.fig("runs.0.operator_requests_by.get services/proxy", "d"),
-        a.fig("runs.1.operator_requests_by.get services/proxy", "d"),
+        *[
+            a.fig(f"runs.{i}.{path}", "d")
+            for path in (
+                "operator_reconciles_by_controller.rayservice",
+                "operator_requests_by.get pods/proxy",
+                "operator_requests_by.get services/proxy",
+            )
+            for i in (0, 1)
+        ],
     ]
     return figures
 

@@ -199,7 +199,7 @@ def counts_between(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[
     return {
         # What the operator's client-go metric counted: not comparable between the two. KubeRay's misses the
         # requests of the HTTP client it builds for the dashboard through the API server's proxy; raykube's counts
-        # every request. The audit log's count (operator_requests, requests_by) is the comparison.
+        # every request. The audit log's count (requests_of_operator) is the comparison.
         "operator_requests_own_metric": after["requests"] - before["requests"],
         "operator_reconciles": sum(reconciles.values()),
         "operator_reconciles_by_controller": reconciles,
@@ -253,22 +253,15 @@ def _seconds(event: Mapping[str, Any]) -> float:
     return (answered - received).total_seconds()
 
 
-def requests_by(start: int, end: int) -> dict[str, int]:
-    """The operator's requests between two audit marks, ``{"verb resource": n}``, most first: the sandbox's admin's
-    requests that are not the driver's (only one operator runs at a time, and both use the admin's credentials).
-    Watches count when they end (the audit log writes a request once answered)."""
-    counts = Counter(f"{event.get('verb')} {resource_of(event)}" for event in _operator_events(start, end))
-    return dict(counts.most_common())
-
-
 def requests_of_operator(start: int, end: int) -> dict[str, Any]:
-    """``operator_requests`` (their total) and ``operator_requests_by`` between two audit marks."""
-    by = requests_by(start, end)
-    # The slowest answers, watches left out: with one reconcile worker, a pass waiting on one (a health check
-    # through the API server's proxy to a Pod that does not answer yet) holds every other pass of its controller.
-    slowest = sorted((e for e in _operator_events(start, end) if e.get("verb") != "watch"), key=_seconds, reverse=True)[
-        :5
-    ]
+    """The operator's requests between two audit marks, read once: their total (``operator_requests``), per
+    ``"verb resource"``, most first (``operator_requests_by``; a watch counts when it ends, the audit log writing a
+    request once answered), and the slowest answers, watches left out (``operator_slowest_requests``: with one
+    reconcile worker, a pass waiting on one, such as a health check through the API server's proxy to a Pod that does
+    not answer yet, holds every other pass of its controller)."""
+    events = _operator_events(start, end)
+    by = dict(Counter(f"{e.get('verb')} {resource_of(e)}" for e in events).most_common())
+    slowest = sorted((e for e in events if e.get("verb") != "watch"), key=_seconds, reverse=True)[:5]
     return {
         "operator_requests": sum(by.values()),
         "operator_requests_by": by,
