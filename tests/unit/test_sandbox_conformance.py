@@ -78,17 +78,24 @@ def test_wrapper_module_keeps_upstream_go_line() -> None:
     assert package_path("e2erayjob") == "github.com/ray-project/kuberay/ray-operator/test/e2erayjob"
 
 
-def test_default_suite_skips_exactly_the_tests_that_cannot_run_here() -> None:
+def test_default_suite_runs_every_test_of_its_package_gcs_fault_tolerance_included() -> None:
+    """The three GCS fault tolerance tests of test/e2e deploy redis:7.4, which runs a real Redis on process nodes
+    (sandbox/redis.py): nothing of the package is left out any more."""
     suite = SUITES[DEFAULT_SUITE]
     assert suite.package == "e2e"
-    pattern = suite.skip_pattern()
-    assert pattern is not None
-    for name in ("TestRayClusterGCSFaultTolerance", "TestGcsFaultToleranceOptions", "TestGcsFaultToleranceAnnotations"):
-        assert re.search(pattern, name)
-    for name in ("TestRayClusterSuspend", "TestRayClusterGCSFaultToleranceX", "TestRayClusterManagedBy"):
-        assert not re.search(pattern, name)
+    assert suite.not_here == {} and suite.skip_pattern() is None
     assert SUITES["rayjob"].package == "e2erayjob"
     assert SUITES["rayjob"].skip_pattern() is None
+
+
+def test_a_skip_pattern_matches_exactly_the_tests_that_cannot_run_here() -> None:
+    pattern = SUITES["rayservice"].skip_pattern()
+    assert pattern is not None
+    for name in ("TestRayServiceGCSFaultTolerance", "TestStaticRayService"):
+        assert re.search(pattern, name)
+    for name in ("TestRayServiceValidation", "TestRayServiceGCSFaultToleranceX", "TestStaticRayServiceX"):
+        assert not re.search(pattern, name)
+    assert "Redis" not in SUITES["rayservice"].not_here["TestRayServiceGCSFaultTolerance"]
 
 
 def test_upstream_defaults_are_read_from_the_module(tmp_path: Path) -> None:
@@ -141,7 +148,10 @@ def test_table_rows_and_markdown_section() -> None:
     assert "1 fail, 1 pass" in text
     assert "`KUBERAY_TEST_RAY_IMAGE=rayproject/ray:2.52.0`" in text
     assert "KubeRay e2e tests v1.6.1" in text
-    assert "`TestGcsFaultToleranceOptions`, `TestRayClusterGCSFaultTolerance`: deploys Redis" in text
+    assert "Not run here" not in text  # the default suite leaves nothing of its package out
+    serve = markdown_section(run("rayservice"))
+    line = next(x for x in serve.splitlines() if "`TestRayServiceGCSFaultTolerance`" in x)
+    assert "Not run here:" in serve and "`TestStaticRayService`" in line and "Redis" not in line
 
 
 def test_update_document_replaces_only_the_suites_own_section() -> None:

