@@ -20,6 +20,8 @@ import httpx2
 import pytest
 from lightkube.config.client_adapter import BearerAuth, BearerTokenFileAuth
 
+from raykube.kube.client import Kube
+from raykube.kube.resources import SERVICES
 from raykube.kube.transport import AiohttpTransport, Direct
 
 pytestmark = pytest.mark.integration
@@ -280,3 +282,19 @@ async def test_direct_a_stream_closed_before_its_end_is_not_pooled_and_nothing_i
         with pytest.raises(httpx2.TransportError):
             await client.request("GET", "/api", params={}, content=None, headers={})
         assert server.connections == 1  # retrying is the caller's (its backoff), not the transport's
+
+
+async def test_kube_send_on_direct_keeps_the_paths_query_and_reads_the_answer_whole() -> None:
+    """The dashboard's requests through the API server's proxy: a path with its own query (GetServeDetails'
+    ``?api_type=declarative``), sent by Kube.send on Direct, arrives with that query; the answer carries its reason."""
+    seen: list[dict[str, str]] = []
+    async with direct(_keep_alive(seen)) as (_, client):
+        kube = Kube(httpx2.AsyncClient(base_url="http://unused.invalid"), direct=client)
+        path = "/api/v1/namespaces/team/services/demo-head-svc:dashboard/proxy/api/serve/applications/"
+        reply = await kube.send("get", "GET", SERVICES, f"{path}?api_type=declarative", subresource="proxy")
+        assert (reply.status_code, reply.reason_phrase, json.loads(reply.content)) == (200, "OK", {"ok": True})
+        await kube.send("get", "GET", SERVICES, path, params={"timeout": None}, subresource="proxy")
+    assert [s["request"] for s in seen] == [
+        f"GET {path}?api_type=declarative HTTP/1.1",
+        f"GET {path} HTTP/1.1",
+    ]

@@ -19,6 +19,7 @@ import pytest
 from raykube.api import constants as c
 from raykube.api.dashboard import DashboardError
 from raykube.api.resources import RAYCLUSTERS, RAYSERVICES, RayCluster, RayService
+from raykube.api.validation import validate_rayservice
 from raykube.builders import gowrites, services
 from raykube.builders.options import BuildOptions
 from raykube.builders.rayservice.clusters import goal_cluster_hash
@@ -32,6 +33,7 @@ from raykube.controllers.rayservice import (
     generation_labels_or_annotations_changed,
     registration,
 )
+from raykube.controllers.rayservice import reconciler as rayservice_reconciler
 from raykube.controllers.watches import POD_SELECTOR, cached_pod
 from raykube.kube import objects, times
 from raykube.kube.fake import FakeKube
@@ -650,6 +652,37 @@ async def test_validation_failure_is_a_warning_a_condition_and_no_requeue() -> N
     world.edit(rayClusterDeletionDelaySeconds=5)
     assert await world.reconcile() == Result(REQUEUE)
     assert world.pending == f"{NAME}-abcde"
+
+
+async def test_a_rayservice_is_validated_once_per_version_and_again_when_it_changes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The 2 s passes read the same object until it changes: validation runs once per resourceVersion, and a change
+    (here one that makes it invalid, then valid again) is validated at its first pass."""
+    world = await serving_world()
+    calls: list[str] = []
+
+    def counted(obj: Mapping[str, Any], **kwargs: Any) -> list[Any]:
+        calls.append(objects.resource_version(obj))
+        return validate_rayservice(obj, **kwargs)
+
+    monkeypatch.setattr(rayservice_reconciler, "validate_rayservice", counted)
+    for _ in range(3):
+        assert await world.reconcile() == Result(REQUEUE)
+    assert calls == [objects.resource_version(world.service)]
+    world.edit(rayClusterDeletionDelaySeconds=-1)
+    assert await world.reconcile() == Result()
+    assert world.condition(c.CONDITION_RAYSERVICE_READY) == ("False", c.REASON_RAYSERVICE_VALIDATION_FAILED)
+    world.edit(rayClusterDeletionDelaySeconds=5)
+    assert await world.reconcile() == Result(REQUEUE)
+    assert len(calls) == 3
+    assert world.reconciler is not None and set(world.reconciler.validated) == {(NS, NAME)}
+    body = copy.deepcopy(world.service)
+    body["metadata"]["finalizers"] = []
+    world.fake.add(body, RAYSERVICES)
+    await world.fake.api.delete(RAYSERVICES, NAME, NS)
+    assert await world.reconcile() == Result()
+    assert world.reconciler.validated == {}  # forgotten with the RayService
 
 
 async def test_invalid_metadata_is_its_own_reason() -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
@@ -26,6 +27,7 @@ from typing import Any
 
 import pytest
 
+from raykube.builders import spechash
 from raykube.golang import gostructs
 from tests import hash_specs
 from tests.support import KUBERAY_V161
@@ -156,6 +158,23 @@ def test_the_spec_cases_are_what_the_strategies_draw_today() -> None:
 def test_every_spec_case_hash_is_kuberays() -> None:
     cases = _cases("spec")
     _assert_agrees(compare_all([(case, case["spec"]) for case in cases]))
+
+
+def test_the_remembered_hash_of_a_spec_as_read_is_kuberays(monkeypatch: pytest.MonkeyPatch) -> None:
+    """spec_hash_of_wire, the RayService controller's hash remembered by the spec's content, answers KubeRay's hash
+    as read for every spec case: computed, then from the memo, then computed again once the memo dropped it."""
+    monkeypatch.setattr(spechash, "_memo", OrderedDict())
+    monkeypatch.setattr(spechash, "MEMO_SIZE", 4)
+    cases = _cases("spec")
+    assert len(cases) > spechash.MEMO_SIZE
+    for _ in range(2):
+        for case in cases:
+            wire = json.loads(case["spec"])
+            assert spechash.spec_hash_of_wire(wire, defaulted=False) == case["served"], case["spec"]
+            assert spechash.spec_hash_of_wire(wire, defaulted=False) == case["served"], "from the memo"
+            assert spechash.spec_hash_of_wire(wire, defaulted=True) == case["defaulted"], case["spec"]
+            assert wire == json.loads(case["spec"]), "the caller's spec is left as it was"
+        assert len(spechash._memo) == spechash.MEMO_SIZE
 
 
 def test_sample_cases_shared_with_v161_hash_as_kuberays(record_property: Callable[[str, object], None]) -> None:

@@ -197,6 +197,21 @@ async def test_serve_put_through_the_api_server_proxy_is_an_update() -> None:
     assert paths == [("PUT", "/api/v1/namespaces/team/services/demo-head-svc:dashboard/proxy/api/serve/applications/")]
 
 
+async def test_serve_details_through_the_api_server_proxy_keep_the_declarative_query() -> None:
+    urls: list[str] = []
+
+    def api(request: httpx2.Request) -> httpx2.Response:
+        urls.append(str(request.url))
+        return httpx2.Response(200, text='{"applications":{}}')
+
+    rules = (Rule("", ("services/proxy",), ("get",)),)
+    dashboards = HttpDashboards(_kube(api, rules), use_kubernetes_proxy=True)
+    dashboard = await dashboards.for_cluster(CLUSTER, "ignored:8265")
+    assert await dashboard.get_serve_details() == b'{"applications":{}}'
+    proxy = "https://api/api/v1/namespaces/team/services/demo-head-svc:dashboard/proxy"
+    assert urls == [f"{proxy}/api/serve/applications/?api_type=declarative"]
+
+
 POD: dict[str, Any] = {"metadata": {"name": "demo-head-x", "namespace": "team"}, "status": {"podIP": "10.244.0.9"}}
 
 

@@ -7,10 +7,19 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
+from collections import OrderedDict
+from collections.abc import Mapping
 from typing import Any
 
 from raykube.api.raycluster import RayClusterSpec
 from raykube.golang import gojson, gostructs
+
+# Hashes of specs as read (spec_hash_of_wire), by their JSON: the RayService controller compares its goal's hash with
+# its clusters' on every pass (2 s apart, several times a pass), and the goal changes only with the RayService's spec.
+# A memo of a pure function: the same answer, without marshalling the spec Go's way each time.
+MEMO_SIZE = 256
+_memo: OrderedDict[tuple[str, bool], str] = OrderedDict()
 
 
 def cluster_spec_hash(spec: RayClusterSpec, *, defaulted: bool = True) -> str:
@@ -43,6 +52,21 @@ def cluster_spec_hash(spec: RayClusterSpec, *, defaulted: bool = True) -> str:
     encoded = gojson.marshal(gostructs.ROOT, data)
     digest = hashlib.sha1(encoded.encode(), usedforsecurity=False).digest()
     return base64.b32hexencode(digest).decode()
+
+
+def spec_hash_of_wire(wire: Mapping[str, Any], *, defaulted: bool = True) -> str:
+    """:func:`cluster_spec_hash` of ``RayClusterSpec.model_validate(wire)``, remembered by ``wire``'s content (the
+    last :data:`MEMO_SIZE` specs): the same value, once per distinct spec."""
+    key = (json.dumps(wire, sort_keys=True, separators=(",", ":")), defaulted)
+    found = _memo.get(key)
+    if found is not None:
+        _memo.move_to_end(key)
+        return found
+    value = cluster_spec_hash(RayClusterSpec.model_validate(wire), defaulted=defaulted)
+    _memo[key] = value
+    if len(_memo) > MEMO_SIZE:
+        _memo.popitem(last=False)
+    return value
 
 
 def _cleared(group: Any) -> dict[str, Any]:

@@ -237,17 +237,27 @@ class Kube:
         content_type: str = "application/json",
         subresource: str | None = None,
         headers: Mapping[str, str] | None = None,
-    ) -> httpx2.Response:
+    ) -> httpx2.Response | Reply:
         """One request, checked against the RBAC rules, rate limited and observed; the response whatever its status
-        (for the API server's proxy subresources, whose bodies are the proxied service's, not Statuses).
+        (for the API server's proxy subresources, whose bodies are the proxied service's, not Statuses), read
+        whole: straight on aiohttp when the client was built on it (:class:`Reply`), else httpx2's.
 
         A 429 or 5xx answer with ``Retry-After`` is sent again after that many seconds, up to
         :data:`MAX_RETRIES` times, as client-go does: the server said it did not act and when to come back (API
         Priority and Fairness answers so). Each attempt takes a token from the rate limiter and is observed."""
         self._check(verb, res, subresource)
         query, content, sent = _outgoing(params, body, content_type, headers)
+        direct = self.direct
+        if direct is not None:
+            return await self._retried(
+                verb, res, lambda: direct.request(method, path, params=query, content=content, headers=sent)
+            )
+        # None, not {}, without parameters: httpx2 replaces a path's own query with the params it is given
+        # (the dashboard's ``?api_type=declarative`` through the API server's proxy).
         return await self._retried(
-            verb, res, lambda: self.http.request(method, path, params=query, content=content, headers=sent or None)
+            verb,
+            res,
+            lambda: self.http.request(method, path, params=query or None, content=content, headers=sent or None),
         )
 
     async def _retried(self, verb: str, res: Resource, once: Callable[[], Awaitable[_Answer]]) -> _Answer:
@@ -284,18 +294,9 @@ class Kube:
         decode: Callable[[bytes], Any] = _decode,
     ) -> Any:
         """:meth:`send`, raising :class:`ApiError` for a status of 400 or more, else the body read by ``decode``."""
-        direct = self.direct
-        response: httpx2.Response | Reply
-        if direct is None:
-            response = await self.send(
-                verb, method, res, path, params=params, body=body, content_type=content_type, subresource=subresource
-            )
-        else:
-            self._check(verb, res, subresource)
-            query, content, sent = _outgoing(params, body, content_type)
-            response = await self._retried(
-                verb, res, lambda: direct.request(method, path, params=query, content=content, headers=sent)
-            )
+        response = await self.send(
+            verb, method, res, path, params=params, body=body, content_type=content_type, subresource=subresource
+        )
         if response.status_code >= 400:
             raise _error(response)
         return decode(response.content) if response.content else None

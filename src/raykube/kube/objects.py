@@ -4,11 +4,27 @@ Objects from an informer are shared with its store; these helpers never mutate w
 ``from __future__ import annotations`` here: it would shadow :func:`annotations`.)
 """
 
+import copy
 from collections.abc import Mapping
 from typing import Any
 
 Obj = Mapping[str, Any]
 Key = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped objects
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def copy_json(value: Any) -> Any:
+    """A deep copy of JSON data (what the API server sends: dicts, lists, strings, numbers, booleans, null), as
+    ``copy.deepcopy`` makes it but several times faster (no memo: a dict reached twice becomes two copies); anything
+    else in it is deep-copied."""
+    kind = type(value)
+    if kind is dict:
+        return {k: copy_json(v) for k, v in value.items()}
+    if kind is list:
+        return [copy_json(v) for v in value]
+    if kind in _SCALARS:
+        return value
+    return copy.deepcopy(value)
 
 
 def meta(obj: Obj | None) -> Mapping[str, Any]:

@@ -25,6 +25,7 @@ import ssl
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
+from http import HTTPStatus
 from typing import Any
 
 import aiohttp
@@ -150,6 +151,14 @@ class Reply:
     @property
     def text(self) -> str:
         return self.content.decode("utf-8", "replace")
+
+    @property
+    def reason_phrase(self) -> str:
+        """The status's standard phrase (``Not Found``), as httpx2 gives it; empty for a code without one."""
+        try:
+            return HTTPStatus(self.status_code).phrase
+        except ValueError:
+            return ""
 
 
 def _query(params: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -36,7 +36,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from raykube.api import constants as c
-from raykube.api.raycluster import RayClusterSpec
 from raykube.api.rayservice import RayServiceUpgradeStrategy
 from raykube.api.resources import RayCluster, RayService
 from raykube.builders import names
@@ -53,7 +52,7 @@ from raykube.builders.rayservice.common import (
     _spec,
     _status,
 )
-from raykube.builders.spechash import cluster_spec_hash
+from raykube.builders.spechash import spec_hash_of_wire
 from raykube.golang.errors import GoError
 from raykube.golang.strconv import atoi
 
@@ -109,7 +108,7 @@ def _config_for_hashing(rayservice: RayService) -> dict[str, Any]:
 
 def goal_cluster_hash(rayservice: RayService) -> str:
     """``GenerateHashWithoutReplicasAndWorkersToDelete(rayClusterSpecForHashing(...))``, the spec as stored."""
-    return cluster_spec_hash(RayClusterSpec.model_validate(_config_for_hashing(rayservice)), defaulted=False)
+    return spec_hash_of_wire(_config_for_hashing(rayservice), defaulted=False)
 
 
 def partial_cluster_hash(rayservice: RayService, num_worker_groups: int) -> str | None:
@@ -121,7 +120,7 @@ def partial_cluster_hash(rayservice: RayService, num_worker_groups: int) -> str 
     wire = _config_for_hashing(rayservice)
     if "workerGroupSpecs" in wire:
         wire["workerGroupSpecs"] = wire["workerGroupSpecs"][:num_worker_groups]
-    return cluster_spec_hash(RayClusterSpec.model_validate(wire), defaulted=False)
+    return spec_hash_of_wire(wire, defaulted=False)
 
 
 def cluster_spec_hash_equal(rayservice: RayService, cluster: RayCluster, *, partial: bool) -> bool:

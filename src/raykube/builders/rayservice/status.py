@@ -12,7 +12,6 @@ KubeRay's quirk kept **[Q]**: Ready depends on the serve endpoint count only, ne
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Final
@@ -32,7 +31,7 @@ from raykube.builders.rayservice.services import service_cluster
 from raykube.golang.duration import duration_string, parse_duration
 from raykube.golang.errors import GoError
 from raykube.golang.strconv import atoi
-from raykube.kube import times
+from raykube.kube import objects, times
 
 __all__ = [
     "calculate_conditions",
@@ -134,7 +133,7 @@ def calculate_conditions(
     * UpgradeInProgress: ``True/BothActivePendingClustersExist``, ``False/NoPendingCluster`` with only an active
       cluster, else ``Unknown/NoActiveCluster`` unless its reason is ``Initializing`` or ``InitializingTimeout``.
     """
-    new = copy.deepcopy(dict(status))
+    new = objects.copy_json(dict(status))
     stamp = times.format_time(now)
     event: str | None = None
     if not new.get("conditions"):
@@ -260,7 +259,7 @@ def promote(
     pending, active = _side_name(status, "pendingServiceStatus"), _side_name(status, "activeServiceStatus")
     if target not in (pending, active):
         raise RayServiceBuildError("clusterName from services is not equal to pendingCluster or activeCluster")
-    new = copy.deepcopy(dict(status))
+    new = objects.copy_json(dict(status))
     if incremental:  # v1.7.0: once the traffic has moved, never during a rollback; the first cluster at once
         conditions = _conditions(status)
         if _is_true(conditions, c.CONDITION_UPGRADE_IN_PROGRESS):

@@ -43,7 +43,6 @@ a stale cache makes conflict); where KubeRay panics (the two Services point at d
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import logging
 from collections import OrderedDict
@@ -135,36 +134,52 @@ class RayServiceReconciler(WithDeps):
         self.serve_configs: OrderedDict[str, dict[str, str]] = OrderedDict()
         # KubeRay RayClusterDeletionTimestamps: when a dangling cluster may be deleted.
         self.deletion_times: dict[tuple[str, str], datetime] = {}
+        # (namespace, name) -> the (uid, resourceVersion) last validated and what validation said of it
+        self.validated: dict[tuple[str, str], tuple[tuple[str, str], list[FieldError]]] = {}
 
     # -------------------------------------------------------------------------------------------------- entry
     async def reconcile(self, namespace: str, name: str) -> Result:
         obj = self.cache.get(RAYSERVICES, namespace, name)
         if obj is None:
+            self.validated.pop((namespace, name), None)
             return Result()
         spec = obj.get("spec")
         managed_by = spec.get("managedBy") if isinstance(spec, Mapping) else None
         if managed_by is not None and managed_by != c.MANAGED_BY_KUBERAY:  # utils.ManagedByExternalController
             return Result()
-        original: dict[str, Any] = copy.deepcopy(dict(obj.get("status") or {}))
+        original: dict[str, Any] = objects.copy_json(dict(obj.get("status") or {}))
         # KubeRay v1.6.2: clean-up, then the finalizer, then validation.
         try:
             model: RayService | None = RayService.model_validate(obj)
         except ValidationError:
             model = None  # the validator names the field below
         to_clean = False
+        ctx: ServiceContext | None = None
         if model is not None and model.spec is not None:
-            ctx = ServiceContext(obj, model, model.spec, namespace, name, original, copy.deepcopy(original))
+            ctx = ServiceContext(obj, model, model.spec, namespace, name, original, objects.copy_json(original))
+            # neither reads nor changes the working status: the pass goes on with this context
             self._clean_up_serve_config_cache(ctx)
             to_clean = await self._clean_up_clusters(ctx)
         ended = await self._finalizer_pass(obj, to_clean=to_clean)
         if ended is not None:
             return ended
-        errors = validate_rayservice(obj, features=self.gates)
-        if errors or model is None or model.spec is None:
+        errors = self._validate(obj)
+        if errors or ctx is None:
             error = errors[0] if errors else FieldError("spec", "the RayService has no valid spec")
-            return await self._invalid(obj, copy.deepcopy(original), error)
-        ctx = ServiceContext(obj, model, model.spec, namespace, name, original, copy.deepcopy(original))
+            return await self._invalid(obj, objects.copy_json(original), error)
         return await self._reconcile_valid(ctx, to_clean=to_clean)
+
+    def _validate(self, obj: Obj) -> list[FieldError]:
+        """:func:`validate_rayservice` (metadata and spec, under this operator's gates), once per version of the
+        RayService: a pass every 2 s reads the same object until something in it changes its resourceVersion."""
+        version = (objects.uid(obj), objects.resource_version(obj))
+        where = objects.key(obj)
+        known = self.validated.get(where)
+        if known is not None and known[0] == version and all(version):
+            return known[1]
+        errors = validate_rayservice(obj, features=self.gates)
+        self.validated[where] = (version, errors)
+        return errors
 
     async def _finalizer_pass(self, obj: Obj, *, to_clean: bool) -> Result | None:
         """KubeRay v1.6.2: a RayService being deleted waits for its clusters, then loses its finalizer; one without
@@ -279,7 +294,7 @@ class RayServiceReconciler(WithDeps):
         generation = int(objects.meta(ctx.obj).get("generation") or 0)
         result = Result(REQUEUE)
         failure: RayServiceError | None = None
-        status: dict[str, Any] = copy.deepcopy(ctx.status)
+        status: dict[str, Any] = objects.copy_json(ctx.status)
         if phase is rs.SuspendPhase.SUSPENDED:
             result = Result()
         elif phase is rs.SuspendPhase.REQUESTED:
@@ -641,9 +656,9 @@ class RayServiceReconciler(WithDeps):
         status["observedGeneration"] = int(objects.meta(ctx.obj).get("generation") or 0)
         for side, cluster, apps in ((ACTIVE, active, active_apps), (PENDING, pending, pending_apps)):
             entry = dict(status.get(side) or {})
-            entry["rayClusterStatus"] = copy.deepcopy(dict((cluster or {}).get("status") or {}))
+            entry["rayClusterStatus"] = objects.copy_json(dict((cluster or {}).get("status") or {}))
             if apps:
-                entry["applicationStatuses"] = copy.deepcopy(apps)
+                entry["applicationStatuses"] = objects.copy_json(apps)
             else:
                 entry.pop("applicationStatuses", None)
             status[side] = entry
