@@ -105,6 +105,7 @@ bench: sandbox-build
 	$(UVRUN) python -m benchmarks.sandbox_startup
 	$(UVRUN) python -m benchmarks.doctor_all
 	$(UVRUN) python -m benchmarks.kube_client
+	$(UVRUN) python -m benchmarks.passes
 	$(UVRUN) python -m benchmarks.scale --clusters $(BENCH_CLUSTERS) --repeat $(BENCH_ROUNDS) --kuberay $(BENCH_KUBERAY)
 	$(UVRUN) python -m benchmarks.rest --kuberay $(BENCH_KUBERAY)
 	$(UVRUN) python -m benchmarks.process_cluster
