@@ -373,6 +373,21 @@ def rayservice(r: Results) -> list[Figure]:
     return figures
 
 
+def passes(r: Results) -> list[Figure]:
+    p = r.line("passes.jsonl", "2026-12-07T20:55:29Z")
+    return [
+        p.fig("settings.rounds", "d"),
+        p.fig("settings.passes", "d"),
+        date(p),
+        clock(p),
+        p.fig("machine.cpus", "d"),
+        p.fig("baseline.cpu_ms_per_pass.rayservice", ".2f"),
+        p.fig("cpu_ms_per_pass.rayservice", ".2f"),
+        p.fig("baseline.cpu_ms_per_pass.raycluster", ".2f"),
+        p.fig("cpu_ms_per_pass.raycluster", ".2f"),
+    ]
+
+
 def doctor(r: Results) -> list[Figure]:
     d = r.line("doctor-all.jsonl", "2026-12-07T14:18:22Z")
     p = r.line("process-cluster.jsonl", "2026-12-07T14:24:11Z")
@@ -580,6 +595,7 @@ BLOCKS: dict[str, Callable[[Results], list[Figure]]] = {
     "scale-10000": scale_10000,
     "rayjob": rayjob,
     "rayservice": rayservice,
+    "passes": passes,
     "doctor": doctor,
     "readme-summary": readme_summary,
     "rest": rest,
