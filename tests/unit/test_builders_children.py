@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -239,3 +243,65 @@ def test_the_cleanup_job_carries_the_default_pod_metadata_and_not_create_head_po
     head = pods.head_pod(c, options)  # what createHeadPod POSTs has them
     assert head["spec"]["schedulerName"] == "volcano"
     assert head["metadata"]["annotations"]["ray.io/kuberay-version"]
+
+
+STUB = """
+import json, os
+def cleanup_redis_storage(**kwargs):
+    with open(os.environ["SEEN"], "w") as out:
+        json.dump(kwargs, out)
+    return os.environ.get("ANSWER") == "True"
+"""
+
+
+@pytest.mark.parametrize(
+    ("env", "answer", "expected"),
+    [
+        # no password anywhere: '' (Ray's function takes a str; None raised a TypeError, the Job failed, keys stayed)
+        ({"RAY_REDIS_ADDRESS": "redis:6379"}, "True", {"host": "redis", "port": 6379, "password": ""}),
+        ({"RAY_REDIS_ADDRESS": "redis://:pw@redis:6379,other:1"}, "True", {"port": 6379, "password": "pw"}),
+        (
+            {"RAY_REDIS_ADDRESS": "rediss://redis:6380", "REDIS_PASSWORD": "env"},
+            "True",
+            {"use_ssl": True, "password": "env"},
+        ),
+        ({"RAY_REDIS_ADDRESS": "redis:6379", "REDIS_USERNAME": "u"}, "True", {"username": "u"}),
+        ({"RAY_REDIS_ADDRESS": "redis:6379"}, "False", {}),
+    ],
+)
+def test_the_cleanup_command_is_kuberays_and_runs(
+    tmp_path: Path, env: dict[str, str], answer: str, expected: dict[str, Any]
+) -> None:
+    """KubeRay v1.7.0's cleanup argument, run by bash as the Job's container runs it, against a stand-in for Ray's
+    cleanup_redis_storage: what it is called with, and exit 1 when it answers False."""
+    options: dict[str, Any] = {"redisAddress": env["RAY_REDIS_ADDRESS"]}
+    c = cluster(gcsFaultToleranceOptions=options)
+    head = pods.head_pod(c, BuildOptions())
+    if "REDIS_USERNAME" in env:
+        head["spec"]["containers"][0]["env"].append({"name": "REDIS_USERNAME", "value": env["REDIS_USERNAME"]})
+    [container] = children.redis_cleanup_job(c, head, login_shell=True)["spec"]["template"]["spec"]["containers"]
+    assert container["command"] == ["/bin/bash", "-cl", "--"]
+    [argument] = container["args"]
+    assert argument.startswith('echo "To get more information about manually deleting the storage namespace')
+    assert ("username=os.getenv('REDIS_USERNAME', parsed.username)" in argument) == ("REDIS_USERNAME" in env)
+    package = tmp_path / "ray" / "_private"
+    package.mkdir(parents=True)
+    (tmp_path / "ray" / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "gcs_utils.py").write_text(STUB)
+    seen = tmp_path / "seen.json"
+    run_env = {
+        "PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}",
+        "PYTHONPATH": str(tmp_path),
+        "SEEN": str(seen),
+        "ANSWER": answer,
+        "RAY_external_storage_namespace": "ns-1",
+        **env,
+    }
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "python").symlink_to(sys.executable)
+    done = subprocess.run(["/bin/bash", "-c", "--", argument], env=run_env, capture_output=True, text=True, check=False)
+    assert done.returncode == (0 if answer == "True" else 1), done.stderr
+    called = json.loads(seen.read_text())
+    assert called["storage_namespace"] == "ns-1"
+    assert {k: called[k] for k in expected} == expected

@@ -864,6 +864,31 @@ INGRESS_CLASS_ANNOTATION: Final = "kubernetes.io/ingress.class"
 GCS_FT_REDIS_CLEANUP_DEADLINE_SECONDS: Final = 300
 # KubeRay common/job.go: requests and limits of the Redis cleanup Job's container.
 GCS_FT_REDIS_CLEANUP_RESOURCES: Final[Mapping[str, str]] = MappingProxyType({"cpu": "200m", "memory": "256Mi"})
+# KubeRay v1.7.0 raycluster_controller.go buildRedisCleanupJob: the Ray container's one argument (after
+# GetContainerCommand), the prefix and then one of the two calls: with ``username=`` only when the head's Ray container
+# has REDIS_USERNAME in its env. ``password`` falls back to ``''`` (Ray's cleanup_redis_storage takes a str: None, from
+# an address without a password, raises a TypeError); False from the call exits 1 (the Job fails, its Pod's log says).
+REDIS_CLEANUP_ARGS_PREFIX: Final = (
+    'echo "To get more information about manually deleting the storage namespace in Redis and removing the '
+    "RayCluster's finalizer, please check https://docs.ray.io/en/master/cluster/kubernetes/user-guides/kuberay-gcs-ft."
+    'html for more details." && python -c "from ray._private.gcs_utils import cleanup_redis_storage; '
+    "from urllib.parse import urlparse; import os; import sys; "
+    "redis_address = os.getenv('RAY_REDIS_ADDRESS', '').split(',')[0]; "
+    "redis_address = redis_address if '://' in redis_address else 'redis://' + redis_address; "
+    "parsed = urlparse(redis_address); "
+)
+_REDIS_CLEANUP_REST: Final = (
+    "password=os.getenv('REDIS_PASSWORD', parsed.password or ''), use_ssl=parsed.scheme=='rediss', "
+    "storage_namespace=os.getenv('RAY_external_storage_namespace')) else None\""
+)
+REDIS_CLEANUP_CALL: Final = (
+    "sys.exit(1) if not cleanup_redis_storage(host=parsed.hostname, port=parsed.port, "  # no username
+    + _REDIS_CLEANUP_REST
+)
+REDIS_CLEANUP_CALL_WITH_USERNAME: Final = (
+    "sys.exit(1) if not cleanup_redis_storage(host=parsed.hostname, port=parsed.port, "
+    "username=os.getenv('REDIS_USERNAME', parsed.username), " + _REDIS_CLEANUP_REST
+)
 # KubeRay raycluster_controller.go: seconds after deletion before the Redis cleanup finalizer is forced off.
 GCS_FT_DEFAULT_DELETION_TIMEOUT_SECONDS: Final = 300
 # KubeRay common/rbac.go BuildRole: what the Ray autoscaler's Role grants in the cluster's namespace.

@@ -21,6 +21,7 @@ from typing import Any
 from raykube.api import constants as c
 from raykube.api.resources import RayCluster
 from raykube.builders import names, services, tls
+from raykube.builders.command import container_command
 
 
 def _meta(cluster: RayCluster, name: str) -> dict[str, Any]:
@@ -207,36 +208,31 @@ def redis_cleanup_job_name(cluster: RayCluster) -> str:
     return names.check_label(f"{cluster.metadata.get('name', '')}-redis-cleanup")
 
 
-_CLEANUP_SCRIPT = (
-    "import os; from urllib.parse import urlparse; "
-    "import ray._private.gcs_utils as gcs_utils; "
-    "address = os.environ['RAY_REDIS_ADDRESS'].split(',')[0]; "
-    "address = address if '://' in address else 'redis://' + address; "
-    "parsed = urlparse(address); "
-    "gcs_utils.cleanup_redis_storage(host=parsed.hostname, port=parsed.port, "
-    "username=os.getenv('REDIS_USERNAME', parsed.username), password=os.getenv('REDIS_PASSWORD', parsed.password), "
-    "use_ssl=parsed.scheme=='rediss', storage_namespace=os.environ['RAY_external_storage_namespace'])"
-)
-
-
-def redis_cleanup_job(cluster: RayCluster, head_pod: Mapping[str, Any]) -> dict[str, Any]:
-    """The Job that deletes the cluster's GCS keys from Redis, built from the head Pod as KubeRay builds it."""
+def redis_cleanup_job(cluster: RayCluster, head_pod: Mapping[str, Any], *, login_shell: bool = False) -> dict[str, Any]:
+    """The Job that deletes the cluster's GCS keys from Redis, built from the head Pod as KubeRay v1.7.0's
+    ``buildRedisCleanupJob`` builds it: the Ray container alone, running KubeRay's cleanup command
+    (``GetContainerCommand``, ``-cl`` with ``login_shell``), its liveness and readiness probes dropped, the two Redis
+    retry variables appended to its env, fixed resources."""
     pod = copy.deepcopy(dict(head_pod))
     meta = pod.get("metadata") or {}
     spec = pod.get("spec") or {}
     ray = dict((spec.get("containers") or [{}])[0])
-    env = [e for e in ray.get("env") or [] if e.get("name") not in (
-        "RAY_redis_db_connect_retries", "RAY_redis_db_connect_wait_milliseconds")]  # fmt: skip
+    env = list(ray.get("env") or [])
+    call = (
+        c.REDIS_CLEANUP_CALL_WITH_USERNAME
+        if any(isinstance(e, Mapping) and e.get("name") == c.REDIS_USERNAME for e in env)
+        else c.REDIS_CLEANUP_CALL
+    )
     env += [{"name": "RAY_redis_db_connect_retries", "value": "120"},
             {"name": "RAY_redis_db_connect_wait_milliseconds", "value": "500"}]  # fmt: skip
     resources = dict(c.GCS_FT_REDIS_CLEANUP_RESOURCES)
     ray.update({
-        "command": ["/bin/bash", "-c", "--"],
-        "args": [f'python -c "{_CLEANUP_SCRIPT}"'],
+        "command": container_command(login_shell=login_shell),
+        "args": [c.REDIS_CLEANUP_ARGS_PREFIX + call],
         "env": env,
         "resources": {"limits": resources, "requests": dict(resources)},
     })  # fmt: skip
-    for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
+    for probe in ("livenessProbe", "readinessProbe"):
         ray.pop(probe, None)
     labels = dict(meta.get("labels") or {})
     labels[c.RAY_NODE_TYPE_LABEL] = c.NODE_TYPE_REDIS_CLEANUP

@@ -314,7 +314,8 @@ class Children:
                 await self._remove_finalizer(ctx)
                 return None
             return JOB_REQUEUE
-        body = children.redis_cleanup_job(ctx.cluster, pods.build_head_pod(ctx.cluster, self.options))
+        head = pods.build_head_pod(ctx.cluster, self.options)
+        body = children.redis_cleanup_job(ctx.cluster, head, login_shell=self.options.login_shell)
         await reported(
             self.recorder,
             ctx.obj,
