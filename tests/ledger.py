@@ -226,13 +226,18 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+# The -m expressions of a whole run: the long tests are make conformance's, the browser ones make browser's.
+WHOLE_RUN_MARKERS = ("", "not long", "not long and not browser")
+
+
 def whole_run(config: pytest.Config) -> bool:
-    """The run took every test but the long ones: no paths, no -k, at most ``-m 'not long'``."""
+    """The run took every test but the long and the browser ones: no paths, no -k, at most ``-m 'not long and not
+    browser'`` (``make test``, ``make reliability``)."""
     given = config.args_source == pytest.Config.ArgsSource.ARGS  # else pytest filled in testpaths or the current dir
     paths = [a for a in config.args if not a.startswith("-")] if given else []
     default = [str(p) for p in config.getini("testpaths")]
     markers = (config.getoption("markexpr") or "").strip()
-    return paths in ([], default) and not config.getoption("keyword") and markers in ("", "not long")
+    return paths in ([], default) and not config.getoption("keyword") and markers in WHOLE_RUN_MARKERS
 
 
 # --------------------------------------------------------------------------------------------------- parts

@@ -8,8 +8,8 @@ never fired under an assertion, fails the session (exit status 1) and names the 
 The check runs only when the run took every test that could assert the rules:
 
 * a whole run (``tests/rbac_usage.whole_run``: ``make test``, ``make reliability``): every rule of the catalogue;
-* every unit test (``pytest -m unit``, ``make unit``, ``pytest tests/unit``): every rule but
-  :data:`INTEGRATION_ONLY`, the rules only a test on the sandbox makes fire.
+* every unit test (``pytest -m unit``, ``make unit``, ``pytest tests/unit``; the browser ones may be left out): every
+  rule but :data:`INTEGRATION_ONLY`, the rules only a test on the sandbox makes fire.
 
 Not with ``-k``, ``--lf``, ``--deselect``, ``--sw``, ``--collect-only``, nor after a run stopped early (``-x``,
 ``--maxfail``).
@@ -47,8 +47,8 @@ def scope(config: pytest.Config) -> Scope:
     paths = [str(Path(a)) for a in config.args if not a.startswith("-")] if given else []  # else pytest filled them
     default = [str(Path(p)) for p in config.getini("testpaths")]
     markers = (config.getoption("markexpr") or "").strip()
-    if (paths in ([], default) and markers == "unit") or (
-        paths == [str(Path("tests/unit"))] and markers in ("", "unit", "not long")
+    if (paths in ([], default) and markers in ("unit", "unit and not browser")) or (
+        paths == [str(Path("tests/unit"))] and markers in ("", "unit", "not long", "not browser")
     ):
         return "unit"
     return None

@@ -429,9 +429,11 @@ def test_the_unit_run_skips_only_the_rules_that_only_the_sandbox_makes_fire() ->
     ("args", "markexpr", "keyword", "expected"),
     [
         ([], "not long", "", "whole"),
+        ([], "not long and not browser", "", "whole"),
         ([], "", "", "whole"),
         (["tests"], "not long", "", "whole"),
         ([], "unit", "", "unit"),
+        ([], "unit and not browser", "", "unit"),
         (["tests/unit"], "", "", "unit"),
         (["tests/unit/"], "unit", "", "unit"),
         (["tests/unit/test_doctor_rules.py"], "", "", None),
