@@ -47,6 +47,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from raykube.api.constants import UNIMPLEMENTED_FEATURE_GATES
+from raykube.cli import aio
 from raykube.cli.output import err, fail, out, progress, success
 from raykube.sandbox import differential, versions
 from raykube.sandbox.conformance import (
@@ -692,7 +693,7 @@ def conformance(
             invocation,
         )  # fmt: skip
         try:
-            runs = asyncio.run(play(options))
+            runs = aio.run(play(options))
         except SandboxError as exc:
             fail(str(exc))
         print_table(runs, rel)

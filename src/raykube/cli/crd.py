@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from raykube.cli import aio
 from raykube.cli.output import fail, progress, success
 
 app = typer.Typer(no_args_is_help=True, help="The ray.io CustomResourceDefinitions (RayCluster, RayJob, ...).")
@@ -67,7 +67,7 @@ def install(kubeconfig: KubeconfigOption = None) -> None:
             await client.close()
 
     try:
-        names = asyncio.run(run())
+        names = aio.run(run())
     except Exception as exc:  # an API or config error: say it plainly, and what to run next
         fail(f"installing the CRDs failed: {exc}\n{next_step(exc)}")
     success(f"installed {', '.join(names)}")

@@ -17,7 +17,6 @@ Every claim the demo prints is checked; a failed check ends it with a non-zero e
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import re
@@ -34,6 +33,7 @@ import typer
 from rich.markup import escape
 from rich.rule import Rule
 
+from raykube.cli import aio
 from raykube.cli.output import err, fail, out
 from raykube.cli.sandbox import NameOption, bring_up
 from raykube.sandbox.components import Binaries, NodePool, SandboxConfig
@@ -741,7 +741,7 @@ def demo(
             await kube.close()
 
     try:
-        asyncio.run(run())
+        aio.run(run())
     except (DemoFailed, SandboxError, WaitTimeout) as exc:
         env = "uv run raykube sandbox env" + ("" if name == "default" else f" --name {name}")
         fail(

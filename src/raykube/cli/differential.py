@@ -31,6 +31,7 @@ import yaml
 from raykube.api import constants as c
 from raykube.api.raycluster import RayClusterSpec
 from raykube.builders.spechash import cluster_spec_hash
+from raykube.cli import aio
 from raykube.cli.output import fail, progress, success
 from raykube.sandbox import differential as d
 from raykube.sandbox.errors import SandboxError
@@ -431,7 +432,7 @@ def objects(select: str | None, keep: bool, write_doc: bool = True) -> int:
     """The ``--objects`` hook of ``raykube conformance``: run, report, exit code 1 unless every sample is equal."""
     options = default_options(select, keep, write_doc)
     try:
-        run = asyncio.run(play(options))
+        run = aio.run(play(options))
     except SandboxError as exc:
         fail(str(exc))
     write(run, options)

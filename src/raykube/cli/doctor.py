@@ -6,7 +6,6 @@ Exit codes (``docs/doctor.md``, *Exit codes*): 0 healthy (no finding at or above
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import sys
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
+from raykube.cli import aio
 from raykube.cli.output import err, out
 from raykube.kube import objects
 
@@ -281,7 +281,7 @@ def _live(
             await client.close()
 
     try:
-        return asyncio.run(run())
+        return aio.run(run())
     except GatherError as exc:
         err.print(f"[bold red]error:[/bold red] {exc}")
         raise typer.Exit(EXIT_INCOMPLETE) from exc

@@ -7,12 +7,12 @@ The work is :func:`raykube.deploy.install.install_operator` (the manifests are `
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from raykube.cli import aio
 from raykube.cli.output import fail, progress, success
 from raykube.deploy.install import Applied, InstallError, InstallReport, install_operator, next_step
 from raykube.deploy.manifests import DEPLOYMENT, FIELD_MANAGER, RENDER_NAMESPACE
@@ -46,7 +46,7 @@ def install(
             await client.close()
 
     try:
-        report = asyncio.run(run())
+        report = aio.run(run())
     except WaitTimeout as exc:
         fail(f"installing the operator failed: {exc}\n{next_step(exc, namespace=namespace)}")
     except (InstallError, FileNotFoundError) as exc:

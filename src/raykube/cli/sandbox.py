@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from pathlib import Path
@@ -11,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
+from raykube.cli import aio
 from raykube.cli.output import err, fail, out, progress, success
 from raykube.sandbox import versions
 from raykube.sandbox.build import missing_artifacts
@@ -233,7 +233,7 @@ def bring_up(config: SandboxConfig) -> UpResult:
     if config.gateway:
         ensure_gateway()
     try:
-        result = asyncio.run(sandbox.up(config, progress))
+        result = aio.run(sandbox.up(config, progress))
     except SandboxError as exc:
         fail(str(exc))
     running = result.config
@@ -263,7 +263,7 @@ def down(
     """Stop the processes this sandbox started (and only those) and remove its files."""
     sandbox = _sandbox(name)
     try:
-        stopped = asyncio.run(sandbox.down(progress, keep_logs=keep_logs))
+        stopped = aio.run(sandbox.down(progress, keep_logs=keep_logs))
     except SandboxError as exc:
         fail(str(exc))
     if stopped:
@@ -361,9 +361,7 @@ def sa_kubeconfig(
     sandbox = _sandbox(name)
     path = output or sandbox.layout.root / "kubeconfigs" / f"sa-{namespace}-{account}.yaml"
     try:
-        written = asyncio.run(
-            sandbox.service_account_kubeconfig(namespace, account, path, expiration_seconds=hours * 3600)
-        )
+        written = aio.run(sandbox.service_account_kubeconfig(namespace, account, path, expiration_seconds=hours * 3600))
     except SandboxError as exc:
         fail(str(exc))
     except Exception as exc:  # the API's answer, e.g. the ServiceAccount does not exist

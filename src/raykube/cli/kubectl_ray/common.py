@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import re
 import sys
 from collections.abc import Awaitable, Callable
@@ -14,6 +13,7 @@ import typer
 
 from raykube.api import addresses
 from raykube.api import constants as c
+from raykube.cli import aio
 from raykube.kube.client import Kube
 from raykube.kube.errors import ApiError
 from raykube.kube.resources import Resource
@@ -104,7 +104,7 @@ def run(conn: Conn, body: Callable[[Kube, str], Awaitable[T]]) -> T:
             await kube.close()
 
     try:
-        return asyncio.run(main())
+        return aio.run(main())
     except PluginError as exc:
         die(str(exc))
     except ApiError as exc:
