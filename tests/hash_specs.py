@@ -500,8 +500,16 @@ STRATEGIES = {"SPEC_V170": 600, "SPEC_V170_ADDED": 200, "SPEC_V161": 200}
 SEED = 170
 
 
-def draw(strategy: st.SearchStrategy[dict[str, Any]], count: int, salt: int) -> list[dict[str, Any]]:
-    """``count`` distinct specs (by their served text) drawn from ``strategy``, the same ones on every run.
+class _Enough(Exception):  # not an error: the draws asked for are in
+    pass
+
+
+def draw(
+    strategy: st.SearchStrategy[dict[str, Any]], count: int, salt: int, first: int | None = None
+) -> list[dict[str, Any]]:
+    """``count`` distinct specs (by their served text) drawn from ``strategy``, the same ones on every run; with
+    ``first``, only the first ``first`` of them (the same settings, the run stopped once they are in: Hypothesis's
+    draws depend on ``max_examples``, so a smaller ``count`` would draw other specs).
 
     Hypothesis mixes into what it draws the literals of every non-library module the process has imported (its "local
     constants"), so a seed alone draws differently after any edit anywhere in raykube or the tests, and differently
@@ -527,11 +535,15 @@ def draw(strategy: st.SearchStrategy[dict[str, Any]], count: int, salt: int) -> 
     def collect(spec: dict[str, Any]) -> None:
         if len(found) < count:
             found.setdefault(served(spec), spec)
+        if first is not None and len(found) >= first:
+            raise _Enough
 
     with mock.patch.object(providers, "_get_local_constants", Constants):
         providers.CONSTANTS_CACHE.cache.clear()
         try:
             collect()
+        except _Enough:
+            return list(found.values())[:first]
         finally:
             providers.CONSTANTS_CACHE.cache.clear()
     if len(found) < count:
@@ -539,6 +551,8 @@ def draw(strategy: st.SearchStrategy[dict[str, Any]], count: int, salt: int) -> 
     return list(found.values())
 
 
-def drawn() -> dict[str, list[dict[str, Any]]]:
-    """Every strategy's draws, by strategy name (the spec cases of tests/vectors/kuberay_hash_v170.json)."""
-    return {name: draw(globals()[name], count, salt) for salt, (name, count) in enumerate(STRATEGIES.items(), start=1)}
+def drawn(first: int | None = None) -> dict[str, list[dict[str, Any]]]:
+    """Every strategy's draws, by strategy name (the spec cases of tests/vectors/kuberay_hash_v170.json); with
+    ``first``, the first ``first`` of each."""
+    strategies = enumerate(STRATEGIES.items(), start=1)
+    return {name: draw(globals()[name], count, salt, first) for salt, (name, count) in strategies}

@@ -144,6 +144,17 @@ class Schedule:
     def _first_time_of_day(self, day: dt.date, floor: dt.datetime, tz: dt.tzinfo) -> dt.datetime | None:
         """The earliest activation on ``day`` (wall clock) after ``floor``. A wall-clock time the zone repeats (DST
         fold) is two moments; one it skips (DST gap) is none."""
+        start = dt.datetime.combine(day, dt.time())
+        if _steady(start, tz):  # no fold, no gap: wall-clock order is time order, the first later wall time wins
+            after = floor.astimezone(tz).replace(tzinfo=None)
+            for hour in sorted(self.hours):
+                if start.replace(hour=hour, minute=59) <= after:
+                    continue
+                for minute in sorted(self.minutes):
+                    wall = start.replace(hour=hour, minute=minute)
+                    if wall > after:
+                        return wall.replace(tzinfo=tz).astimezone(dt.UTC)
+            return None
         candidates = []
         for hour in self.hours:
             for minute in self.minutes:
@@ -155,6 +166,19 @@ class Schedule:
                     if moment > floor:
                         candidates.append(moment.astimezone(dt.UTC))
         return min(candidates) if candidates else None  # in UTC: a folded local time compares unequal (PEP 495)
+
+
+def _steady(start: dt.datetime, tz: dt.tzinfo) -> bool:
+    """The zone's offset is one from ``start`` (a naive midnight) to the next midnight, neither of them in a fold or a
+    gap: the day has no DST transition. (Two transitions within one day that cancel out would pass for steady; the
+    exhaustive search of ``_first_time_of_day`` is for every other day.)"""
+    offsets = {
+        start.replace(tzinfo=tz, fold=0).utcoffset(),
+        start.replace(tzinfo=tz, fold=1).utcoffset(),
+        (start + dt.timedelta(days=1)).replace(tzinfo=tz, fold=0).utcoffset(),
+        (start + dt.timedelta(days=1)).replace(tzinfo=tz, fold=1).utcoffset(),
+    }
+    return len(offsets) == 1
 
 
 def _number(text: str, names: Mapping[str, int]) -> int:
