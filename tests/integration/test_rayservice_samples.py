@@ -196,13 +196,11 @@ def serve_service(docs: Docs) -> tuple[str, int]:
     return name or f"{rayservice_of(docs)['metadata']['name']}-serve-svc", port
 
 
-QUICKSTART = "ray-service.sample.yaml"  # in `make test`; the others (about 25 s each) in `make conformance`
-
-
+# All in `make conformance` (pytest -m long): the quickstart's two apps took 100-130 s of make test's two loaded cores,
+# and test_rayservice.py runs the local app on real Serve through in-place and new-cluster upgrades there already.
+@pytest.mark.long
 @pytest.mark.timeout(900)
-@pytest.mark.parametrize(
-    "sample", [s if s == QUICKSTART else pytest.param(s, marks=pytest.mark.long) for s in sorted(WITH_LOCAL_APP)]
-)
+@pytest.mark.parametrize("sample", sorted(WITH_LOCAL_APP))
 async def test_a_rayservice_sample_with_the_local_app_is_ready_and_answers_on_every_route(
     sample: str, proc: ProcessSandbox, pkube: AsyncClient, ns: str, proc_operator: Manager
 ) -> None:
