@@ -47,8 +47,8 @@ settings.load_profile("raykube")
 
 _MARKERS = {"unit": "unit", "integration": "integration", "e2e": "e2e"}
 TEST_SANDBOX_NAME = "pytest"
-# The process-node test modules of the second half (about as long as the rest, in .reports/junit.xml's times: 1,035
-# and 1,015 s in a CI run at 7869f97, less the RayService quickstart sample since moved to make conformance).
+# The process-node test modules of the second half: about as long as the rest, by .reports/junit.xml's times (look
+# there again when a slow process-node test is added or moved).
 PROCESS_B = frozenset({"test_chapter_workloads", "test_rayjob", "test_secrets_never_leak", "test_process_runtime"})
 
 
